@@ -1,0 +1,174 @@
+// Command api serves mailroom's JSON API under /api.
+//
+//	api                          serve HTTP (migrating first)
+//	api migrate                  apply migrations and load geography, then exit
+//	api accounts create --name N create an account, print its keys as JSON
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/hibiken/asynq"
+	"github.com/hibiken/asynqmon"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/mailroom/mailroom/internal/config"
+	"github.com/mailroom/mailroom/internal/geo"
+	"github.com/mailroom/mailroom/internal/httpapi"
+	"github.com/mailroom/mailroom/internal/logging"
+	"github.com/mailroom/mailroom/internal/mail"
+	"github.com/mailroom/mailroom/internal/postgres"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	err := run(ctx, os.Args[1:], os.Getenv, os.Stdout, os.Stderr)
+	stop()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "api:", err)
+		os.Exit(1)
+	}
+}
+
+func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	cfg, err := config.Load(getenv)
+	if err != nil {
+		return err
+	}
+	log := logging.New(stderr, cfg.LogLevel)
+
+	cmd := "serve"
+	if len(args) > 0 {
+		cmd, args = args[0], args[1:]
+	}
+	switch cmd {
+	case "serve":
+		return serve(ctx, cfg, log)
+	case "migrate":
+		d, _, err := openDB(ctx, cfg, log)
+		if err != nil {
+			return err
+		}
+		d.Close()
+		return nil
+	case "accounts":
+		return accounts(ctx, cfg, log, args, stdout)
+	default:
+		return fmt.Errorf("unknown command %q (want serve, migrate or accounts create --name NAME)", cmd)
+	}
+}
+
+// openDB connects, migrates and loads the geography data set.
+func openDB(ctx context.Context, cfg config.Config, log *slog.Logger) (*postgres.DB, *geo.Set, error) {
+	set, err := geo.Load()
+	if err != nil {
+		return nil, nil, err
+	}
+	d, err := postgres.Open(ctx, cfg.DatabaseURL, log)
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := d.Migrate(ctx); err != nil {
+		d.Close()
+		return nil, nil, err
+	}
+	if err := d.SyncGeo(ctx, set); err != nil {
+		d.Close()
+		return nil, nil, err
+	}
+	return d, set, nil
+}
+
+func accounts(ctx context.Context, cfg config.Config, log *slog.Logger, args []string, stdout io.Writer) error {
+	if len(args) == 0 || args[0] != "create" {
+		return errors.New("usage: accounts create --name NAME")
+	}
+	fs := flag.NewFlagSet("accounts create", flag.ContinueOnError)
+	name := fs.String("name", "", "the account's name")
+	if err := fs.Parse(args[1:]); err != nil {
+		return err
+	}
+	n, err := mail.ParseAccountName(*name)
+	if err != nil {
+		return errors.New("accounts create: --name is required")
+	}
+	d, _, err := openDB(ctx, cfg, log)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	id, keys, err := d.CreateAccount(ctx, n)
+	if err != nil {
+		return err
+	}
+	return json.NewEncoder(stdout).Encode(struct {
+		UserID    int64  `json:"user_id"`
+		PublicKey string `json:"public_key"`
+		SecretKey string `json:"secret_key"`
+	}{id, keys.Public, keys.Secret})
+}
+
+func serve(ctx context.Context, cfg config.Config, log *slog.Logger) error {
+	d, set, err := openDB(ctx, cfg, log)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+
+	redisOpt, err := asynq.ParseRedisURI(cfg.RedisURL)
+	if err != nil {
+		return fmt.Errorf("REDIS_URL: %w", err)
+	}
+	ropts, err := redis.ParseURL(cfg.RedisURL)
+	if err != nil {
+		return fmt.Errorf("REDIS_URL: %w", err)
+	}
+	rdb := redis.NewClient(ropts)
+	defer rdb.Close()
+
+	var mon http.Handler
+	if cfg.MonitoringUser != "" {
+		m := asynqmon.New(asynqmon.Options{RootPath: "/monitoring", RedisConnOpt: redisOpt})
+		defer m.Close()
+		mon = m
+	}
+
+	h := httpapi.New(httpapi.Config{
+		MaxBodyBytes:       cfg.MaxBodyBytes,
+		MaxUploadBytes:     cfg.MaxUploadBytes,
+		MonitoringUser:     cfg.MonitoringUser,
+		MonitoringPassword: cfg.MonitoringPassword,
+	}, httpapi.Deps{
+		DB:         d,
+		Geo:        set,
+		Log:        log,
+		RedisPing:  func(ctx context.Context) error { return rdb.Ping(ctx).Err() },
+		Monitoring: mon,
+	})
+
+	srv := &http.Server{Addr: cfg.HTTPAddr, Handler: h, ReadHeaderTimeout: 10 * time.Second}
+	errc := make(chan error, 1)
+	go func() { errc <- srv.ListenAndServe() }()
+	log.Info("api listening", "addr", cfg.HTTPAddr, "public_url", cfg.PublicURL)
+
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+	}
+	log.Info("api shutting down", "timeout", cfg.ShutdownTimeout)
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cfg.ShutdownTimeout)
+	defer cancel()
+	return srv.Shutdown(sctx)
+}

@@ -1,0 +1,82 @@
+// Command worker runs mailroom's asynq server: it takes tasks from the
+// critical, default and bulk queues and runs the handlers of package jobs.
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/hibiken/asynq"
+
+	"github.com/mailroom/mailroom/internal/config"
+	"github.com/mailroom/mailroom/internal/logging"
+	"github.com/mailroom/mailroom/internal/postgres"
+	"github.com/mailroom/mailroom/jobs"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	err := run(ctx, os.Getenv, os.Stderr)
+	stop()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "worker:", err)
+		os.Exit(1)
+	}
+}
+
+func run(ctx context.Context, getenv func(string) string, stderr io.Writer) error {
+	cfg, err := config.Load(getenv)
+	if err != nil {
+		return err
+	}
+	log := logging.New(stderr, cfg.LogLevel)
+
+	d, err := postgres.Open(ctx, cfg.DatabaseURL, log)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	if err := d.Migrate(ctx); err != nil {
+		return err
+	}
+
+	redisOpt, err := asynq.ParseRedisURI(cfg.RedisURL)
+	if err != nil {
+		return fmt.Errorf("REDIS_URL: %w", err)
+	}
+	server := asynq.NewServer(redisOpt, asynq.Config{
+		Concurrency:     cfg.WorkerConcurrency,
+		Queues:          jobs.Queues,
+		ShutdownTimeout: cfg.ShutdownTimeout,
+		Logger:          asynqLogger{log},
+		ErrorHandler: asynq.ErrorHandlerFunc(func(ctx context.Context, t *asynq.Task, err error) {
+			id, _ := asynq.GetTaskID(ctx)
+			log.ErrorContext(ctx, "task failed", "type", t.Type(), "task_id", id, "err", err)
+		}),
+	})
+	if err := server.Start(jobs.NewMux(jobs.Deps{DB: d, Log: log})); err != nil {
+		return err
+	}
+	log.Info("worker running", "queues", jobs.Queues, "concurrency", cfg.WorkerConcurrency)
+	<-ctx.Done()
+	log.Info("worker shutting down", "timeout", cfg.ShutdownTimeout)
+	server.Shutdown()
+	return nil
+}
+
+// asynqLogger routes asynq's own log lines into slog.
+type asynqLogger struct{ log *slog.Logger }
+
+func (l asynqLogger) Debug(args ...any) { l.log.Debug(fmt.Sprint(args...)) }
+func (l asynqLogger) Info(args ...any)  { l.log.Info(fmt.Sprint(args...)) }
+func (l asynqLogger) Warn(args ...any)  { l.log.Warn(fmt.Sprint(args...)) }
+func (l asynqLogger) Error(args ...any) { l.log.Error(fmt.Sprint(args...)) }
+func (l asynqLogger) Fatal(args ...any) {
+	l.log.Error(fmt.Sprint(args...))
+	os.Exit(1)
+}

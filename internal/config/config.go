@@ -1,0 +1,161 @@
+// Package config reads mailroom's settings from the environment once, at
+// start, and validates them all together.
+package config
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Config is every setting of both processes.
+type Config struct {
+	DatabaseURL            string        // DATABASE_URL
+	RedisURL               string        // REDIS_URL
+	HTTPAddr               string        // HTTP_ADDR
+	PublicURL              string        // PUBLIC_URL
+	SMTPURL                string        // SMTP_URL; empty: write .eml files to OutboxDir
+	OutboxDir              string        // OUTBOX_DIR
+	AllowUnverifiedSenders bool          // ALLOW_UNVERIFIED_SENDERS
+	MonitoringUser         string        // MONITORING_USER
+	MonitoringPassword     string        // MONITORING_PASSWORD
+	MaxBodyBytes           int64         // MAX_BODY_BYTES: cap on a request body
+	MaxUploadBytes         int64         // MAX_UPLOAD_BYTES: cap on a CSV upload
+	WorkerConcurrency      int           // WORKER_CONCURRENCY
+	ShutdownTimeout        time.Duration // SHUTDOWN_TIMEOUT: HTTP drain and asynq shutdown
+	LogLevel               string        // LOG_LEVEL: debug, info, warn, error
+}
+
+// Load reads the configuration through getenv (os.Getenv in production),
+// applies defaults and returns every problem at once.
+func Load(getenv func(string) string) (Config, error) {
+	var errs []error
+	str := func(name, def string) string {
+		if v := strings.TrimSpace(getenv(name)); v != "" {
+			return v
+		}
+		return def
+	}
+	size := func(name string, def int64) int64 {
+		v := str(name, "")
+		if v == "" {
+			return def
+		}
+		n, err := parseSize(v)
+		if err != nil || n <= 0 {
+			errs = append(errs, fmt.Errorf("%s: %q is not a size in bytes (e.g. 1048576, 10MB, 1GB)", name, v))
+			return def
+		}
+		return n
+	}
+	integer := func(name string, def int) int {
+		v := str(name, "")
+		if v == "" {
+			return def
+		}
+		n, err := strconv.Atoi(v)
+		if err != nil || n <= 0 {
+			errs = append(errs, fmt.Errorf("%s: %q is not a positive integer", name, v))
+			return def
+		}
+		return n
+	}
+
+	c := Config{
+		DatabaseURL:        str("DATABASE_URL", "postgres://postgres@127.0.0.1:5432/mailer?sslmode=disable"),
+		RedisURL:           str("REDIS_URL", "redis://127.0.0.1:6379/0"),
+		HTTPAddr:           str("HTTP_ADDR", ":8080"),
+		PublicURL:          strings.TrimRight(str("PUBLIC_URL", "http://localhost:8080"), "/"),
+		SMTPURL:            str("SMTP_URL", ""),
+		OutboxDir:          str("OUTBOX_DIR", "./var/outbox"),
+		MonitoringUser:     str("MONITORING_USER", ""),
+		MonitoringPassword: str("MONITORING_PASSWORD", ""),
+		MaxBodyBytes:       size("MAX_BODY_BYTES", 10<<20),
+		MaxUploadBytes:     size("MAX_UPLOAD_BYTES", 2<<30),
+		WorkerConcurrency:  integer("WORKER_CONCURRENCY", 20),
+		LogLevel:           strings.ToLower(str("LOG_LEVEL", "info")),
+	}
+
+	if v := str("ALLOW_UNVERIFIED_SENDERS", "false"); v != "" {
+		b, err := strconv.ParseBool(v)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("ALLOW_UNVERIFIED_SENDERS: %q is not true or false", v))
+		}
+		c.AllowUnverifiedSenders = b
+	}
+	c.ShutdownTimeout = 30 * time.Second
+	if v := str("SHUTDOWN_TIMEOUT", ""); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil || d <= 0 {
+			errs = append(errs, fmt.Errorf("SHUTDOWN_TIMEOUT: %q is not a positive duration (e.g. 30s)", v))
+		} else {
+			c.ShutdownTimeout = d
+		}
+	}
+
+	errs = append(errs, c.validate()...)
+	return c, errors.Join(errs...)
+}
+
+func (c Config) validate() []error {
+	var errs []error
+	if u, err := url.Parse(c.DatabaseURL); err != nil || (u.Scheme != "postgres" && u.Scheme != "postgresql") || strings.Trim(u.Path, "/") == "" {
+		errs = append(errs, fmt.Errorf("DATABASE_URL: %q is not a postgres://host/dbname URL", redact(c.DatabaseURL)))
+	}
+	if u, err := url.Parse(c.RedisURL); err != nil || (u.Scheme != "redis" && u.Scheme != "rediss") || u.Host == "" {
+		errs = append(errs, fmt.Errorf("REDIS_URL: %q is not a redis://host:port/db URL", redact(c.RedisURL)))
+	}
+	if _, _, err := net.SplitHostPort(c.HTTPAddr); err != nil {
+		errs = append(errs, fmt.Errorf("HTTP_ADDR: %q is not host:port (e.g. :8080)", c.HTTPAddr))
+	}
+	if u, err := url.Parse(c.PublicURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		errs = append(errs, fmt.Errorf("PUBLIC_URL: %q is not an http(s) URL", c.PublicURL))
+	}
+	if c.SMTPURL != "" {
+		if u, err := url.Parse(c.SMTPURL); err != nil || (u.Scheme != "smtp" && u.Scheme != "smtps") || u.Hostname() == "" {
+			errs = append(errs, fmt.Errorf("SMTP_URL: %q is not an smtp:// or smtps:// URL", redact(c.SMTPURL)))
+		}
+	}
+	if (c.MonitoringUser == "") != (c.MonitoringPassword == "") {
+		errs = append(errs, errors.New("MONITORING_USER and MONITORING_PASSWORD: set both to enable /monitoring, or neither"))
+	}
+	switch c.LogLevel {
+	case "debug", "info", "warn", "error":
+	default:
+		errs = append(errs, fmt.Errorf("LOG_LEVEL: %q is not debug, info, warn or error", c.LogLevel))
+	}
+	return errs
+}
+
+// redact hides a URL's password so it never reaches a log line.
+func redact(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil || u.User == nil {
+		return raw
+	}
+	return u.Redacted()
+}
+
+func parseSize(s string) (int64, error) {
+	mult := int64(1)
+	up := strings.ToUpper(s)
+	for _, u := range []struct {
+		suffix string
+		mult   int64
+	}{{"GB", 1 << 30}, {"MB", 1 << 20}, {"KB", 1 << 10}, {"B", 1}} {
+		if strings.HasSuffix(up, u.suffix) {
+			mult = u.mult
+			up = strings.TrimSpace(strings.TrimSuffix(up, u.suffix))
+			break
+		}
+	}
+	n, err := strconv.ParseInt(up, 10, 64)
+	if err != nil {
+		return 0, err
+	}
+	return n * mult, nil
+}

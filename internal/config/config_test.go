@@ -1,0 +1,74 @@
+package config
+
+import (
+	"strings"
+	"testing"
+	"time"
+)
+
+func env(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
+
+func TestDefaults(t *testing.T) {
+	t.Parallel()
+	c, err := Load(env(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.DatabaseURL != "postgres://postgres@127.0.0.1:5432/mailer?sslmode=disable" ||
+		c.RedisURL != "redis://127.0.0.1:6379/0" || c.HTTPAddr != ":8080" ||
+		c.PublicURL != "http://localhost:8080" || c.SMTPURL != "" || c.AllowUnverifiedSenders ||
+		c.ShutdownTimeout != 30*time.Second || c.MaxBodyBytes != 10<<20 {
+		t.Fatalf("defaults: %+v", c)
+	}
+}
+
+func TestValues(t *testing.T) {
+	t.Parallel()
+	c, err := Load(env(map[string]string{
+		"ALLOW_UNVERIFIED_SENDERS": "true",
+		"MAX_UPLOAD_BYTES":         "512MB",
+		"PUBLIC_URL":               "https://mail.example.com/",
+		"SMTP_URL":                 "smtps://u:p@smtp.example.com:465",
+		"SHUTDOWN_TIMEOUT":         "90s",
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !c.AllowUnverifiedSenders || c.MaxUploadBytes != 512<<20 || c.PublicURL != "https://mail.example.com" || c.ShutdownTimeout != 90*time.Second {
+		t.Fatalf("%+v", c)
+	}
+}
+
+// Every bad value is reported at once, each on a line naming its variable,
+// and a password never appears.
+func TestBadValues(t *testing.T) {
+	t.Parallel()
+	_, err := Load(env(map[string]string{
+		"DATABASE_URL":             "mysql://root:hunter2@db/x",
+		"REDIS_URL":                "localhost",
+		"HTTP_ADDR":                "8080",
+		"ALLOW_UNVERIFIED_SENDERS": "maybe",
+		"MAX_BODY_BYTES":           "lots",
+		"SMTP_URL":                 "http://x",
+		"MONITORING_USER":          "admin",
+		"WORKER_CONCURRENCY":       "0",
+		"SHUTDOWN_TIMEOUT":         "soon",
+		"LOG_LEVEL":                "loud",
+	}))
+	if err == nil {
+		t.Fatal("no error")
+	}
+	msg := err.Error()
+	for _, name := range []string{"DATABASE_URL", "REDIS_URL", "HTTP_ADDR", "ALLOW_UNVERIFIED_SENDERS", "MAX_BODY_BYTES",
+		"SMTP_URL", "MONITORING_USER", "WORKER_CONCURRENCY", "SHUTDOWN_TIMEOUT", "LOG_LEVEL"} {
+		if !strings.Contains(msg, name+":") && !strings.Contains(msg, name+" and") {
+			t.Errorf("%s not reported in:\n%s", name, msg)
+		}
+	}
+	if strings.Contains(msg, "hunter2") {
+		t.Errorf("password leaked: %s", msg)
+	}
+	if n := strings.Count(msg, "\n") + 1; n != 10 {
+		t.Errorf("%d lines, want 10:\n%s", n, msg)
+	}
+}

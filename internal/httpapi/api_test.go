@@ -1,0 +1,159 @@
+package httpapi_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"flag"
+	"io"
+	"log/slog"
+	"mime/multipart"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/mailroom/mailroom/internal/httpapi"
+	"github.com/mailroom/mailroom/internal/testdb"
+)
+
+var update = flag.Bool("update", false, "rewrite testdata/*.json golden files")
+
+// api is the real router over the package's test database and local Redis.
+type api struct {
+	t *testing.T
+	h http.Handler
+}
+
+func newAPI(t *testing.T) *api {
+	t.Helper()
+	d := testdb.New(t)
+	rdb := redis.NewClient(&redis.Options{Addr: "127.0.0.1:6379"})
+	t.Cleanup(func() { rdb.Close() })
+	h := httpapi.New(httpapi.Config{MaxBodyBytes: 1 << 20, MaxUploadBytes: 64 << 20}, httpapi.Deps{
+		DB:        d,
+		Geo:       testdb.Geo(t),
+		Log:       slog.New(slog.NewTextHandler(io.Discard, nil)),
+		RedisPing: func(ctx context.Context) error { return rdb.Ping(ctx).Err() },
+	})
+	return &api{t: t, h: h}
+}
+
+// account is a fresh account's credentials.
+type account struct {
+	id             int64
+	public, secret string
+}
+
+func (a *api) account() account {
+	a.t.Helper()
+	id, keys, err := testdb.New(a.t).CreateAccount(context.Background(), "test")
+	if err != nil {
+		a.t.Fatal(err)
+	}
+	return account{id: id, public: keys.Public, secret: keys.Secret}
+}
+
+// response is a recorded answer.
+type response struct {
+	code   int
+	body   string
+	header http.Header
+}
+
+// req is one request; body is nil, url.Values (url-encoded), multipartBody
+// or jsonBody.
+type req struct {
+	method, path string
+	acct         *account
+	body         any
+	header       map[string]string
+}
+
+type jsonBody string
+
+type multipartBody map[string]string
+
+func (a *api) do(r req) response {
+	a.t.Helper()
+	var body io.Reader
+	var ct string
+	switch b := r.body.(type) {
+	case nil:
+	case url.Values:
+		body, ct = strings.NewReader(b.Encode()), "application/x-www-form-urlencoded"
+	case jsonBody:
+		body, ct = strings.NewReader(string(b)), "application/json"
+	case multipartBody:
+		var buf bytes.Buffer
+		w := multipart.NewWriter(&buf)
+		for k, v := range b {
+			w.WriteField(k, v)
+		}
+		w.Close()
+		body, ct = &buf, w.FormDataContentType()
+	default:
+		a.t.Fatalf("unknown body type %T", b)
+	}
+	hr := httptest.NewRequest(r.method, r.path, body)
+	if ct != "" {
+		hr.Header.Set("Content-Type", ct)
+	}
+	if r.acct != nil {
+		hr.Header.Set("PublicKey", r.acct.public)
+		hr.Header.Set("SecretKey", r.acct.secret)
+	}
+	for k, v := range r.header {
+		hr.Header.Set(k, v)
+	}
+	rec := httptest.NewRecorder()
+	a.h.ServeHTTP(rec, hr)
+	return response{code: rec.Code, body: rec.Body.String(), header: rec.Header()}
+}
+
+// expect asserts the exact status and body.
+func (r response) expect(t *testing.T, code int, body string) {
+	t.Helper()
+	if r.code != code || r.body != body {
+		t.Fatalf("got %d %s\nwant %d %s", r.code, r.body, code, body)
+	}
+}
+
+var (
+	timestampRE = regexp.MustCompile(`"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z"`)
+)
+
+// normalize replaces timestamps so bodies compare across runs.
+func normalize(s string) string {
+	return timestampRE.ReplaceAllString(s, `"<timestamp>"`)
+}
+
+// golden compares body with testdata/name.json (rewritten with -update),
+// both indented for readable diffs.
+func golden(t *testing.T, name, body string) {
+	t.Helper()
+	var buf bytes.Buffer
+	if err := json.Indent(&buf, []byte(normalize(body)), "", "  "); err != nil {
+		t.Fatalf("response is not JSON: %v: %.200s", err, body)
+	}
+	path := filepath.Join("testdata", name+".json")
+	if *update {
+		if err := os.WriteFile(path, buf.Bytes(), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run go test -update)", err)
+	}
+	if !bytes.Equal(buf.Bytes(), want) {
+		t.Fatalf("%s differs from the response:\n%s", path, buf.String())
+	}
+}

@@ -1,0 +1,57 @@
+package httpapi
+
+import (
+	"errors"
+	"log/slog"
+	"net/http"
+
+	"github.com/gin-gonic/gin"
+
+	"github.com/mailroom/mailroom/internal/mail"
+)
+
+// Wordings of an absent record; each route says which it uses.
+const (
+	recordNotFound      = "Record Not Found"
+	recordNotFoundLower = "Record not found"
+)
+
+const notFoundKey = "httpapi.notFound"
+
+// notFoundText makes the routes it guards answer an absent record with text.
+func notFoundText(text string) gin.HandlerFunc {
+	return func(c *gin.Context) { c.Set(notFoundKey, text) }
+}
+
+// statusOf is the only map from error codes to HTTP statuses.
+var statusOf = map[string]int{
+	mail.EINVALID:      http.StatusUnprocessableEntity,
+	mail.ENOTFOUND:     http.StatusNotFound,
+	mail.ECONFLICT:     http.StatusConflict,
+	mail.EUNAUTHORIZED: http.StatusUnauthorized,
+	mail.ETOOMANY:      http.StatusTooManyRequests,
+	mail.EINTERNAL:     http.StatusInternalServerError,
+}
+
+// fail answers err in the failure envelope. A *mail.Error is shown to the
+// user; anything else is logged and answered as a bare 500.
+func (s *Server) fail(c *gin.Context, err error) {
+	var e *mail.Error
+	if !errors.As(err, &e) || e.Code == mail.EINTERNAL {
+		s.log.ErrorContext(c.Request.Context(), "request failed",
+			slog.String("method", c.Request.Method), slog.String("path", c.FullPath()), slog.Any("err", err))
+		failed(c, http.StatusInternalServerError, "Internal Server Error")
+		return
+	}
+	status := statusOf[e.Code]
+	switch {
+	case len(e.Fields) > 0:
+		failed(c, status, fields{names: e.FieldNames(), m: e.Fields})
+	case e.Code == mail.ENOTFOUND && e.Message == "":
+		failed(c, status, c.GetString(notFoundKey))
+	case e.Code == mail.ETOOMANY && e.Message == "":
+		failed(c, status, "Too Many Requests.")
+	default:
+		failed(c, status, e.Message)
+	}
+}

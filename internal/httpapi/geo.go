@@ -1,0 +1,116 @@
+package httpapi
+
+import (
+	"bytes"
+	"compress/gzip"
+	"crypto/sha256"
+	"encoding/hex"
+	"net/http"
+	"strings"
+
+	"github.com/gin-gonic/gin"
+
+	"github.com/mailroom/mailroom/internal/geo"
+	"github.com/mailroom/mailroom/internal/mail"
+)
+
+// geoResponse is the whole geography answer, rendered and gzipped once per
+// process: the data never changes while it runs.
+type geoResponse struct {
+	set  *geo.Set
+	body []byte // the success envelope
+	gz   []byte // body, gzipped
+	etag string
+}
+
+type geoMessage struct {
+	Countries []geo.Country `json:"countries"`
+	States    []geo.State   `json:"states"`
+	Cities    []geoCity     `json:"cities"`
+}
+
+// geoCity renders an unknown state as null.
+type geoCity struct {
+	ID        int32  `json:"id"`
+	StateID   *int32 `json:"state_id"`
+	CountryID int32  `json:"country_id"`
+	Name      string `json:"name"`
+}
+
+func newGeoResponse(s *geo.Set) *geoResponse {
+	if s == nil {
+		return nil
+	}
+	body, gz := renderGeo(s.Countries, s.States, s.Cities)
+	sum := sha256.Sum256(body)
+	return &geoResponse{set: s, body: body, gz: gz, etag: `"` + hex.EncodeToString(sum[:16]) + `"`}
+}
+
+func renderGeo(countries []geo.Country, states []geo.State, cities []geo.City) (body, gz []byte) {
+	cs := make([]geoCity, len(cities))
+	for i, c := range cities {
+		cs[i] = geoCity{ID: c.ID, CountryID: c.CountryID, Name: c.Name}
+		if c.StateID != 0 {
+			cs[i].StateID = &cities[i].StateID
+		}
+	}
+	var buf bytes.Buffer
+	encodeEnvelope(&buf, geoMessage{Countries: countries, States: states, Cities: cs})
+	var z bytes.Buffer
+	zw, _ := gzip.NewWriterLevel(&z, gzip.BestSpeed)
+	zw.Write(buf.Bytes())
+	zw.Close()
+	return buf.Bytes(), z.Bytes()
+}
+
+// geography answers GET /get/country-state-city, optionally narrowed by
+// country_id or state_id. It is cacheable: a matching If-None-Match gets 304.
+func (s *Server) geography(c *gin.Context) {
+	var countryID, stateID int64
+	var err error
+	if c.Query("country_id") != "" {
+		if countryID, err = queryID(c, "country_id"); err != nil {
+			s.fail(c, err)
+			return
+		}
+	}
+	if c.Query("state_id") != "" {
+		if stateID, err = queryID(c, "state_id"); err != nil {
+			s.fail(c, err)
+			return
+		}
+	}
+	if countryID > 1<<31-1 || stateID > 1<<31-1 {
+		s.fail(c, mail.NotFound())
+		return
+	}
+	body, gz, etag := s.geo.body, s.geo.gz, s.geo.etag
+	if countryID > 0 || stateID > 0 {
+		body, gz = renderGeo(s.geo.set.Filter(int32(countryID), int32(stateID)))
+		sum := sha256.Sum256(body)
+		etag = `"` + hex.EncodeToString(sum[:16]) + `"`
+	}
+	h := c.Writer.Header()
+	h.Set("ETag", etag)
+	h.Set("Cache-Control", "public, max-age=86400")
+	h.Set("Vary", "Accept-Encoding")
+	if match := c.GetHeader("If-None-Match"); match != "" && (match == etag || match == "W/"+etag || match == "*") {
+		c.AbortWithStatus(http.StatusNotModified)
+		return
+	}
+	if acceptsGzip(c.GetHeader("Accept-Encoding")) {
+		h.Set("Content-Encoding", "gzip")
+		body = gz
+	}
+	c.Data(http.StatusOK, "application/json; charset=utf-8", body)
+}
+
+func acceptsGzip(header string) bool {
+	for _, part := range strings.Split(header, ",") {
+		enc, params, _ := strings.Cut(strings.TrimSpace(part), ";")
+		if strings.EqualFold(strings.TrimSpace(enc), "gzip") && strings.ReplaceAll(params, " ", "") != "q=0" {
+			return true
+		}
+	}
+	return false
+}

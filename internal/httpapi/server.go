@@ -1,0 +1,157 @@
+// Package httpapi is mailroom's JSON API: the gin router, thin handlers that
+// parse and validate at the edge and call the storage, and the one envelope
+// writer. Only this package imports gin.
+package httpapi
+
+import (
+	"context"
+	"crypto/subtle"
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/gin-gonic/gin"
+
+	"github.com/mailroom/mailroom/internal/geo"
+	"github.com/mailroom/mailroom/internal/mail"
+	"github.com/mailroom/mailroom/internal/postgres"
+)
+
+// Config is what the router needs beyond its dependencies.
+type Config struct {
+	MaxBodyBytes       int64
+	MaxUploadBytes     int64
+	MonitoringUser     string
+	MonitoringPassword string
+}
+
+// Server holds the API's dependencies.
+type Server struct {
+	db  *postgres.DB
+	geo *geoResponse
+	log *slog.Logger
+	cfg Config
+
+	// redisPing checks Redis for /readyz.
+	redisPing func(context.Context) error
+	// monitoring is asynqmon's UI, mounted at /monitoring when set.
+	monitoring http.Handler
+}
+
+// Deps are the Server's collaborators, built by the main.
+type Deps struct {
+	DB         *postgres.DB
+	Geo        *geo.Set
+	Log        *slog.Logger
+	RedisPing  func(context.Context) error
+	Monitoring http.Handler // nil: /monitoring is off
+}
+
+// New builds the router.
+func New(cfg Config, d Deps) http.Handler {
+	gin.SetMode(gin.ReleaseMode)
+	s := &Server{db: d.DB, geo: newGeoResponse(d.Geo), log: d.Log, cfg: cfg, redisPing: d.RedisPing, monitoring: d.Monitoring}
+
+	r := gin.New()
+	r.ContextWithFallback = true
+	r.Use(s.logRequests, gin.CustomRecoveryWithWriter(nil, s.recovered))
+	r.NoRoute(func(c *gin.Context) { failed(c, http.StatusNotFound, "Not Found") })
+	r.NoMethod(func(c *gin.Context) { failed(c, http.StatusNotFound, "Not Found") })
+
+	r.GET("/healthz", func(c *gin.Context) { c.String(http.StatusOK, "ok") })
+	r.GET("/readyz", s.ready)
+	if s.monitoring != nil && cfg.MonitoringUser != "" {
+		mon := r.Group("/monitoring", s.basicAuth)
+		mon.Any("", gin.WrapH(s.monitoring))
+		mon.Any("/*path", gin.WrapH(s.monitoring))
+	}
+
+	api := r.Group("/api", notFoundText(recordNotFound), s.limitBody(cfg.MaxBodyBytes), s.authenticate)
+	s.routes(api)
+	return r
+}
+
+// routes registers every /api endpoint.
+func (s *Server) routes(api *gin.RouterGroup) {
+	api.GET("/get/country-state-city", s.geography)
+}
+
+// recovered turns a panic into a logged 500.
+func (s *Server) recovered(c *gin.Context, err any) {
+	s.log.ErrorContext(c.Request.Context(), "panic", slog.String("method", c.Request.Method),
+		slog.String("path", c.Request.URL.Path), slog.Any("panic", err))
+	failed(c, http.StatusInternalServerError, "Internal Server Error")
+}
+
+func (s *Server) logRequests(c *gin.Context) {
+	start := time.Now()
+	c.Next()
+	s.log.LogAttrs(c.Request.Context(), slog.LevelInfo, "http",
+		slog.String("method", c.Request.Method),
+		slog.String("path", c.Request.URL.Path),
+		slog.Int("status", c.Writer.Status()),
+		slog.Int("bytes", c.Writer.Size()),
+		slog.Duration("duration", time.Since(start)))
+}
+
+// limitBody caps the request body; routes taking uploads raise the cap.
+func (s *Server) limitBody(n int64) gin.HandlerFunc {
+	return func(c *gin.Context) {
+		c.Request.Body = http.MaxBytesReader(c.Writer, c.Request.Body, n)
+	}
+}
+
+func (s *Server) ready(c *gin.Context) {
+	ctx, cancel := context.WithTimeout(c.Request.Context(), 2*time.Second)
+	defer cancel()
+	status := gin.H{"postgres": "ok", "redis": "ok"}
+	code := http.StatusOK
+	if err := s.db.Ping(ctx); err != nil {
+		status["postgres"], code = err.Error(), http.StatusServiceUnavailable
+	}
+	if s.redisPing == nil {
+		status["redis"], code = "not configured", http.StatusServiceUnavailable
+	} else if err := s.redisPing(ctx); err != nil {
+		status["redis"], code = err.Error(), http.StatusServiceUnavailable
+	}
+	c.JSON(code, status)
+}
+
+func (s *Server) basicAuth(c *gin.Context) {
+	user, pass, ok := c.Request.BasicAuth()
+	if !ok || subtle.ConstantTimeCompare([]byte(user), []byte(s.cfg.MonitoringUser)) != 1 ||
+		subtle.ConstantTimeCompare([]byte(pass), []byte(s.cfg.MonitoringPassword)) != 1 {
+		c.Header("WWW-Authenticate", `Basic realm="mailroom monitoring"`)
+		c.AbortWithStatus(http.StatusUnauthorized)
+	}
+}
+
+type accountKey struct{}
+
+// authenticate checks the PublicKey and SecretKey headers and puts the
+// account on the request context.
+func (s *Server) authenticate(c *gin.Context) {
+	public, secret := c.GetHeader("PublicKey"), c.GetHeader("SecretKey")
+	var p mail.Problems
+	if public == "" {
+		p.Add("PublicKey", "The public key field is required.")
+	}
+	if secret == "" {
+		p.Add("SecretKey", "The secret key field is required.")
+	}
+	if err := p.ErrCode(mail.EUNAUTHORIZED); err != nil {
+		s.fail(c, err)
+		return
+	}
+	acct, err := s.db.Authenticate(c.Request.Context(), public, secret)
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
+	c.Request = c.Request.WithContext(context.WithValue(c.Request.Context(), accountKey{}, acct))
+}
+
+// userID is the authenticated account's id; every query filters by it.
+func userID(c *gin.Context) int64 {
+	return c.Request.Context().Value(accountKey{}).(mail.Account).ID
+}

@@ -1,0 +1,66 @@
+package httpapi
+
+import (
+	"bytes"
+	"errors"
+	"log/slog"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/gin-gonic/gin"
+
+	"github.com/mailroom/mailroom/internal/mail"
+)
+
+func TestPanicIsLogged500(t *testing.T) {
+	t.Parallel()
+	var logs bytes.Buffer
+	h := New(Config{MaxBodyBytes: 1 << 10}, Deps{Log: slog.New(slog.NewJSONHandler(&logs, nil))})
+	h.(*gin.Engine).GET("/boom", func(*gin.Context) { panic("kaboom") })
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, httptest.NewRequest("GET", "/boom", nil))
+	if rec.Code != 500 || rec.Body.String() != `{"status":"failed","errors":"Internal Server Error"}` {
+		t.Fatalf("got %d %s", rec.Code, rec.Body)
+	}
+	if !strings.Contains(logs.String(), `"panic":"kaboom"`) {
+		t.Fatalf("panic not logged: %s", logs.String())
+	}
+}
+
+// Each error code answers its status with the route's wording.
+func TestFailMapsCodes(t *testing.T) {
+	t.Parallel()
+	var logs bytes.Buffer
+	s := &Server{log: slog.New(slog.NewJSONHandler(&logs, nil))}
+	var p mail.Problems
+	p.Required("segment_name")
+	p.Add("contact_type_id", "The contact type id must be an integer.")
+	p.Add("segment_name", "second")
+	tests := []struct {
+		err      error
+		notFound string
+		code     int
+		body     string
+	}{
+		{p.Err(), "", 422, `{"status":"failed","errors":{"segment_name":["The segment name field is required.","second"],"contact_type_id":["The contact type id must be an integer."]}}`},
+		{mail.NotFound(), recordNotFound, 404, `{"status":"failed","errors":"Record Not Found"}`},
+		{mail.NotFound(), recordNotFoundLower, 404, `{"status":"failed","errors":"Record not found"}`},
+		{mail.Errorf(mail.ECONFLICT, "The single send has already started."), "", 409, `{"status":"failed","errors":"The single send has already started."}`},
+		{&mail.Error{Code: mail.ETOOMANY}, "", 429, `{"status":"failed","errors":"Too Many Requests."}`},
+		{errors.New("pq: secret detail"), "", 500, `{"status":"failed","errors":"Internal Server Error"}`},
+	}
+	for _, tt := range tests {
+		rec := httptest.NewRecorder()
+		c, _ := gin.CreateTestContext(rec)
+		c.Request = httptest.NewRequest("GET", "/", nil)
+		c.Set(notFoundKey, tt.notFound)
+		s.fail(c, tt.err)
+		if rec.Code != tt.code || rec.Body.String() != tt.body {
+			t.Errorf("%v: got %d %s, want %d %s", tt.err, rec.Code, rec.Body, tt.code, tt.body)
+		}
+	}
+	if !strings.Contains(logs.String(), "secret detail") {
+		t.Error("unexpected error not logged")
+	}
+}

@@ -1,0 +1,136 @@
+// Package postgres is mailroom's storage: the pgx pool, migrations, the
+// transaction helper and one file per aggregate. Queries live in queries/*.sql
+// and are compiled to typed Go in db/ by sqlc.
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/url"
+	"strings"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/jackc/pgx/v5/stdlib"
+	"github.com/pressly/goose/v3"
+	"github.com/pressly/goose/v3/lock"
+
+	"github.com/mailroom/mailroom/internal/postgres/db"
+	"github.com/mailroom/mailroom/migrations"
+)
+
+// DB is the storage handle: one pool shared by every request and task.
+type DB struct {
+	Pool *pgxpool.Pool
+	q    *db.Queries
+	log  *slog.Logger
+}
+
+// Open creates the database named in dsn when it is missing, then connects.
+func Open(ctx context.Context, dsn string, log *slog.Logger) (*DB, error) {
+	if err := EnsureDatabase(ctx, dsn); err != nil {
+		return nil, err
+	}
+	cfg, err := pgxpool.ParseConfig(dsn)
+	if err != nil {
+		return nil, fmt.Errorf("postgres: parse DATABASE_URL: %w", err)
+	}
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("postgres: connect: %w", err)
+	}
+	if err := pool.Ping(ctx); err != nil {
+		pool.Close()
+		return nil, fmt.Errorf("postgres: ping %s: %w", cfg.ConnConfig.Host, err)
+	}
+	return &DB{Pool: pool, q: db.New(pool), log: log}, nil
+}
+
+// Close releases the pool.
+func (d *DB) Close() { d.Pool.Close() }
+
+// Ping checks that PostgreSQL answers.
+func (d *DB) Ping(ctx context.Context) error { return d.Pool.Ping(ctx) }
+
+// EnsureDatabase creates the database named in dsn when it does not exist,
+// connecting to the server's "postgres" database to do so. Concurrent
+// callers are fine: a lost race (42P04, or 23505 on pg_database) is success.
+func EnsureDatabase(ctx context.Context, dsn string) error {
+	name, admin, err := adminDSN(dsn)
+	if err != nil {
+		return err
+	}
+	conn, err := pgx.Connect(ctx, admin)
+	if err != nil {
+		return fmt.Errorf("postgres: connect to create database %q: %w", name, err)
+	}
+	defer conn.Close(ctx)
+	var exists bool
+	if err := conn.QueryRow(ctx, "SELECT EXISTS (SELECT 1 FROM pg_database WHERE datname = $1)", name).Scan(&exists); err != nil {
+		return fmt.Errorf("postgres: look up database %q: %w", name, err)
+	}
+	if exists {
+		return nil
+	}
+	_, err = conn.Exec(ctx, "CREATE DATABASE "+pgx.Identifier{name}.Sanitize())
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) && (pgErr.Code == "42P04" || pgErr.Code == "23505") {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("postgres: create database %q: %w", name, err)
+	}
+	return nil
+}
+
+// adminDSN returns the database name of dsn and the same DSN pointed at the
+// maintenance database "postgres".
+func adminDSN(dsn string) (name, admin string, err error) {
+	u, err := url.Parse(dsn)
+	if err != nil {
+		return "", "", fmt.Errorf("postgres: parse DATABASE_URL: %w", err)
+	}
+	name = strings.Trim(u.Path, "/")
+	if name == "" {
+		return "", "", errors.New("postgres: DATABASE_URL names no database")
+	}
+	u.Path = "/postgres"
+	return name, u.String(), nil
+}
+
+// migrationLockID is the advisory lock goose holds while migrating, so that
+// processes starting together apply each migration once.
+const migrationLockID = 0x6d61696c726f6f6d // "mailroom"
+
+// Migrate applies every pending migration under a session advisory lock.
+func (d *DB) Migrate(ctx context.Context) error {
+	sqlDB := stdlib.OpenDBFromPool(d.Pool)
+	defer sqlDB.Close()
+	locker, err := lock.NewPostgresSessionLocker(lock.WithLockID(migrationLockID), lock.WithLockTimeout(1, 600))
+	if err != nil {
+		return err
+	}
+	p, err := goose.NewProvider(goose.DialectPostgres, sqlDB, migrations.FS,
+		goose.WithSessionLocker(locker), goose.WithDisableGlobalRegistry(true))
+	if err != nil {
+		return fmt.Errorf("postgres: migrations: %w", err)
+	}
+	results, err := p.Up(ctx)
+	if err != nil {
+		return fmt.Errorf("postgres: migrate: %w", err)
+	}
+	for _, r := range results {
+		d.log.Info("migration applied", "version", r.Source.Version, "file", r.Source.Path, "duration", r.Duration)
+	}
+	return nil
+}
+
+// InTx runs fn in a transaction, committing when fn returns nil.
+func (d *DB) InTx(ctx context.Context, fn func(tx pgx.Tx, q *db.Queries) error) error {
+	return pgx.BeginFunc(ctx, d.Pool, func(tx pgx.Tx) error {
+		return fn(tx, d.q.WithTx(tx))
+	})
+}
