@@ -24,11 +24,62 @@ type City struct {
 	Name      string
 }
 
+type Contact struct {
+	ID                  int64
+	UserID              int64
+	ContactTypeID       int64
+	Email               string
+	EmailLc             *string
+	FirstName           string
+	LastName            string
+	AltEmail            *string
+	Country             *int32
+	State               string
+	City                string
+	AddressLine1        string
+	AddressLine2        string
+	StateProvinceRegion string
+	PostalCode          string
+	Custom              []byte
+	DeletedAt           *time.Time
+	CreatedAt           time.Time
+	UpdatedAt           time.Time
+}
+
+type ContactType struct {
+	ID        int64
+	UserID    int64
+	Name      string
+	DeletedAt *time.Time
+	CreatedAt time.Time
+	UpdatedAt time.Time
+}
+
 type Country struct {
 	ID   int32
 	Iso2 string
 	Iso3 string
 	Name string
+}
+
+type CustomField struct {
+	ID        int64
+	UserID    int64
+	FieldName string
+	FieldType string
+	CreatedAt time.Time
+	UpdatedAt time.Time
+}
+
+type Event struct {
+	ID          int64
+	UserID      int64
+	Kind        string
+	SubjectType string
+	SubjectID   *int64
+	Payload     []byte
+	CreatedAt   time.Time
+	NotifiedAt  *time.Time
 }
 
 type GeoVersion struct {

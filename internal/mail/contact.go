@@ -1,0 +1,160 @@
+package mail
+
+import (
+	"fmt"
+	netmail "net/mail"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+)
+
+// Email is a syntactically valid address, trimmed; compare it lower-cased.
+type Email string
+
+// ParseEmail accepts an RFC 5322 addr-spec (no display name, no angle
+// brackets) whose domain has a dot, at most 254 characters long.
+func ParseEmail(s string) (Email, bool) {
+	s = strings.TrimSpace(s)
+	if s == "" || len(s) > 254 || !utf8.ValidString(s) {
+		return "", false
+	}
+	at := strings.LastIndexByte(s, '@')
+	if at <= 0 || at == len(s)-1 {
+		return "", false
+	}
+	domain := s[at+1:]
+	if !strings.Contains(domain, ".") || strings.HasPrefix(domain, ".") || strings.HasSuffix(domain, ".") ||
+		strings.Contains(domain, "..") || strings.ContainsAny(domain, "[]") {
+		return "", false
+	}
+	a, err := netmail.ParseAddress(s)
+	if err != nil || a.Name != "" || a.Address != s {
+		return "", false
+	}
+	return Email(s), true
+}
+
+// Lower is the address as compared.
+func (e Email) Lower() string { return strings.ToLower(string(e)) }
+
+// ReservedField is one of the eleven fields every contact has.
+type ReservedField struct {
+	ID   int64
+	Name string
+}
+
+// ReservedFields are the reserved fields, ids 1-11 in this order.
+var ReservedFields = []ReservedField{
+	{1, "email"}, {2, "first_name"}, {3, "last_name"}, {4, "alt_email"}, {5, "country"},
+	{6, "state"}, {7, "city"}, {8, "address_line1"}, {9, "address_line2"},
+	{10, "state_province_region"}, {11, "postal_code"},
+}
+
+// DynamicContent are the placeholder names templates may use, in the order
+// the API lists them.
+var DynamicContent = []string{
+	"first_name", "last_name", "email", "alt_email", "country", "state", "city",
+	"address_line1", "address_line2", "state_province_region", "postal_code",
+	"full_name", "father_name", "designation", "age", "company_name", "birth_date",
+	"join_date", "sender_name", "sender_address", "unsubscribe_preferences",
+}
+
+// IsReservedName reports whether name (any case) is a reserved field's.
+func IsReservedName(name string) bool {
+	for _, f := range ReservedFields {
+		if strings.EqualFold(f.Name, name) {
+			return true
+		}
+	}
+	return false
+}
+
+// Custom field types.
+const (
+	FieldText     = "text"
+	FieldNumber   = "number"
+	FieldDatetime = "datetime-local"
+)
+
+// CustomField is an account's own contact field.
+type CustomField struct {
+	ID   int64
+	Name string
+	Type string
+}
+
+var fieldNameRE = regexp.MustCompile(`^[A-Za-z0-9_]+$`)
+
+// IsDynamicName reports whether name (any case) is a dynamic-content name.
+func IsDynamicName(name string) bool {
+	for _, d := range DynamicContent {
+		if strings.EqualFold(d, name) {
+			return true
+		}
+	}
+	return false
+}
+
+// ParseCustomField validates a new custom field's name and type. Reserved
+// and dynamic-content names are refused, in any case.
+func ParseCustomField(name, typ string) (CustomField, error) {
+	var p Problems
+	name = strings.TrimSpace(name)
+	typ = strings.TrimSpace(typ)
+	switch {
+	case name == "":
+		p.Required("field_name")
+	case len(name) > 64:
+		p.Add("field_name", "The field name may not be greater than 64 characters.")
+	case !fieldNameRE.MatchString(name):
+		p.Add("field_name", "The field name may only contain letters, numbers, and underscores.")
+	case IsReservedName(name):
+		p.Add("field_name", "The field name may not be a reserved field name.")
+	case IsDynamicName(name):
+		p.Add("field_name", "The field name may not be a dynamic content name.")
+	}
+	switch typ {
+	case "":
+		p.Required("field_type")
+	case FieldText, FieldNumber, FieldDatetime:
+	default:
+		p.Add("field_type", "The selected field type is invalid.")
+	}
+	return CustomField{Name: name, Type: typ}, p.Err()
+}
+
+// datetimeLayout is an HTML datetime-local value.
+const datetimeLayout = "2006-01-02T15:04"
+
+// ParseCustomValue checks v against the field's type and returns the value
+// to store: a number as float64 or int64, datetime and text as string.
+// An empty v is nil (no value).
+func (f CustomField) ParseCustomValue(v string) (any, error) {
+	v = strings.TrimSpace(v)
+	if v == "" {
+		return nil, nil
+	}
+	switch f.Type {
+	case FieldNumber:
+		if n, err := strconv.ParseInt(v, 10, 64); err == nil {
+			return n, nil
+		}
+		n, err := strconv.ParseFloat(v, 64)
+		if err != nil || n != n || n > 1e300 || n < -1e300 {
+			return nil, fmt.Errorf("The %s must be a number.", Label(f.Name))
+		}
+		return n, nil
+	case FieldDatetime:
+		if _, err := time.Parse(datetimeLayout, v); err != nil {
+			return nil, fmt.Errorf("The %s must be a date and time as YYYY-MM-DDTHH:MM.", Label(f.Name))
+		}
+		return v, nil
+	default:
+		if !utf8.ValidString(v) {
+			return nil, fmt.Errorf("The %s must be UTF-8 text.", Label(f.Name))
+		}
+		return v, nil
+	}
+}
