@@ -41,6 +41,7 @@ CREATE UNIQUE INDEX custom_fields_name ON custom_fields (user_id, lower(field_na
 -- Contacts: one per (contact type, lower-cased address) among the live ones.
 -- custom holds custom field values by field name, typed (numbers as JSON
 -- numbers, datetimes and text as strings) so segments can compare them.
+-- Indexes are few on purpose: each one costs every CSV import.
 CREATE TABLE contacts (
     id                    bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
     user_id               bigint      NOT NULL REFERENCES accounts (id),
@@ -64,8 +65,6 @@ CREATE TABLE contacts (
 );
 CREATE UNIQUE INDEX contacts_type_email ON contacts (contact_type_id, email_lc) WHERE deleted_at IS NULL;
 CREATE INDEX contacts_user ON contacts (user_id, id) WHERE deleted_at IS NULL;
-CREATE INDEX contacts_email ON contacts (user_id, email_lc) WHERE deleted_at IS NULL;
-CREATE INDEX contacts_custom ON contacts USING gin (custom jsonb_path_ops) WHERE deleted_at IS NULL;
 
 -- +goose Down
 DROP TABLE contacts, custom_fields, contact_types, events;

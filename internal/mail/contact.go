@@ -158,3 +158,122 @@ func (f CustomField) ParseCustomValue(v string) (any, error) {
 		return v, nil
 	}
 }
+
+// ContactInput is a validated contact write. Nil optional fields are left
+// as stored (empty on a new contact); Custom maps a custom field's name to
+// its typed value, nil to remove it.
+type ContactInput struct {
+	ContactTypeID       int64
+	Email               Email
+	FirstName           *string
+	LastName            *string
+	AltEmail            *string
+	Country             *int32
+	State               *string
+	City                *string
+	AddressLine1        *string
+	AddressLine2        *string
+	StateProvinceRegion *string
+	PostalCode          *string
+	Custom              map[string]any
+}
+
+// ContactForm is a contact write as received: Get returns a reserved or
+// other top-level field and whether it was sent; Custom holds the
+// custom_field[name] values.
+type ContactForm struct {
+	Get    func(name string) (string, bool)
+	Custom map[string]string
+}
+
+// ParseContact validates a contact write. fields are the account's custom
+// fields; knownCountry says whether a country id exists.
+func ParseContact(f ContactForm, fields []CustomField, knownCountry func(int32) bool) (ContactInput, error) {
+	var p Problems
+	var in ContactInput
+	if v, _ := f.Get("contact_type_id"); v == "" {
+		p.Required("contact_type_id")
+	} else if n, err := strconv.ParseInt(v, 10, 64); err != nil || n <= 0 {
+		p.Add("contact_type_id", "The contact type id must be an integer.")
+	} else {
+		in.ContactTypeID = n
+	}
+	if v, _ := f.Get("email"); v == "" {
+		p.Required("email")
+	} else if e, ok := ParseEmail(v); !ok {
+		p.Add("email", "The email must be a valid email address.")
+	} else {
+		in.Email = e
+	}
+	if v, _ := f.Get("country"); v == "" {
+		p.Required("country")
+	} else if n, err := strconv.ParseInt(v, 10, 32); err != nil {
+		p.Add("country", "The country must be an integer.")
+	} else if !knownCountry(int32(n)) {
+		p.Add("country", "The selected country is invalid.")
+	} else {
+		c := int32(n)
+		in.Country = &c
+	}
+	if v, sent := f.Get("alt_email"); sent {
+		switch e, ok := ParseEmail(v); {
+		case strings.TrimSpace(v) == "":
+			empty := ""
+			in.AltEmail = &empty
+		case !ok:
+			p.Add("alt_email", "The alt email must be a valid email address.")
+		default:
+			s := string(e)
+			in.AltEmail = &s
+		}
+	}
+	for _, opt := range []struct {
+		name string
+		dst  **string
+	}{
+		{"first_name", &in.FirstName}, {"last_name", &in.LastName}, {"state", &in.State}, {"city", &in.City},
+		{"address_line1", &in.AddressLine1}, {"address_line2", &in.AddressLine2},
+		{"state_province_region", &in.StateProvinceRegion}, {"postal_code", &in.PostalCode},
+	} {
+		if v, sent := f.Get(opt.name); sent {
+			v = strings.TrimSpace(v)
+			if len(v) > 255 {
+				p.Add(opt.name, "The "+Label(opt.name)+" may not be greater than 255 characters.")
+				continue
+			}
+			*opt.dst = &v
+		}
+	}
+	if len(f.Custom) > 0 {
+		byName := make(map[string]CustomField, len(fields))
+		for _, cf := range fields {
+			byName[strings.ToLower(cf.Name)] = cf
+		}
+		in.Custom = make(map[string]any, len(f.Custom))
+		for name, raw := range f.Custom {
+			cf, ok := byName[strings.ToLower(name)]
+			if !ok {
+				p.Add("custom_field."+name, "The custom field "+name+" does not exist.")
+				continue
+			}
+			v, err := cf.ParseCustomValue(raw)
+			if err != nil {
+				p.Add("custom_field."+name, err.Error())
+				continue
+			}
+			in.Custom[cf.Name] = v
+		}
+	}
+	return in, p.Err()
+}
+
+// FullName is first and last name joined by one space.
+func FullName(first, last string) string {
+	switch {
+	case first == "":
+		return last
+	case last == "":
+		return first
+	}
+	return first + " " + last
+}

@@ -119,12 +119,21 @@ func RequiredMessage(field string) string {
 	return "The " + Label(field) + " field is required."
 }
 
-// Label turns a field name into words: "contact_type_id" -> "contact type id".
+// Label turns a field name into words: "contact_type_id" -> "contact type
+// id", "strIds" -> "str ids".
 func Label(field string) string {
-	b := []byte(field)
-	for i, c := range b {
-		if c == '_' {
-			b[i] = ' '
+	b := make([]byte, 0, len(field)+4)
+	for i := 0; i < len(field); i++ {
+		switch c := field[i]; {
+		case c == '_':
+			b = append(b, ' ')
+		case c >= 'A' && c <= 'Z':
+			if i > 0 && field[i-1] != '_' {
+				b = append(b, ' ')
+			}
+			b = append(b, c+'a'-'A')
+		default:
+			b = append(b, c)
 		}
 	}
 	return string(b)
@@ -133,4 +142,25 @@ func Label(field string) string {
 // Invalid is a one-field validation error.
 func Invalid(field, msg string) error {
 	return &Error{Code: EINVALID, Fields: map[string][]string{field: {msg}}}
+}
+
+// JoinInvalid merges validation errors into one, fields in argument order.
+// A nil error is skipped; any error that is not EINVALID is returned as is.
+func JoinInvalid(errs ...error) error {
+	var p Problems
+	for _, err := range errs {
+		if err == nil {
+			continue
+		}
+		var e *Error
+		if !errors.As(err, &e) || e.Code != EINVALID || len(e.Fields) == 0 {
+			return err
+		}
+		for _, k := range e.FieldNames() {
+			for _, m := range e.Fields[k] {
+				p.Add(k, m)
+			}
+		}
+	}
+	return p.Err()
 }

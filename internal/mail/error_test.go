@@ -36,3 +36,12 @@ func TestProblemsKeepOrder(t *testing.T) {
 		t.Fatal("ErrorCode")
 	}
 }
+
+func TestLabel(t *testing.T) {
+	t.Parallel()
+	for in, want := range map[string]string{"email": "email", "contact_type_id": "contact type id", "strIds": "str ids", "PublicKey": "public key"} {
+		if got := Label(in); got != want {
+			t.Errorf("Label(%q) = %q, want %q", in, got, want)
+		}
+	}
+}

@@ -1,0 +1,121 @@
+package httpapi
+
+import (
+	"bufio"
+	"bytes"
+	"net/http"
+	"strconv"
+
+	"github.com/gin-gonic/gin"
+
+	"github.com/mailroom/mailroom/internal/mail"
+	"github.com/mailroom/mailroom/internal/postgres"
+)
+
+// readPage reads the optional page and per_page query parameters. Without
+// either, a list returns (and streams) every record.
+func readPage(c *gin.Context) (postgres.Page, error) {
+	pageStr, perStr := c.Query("page"), c.Query("per_page")
+	if pageStr == "" && perStr == "" {
+		return postgres.Page{}, nil
+	}
+	pg := postgres.Page{Number: 1, PerPage: 100}
+	var p mail.Problems
+	if pageStr != "" {
+		n, err := strconv.Atoi(pageStr)
+		if err != nil || n < 1 {
+			p.Add("page", "The page must be an integer of at least 1.")
+		}
+		pg.Number = n
+	}
+	if perStr != "" {
+		n, err := strconv.Atoi(perStr)
+		switch {
+		case err != nil || n < 1:
+			p.Add("per_page", "The per page must be an integer of at least 1.")
+		case n > 1000:
+			p.Add("per_page", "The per page may not be greater than 1000.")
+		}
+		pg.PerPage = n
+	}
+	return pg, p.Err()
+}
+
+type pagination struct {
+	Page    int   `json:"page"`
+	PerPage int   `json:"per_page"`
+	Total   int64 `json:"total"`
+}
+
+// listWriter streams {"status":"success","message":{"<key>":[…]}} one
+// element at a time, so a list's memory does not grow with the account.
+// Nothing is written before the first element: an error before it is still
+// answered with the failure envelope.
+type listWriter struct {
+	c       *gin.Context
+	key     string
+	w       *bufio.Writer
+	buf     bytes.Buffer
+	started bool
+	n       int
+}
+
+func newListWriter(c *gin.Context, key string) *listWriter {
+	return &listWriter{c: c, key: key}
+}
+
+func (l *listWriter) start() {
+	l.started = true
+	l.c.Header("Content-Type", "application/json; charset=utf-8")
+	l.c.Status(http.StatusOK)
+	l.w = bufio.NewWriterSize(l.c.Writer, 32<<10)
+	l.w.WriteString(`{"status":"success","message":{`)
+	l.buf.Reset()
+	encode(&l.buf, l.key)
+	l.w.Write(l.buf.Bytes())
+	l.w.WriteString(":[")
+}
+
+// add writes one element.
+func (l *listWriter) add(v any) error {
+	if !l.started {
+		l.start()
+	}
+	if l.n > 0 {
+		l.w.WriteByte(',')
+	}
+	l.n++
+	l.buf.Reset()
+	encode(&l.buf, v)
+	_, err := l.w.Write(l.buf.Bytes())
+	return err
+}
+
+// finish closes the list, with pagination when the list was paged; err is
+// the listing's error.
+func (s *Server) finishList(l *listWriter, pg postgres.Page, total int64, err error) {
+	if err != nil {
+		if !l.started {
+			s.fail(l.c, err)
+			return
+		}
+		// The status is sent; cut the response so the client sees a
+		// broken body rather than a truncated list that parses.
+		s.log.ErrorContext(l.c.Request.Context(), "list failed mid-stream", "path", l.c.FullPath(), "err", err)
+		l.w.Flush()
+		panic(http.ErrAbortHandler)
+	}
+	if !l.started {
+		l.start()
+	}
+	l.w.WriteByte(']')
+	if pg.PerPage > 0 {
+		l.w.WriteString(`,"pagination":`)
+		l.buf.Reset()
+		encode(&l.buf, pagination{Page: pg.Number, PerPage: pg.PerPage, Total: total})
+		l.w.Write(l.buf.Bytes())
+	}
+	l.w.WriteString("}}")
+	l.w.Flush()
+	l.c.Abort()
+}

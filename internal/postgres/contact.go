@@ -1,0 +1,242 @@
+package postgres
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/mailroom/mailroom/internal/mail"
+	"github.com/mailroom/mailroom/internal/postgres/db"
+)
+
+// Contact is a stored contact with its contact type.
+type Contact struct {
+	ID                  int64
+	UserID              int64
+	ContactTypeID       int64
+	FirstName           string
+	LastName            string
+	Email               string
+	AltEmail            *string
+	Country             *int32
+	State               string
+	City                string
+	AddressLine1        string
+	AddressLine2        string
+	StateProvinceRegion string
+	PostalCode          string
+	Custom              map[string]any
+	DeletedAt           *time.Time
+	CreatedAt           time.Time
+	UpdatedAt           time.Time
+	Type                ContactType // filled by ListContacts only
+}
+
+// ContactType is a stored contact type.
+type ContactType struct {
+	ID        int64
+	UserID    int64
+	Name      string
+	DeletedAt *time.Time
+	CreatedAt time.Time
+	UpdatedAt time.Time
+}
+
+var errUnknownContactType = mail.Invalid("contact_type_id", "The selected contact type id is invalid.")
+
+// CustomFields returns the account's custom fields, oldest first.
+func (d *DB) CustomFields(ctx context.Context, userID int64) ([]mail.CustomField, error) {
+	rows, err := d.q.CustomFields(ctx, userID)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]mail.CustomField, len(rows))
+	for i, r := range rows {
+		out[i] = mail.CustomField{ID: r.ID, Name: r.FieldName, Type: r.FieldType}
+	}
+	return out, nil
+}
+
+// AddContact adds a contact, or updates the live contact with the same
+// address in the type. It reports whether a new contact was made.
+func (d *DB) AddContact(ctx context.Context, userID int64, in mail.ContactInput) (int64, bool, error) {
+	custom, err := json.Marshal(nonNil(in.Custom))
+	if err != nil {
+		return 0, false, err
+	}
+	row, err := d.q.UpsertContact(ctx, db.UpsertContactParams{
+		Email: string(in.Email), FirstName: in.FirstName, LastName: in.LastName, AltEmail: in.AltEmail,
+		Country: in.Country, State: in.State, City: in.City, AddressLine1: in.AddressLine1,
+		AddressLine2: in.AddressLine2, StateProvinceRegion: in.StateProvinceRegion, PostalCode: in.PostalCode,
+		Custom: custom, ContactTypeID: in.ContactTypeID, UserID: userID,
+	})
+	if errors.Is(err, pgx.ErrNoRows) {
+		return 0, false, errUnknownContactType
+	}
+	if err != nil {
+		return 0, false, translate(err)
+	}
+	return row.ID, row.Inserted, nil
+}
+
+// UpdateContact changes a live contact of the account.
+func (d *DB) UpdateContact(ctx context.Context, userID, id int64, in mail.ContactInput) error {
+	custom, err := json.Marshal(nonNil(in.Custom))
+	if err != nil {
+		return err
+	}
+	return d.InTx(ctx, func(tx pgx.Tx, q *db.Queries) error {
+		_, err := q.UpdateContact(ctx, db.UpdateContactParams{
+			ID: id, Email: string(in.Email), FirstName: in.FirstName, LastName: in.LastName, AltEmail: in.AltEmail,
+			Country: in.Country, State: in.State, City: in.City, AddressLine1: in.AddressLine1,
+			AddressLine2: in.AddressLine2, StateProvinceRegion: in.StateProvinceRegion, PostalCode: in.PostalCode,
+			Custom: custom, ContactTypeID: in.ContactTypeID, UserID: userID,
+		})
+		if errors.Is(err, pgx.ErrNoRows) {
+			// Which one is missing: the contact (404) or the type (422)?
+			exists, err := q.ContactExists(ctx, db.ContactExistsParams{ID: id, UserID: userID})
+			if err != nil {
+				return err
+			}
+			if !exists {
+				return mail.NotFound()
+			}
+			return errUnknownContactType
+		}
+		var pgErr *pgconn.PgError
+		if errors.As(err, &pgErr) && pgErr.Code == "23505" {
+			return mail.Invalid("email", "The email has already been taken.")
+		}
+		return err
+	})
+}
+
+// ContactDetails returns one live contact of the account.
+func (d *DB) ContactDetails(ctx context.Context, userID, id int64) (Contact, error) {
+	r, err := d.q.ContactDetails(ctx, db.ContactDetailsParams{ID: id, UserID: userID})
+	if err != nil {
+		return Contact{}, translate(err)
+	}
+	c := Contact{
+		ID: r.ID, UserID: r.UserID, ContactTypeID: r.ContactTypeID, FirstName: r.FirstName, LastName: r.LastName,
+		Email: r.Email, AltEmail: r.AltEmail, Country: r.Country, State: r.State, City: r.City,
+		AddressLine1: r.AddressLine1, AddressLine2: r.AddressLine2, StateProvinceRegion: r.StateProvinceRegion,
+		PostalCode: r.PostalCode, DeletedAt: r.DeletedAt, CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt,
+	}
+	c.Custom, err = decodeCustom(r.Custom)
+	return c, err
+}
+
+// DeleteContacts soft-deletes the given live contacts of the account, all
+// or none: when any id is not one, nothing changes and the answer is
+// ENOTFOUND.
+func (d *DB) DeleteContacts(ctx context.Context, userID int64, ids []int64) error {
+	ids = unique(ids)
+	return d.InTx(ctx, func(tx pgx.Tx, q *db.Queries) error {
+		deleted, err := q.DeleteContacts(ctx, db.DeleteContactsParams{Ids: ids, UserID: userID})
+		if err != nil {
+			return err
+		}
+		if len(deleted) != len(ids) {
+			return mail.NotFound()
+		}
+		return nil
+	})
+}
+
+// Page asks for one page of a list; the zero Page means every row.
+type Page struct {
+	Number  int // 1-based
+	PerPage int
+}
+
+func (p Page) limitOffset() (limit, offset int64) {
+	if p.PerPage == 0 {
+		return -1, 0
+	}
+	return int64(p.PerPage), int64(p.Number-1) * int64(p.PerPage)
+}
+
+// listContactsSQL reads the account's live contacts with their types, in id
+// order. A LIMIT of NULL (from -1) returns every row.
+const listContactsSQL = `
+SELECT c.id, c.user_id, c.contact_type_id, c.first_name, c.last_name, c.email, c.alt_email, c.country,
+    c.state, c.city, c.address_line1, c.address_line2, c.state_province_region, c.postal_code, c.custom,
+    c.deleted_at, c.created_at, c.updated_at,
+    t.id, t.user_id, t.name, t.deleted_at, t.created_at, t.updated_at
+FROM contacts c JOIN contact_types t ON t.id = c.contact_type_id
+WHERE c.user_id = $1 AND c.deleted_at IS NULL
+ORDER BY c.id
+LIMIT NULLIF($2::bigint, -1) OFFSET $3`
+
+// ListContacts calls fn with each live contact of the account, streaming
+// from the database, and returns the account's contact count when paged.
+func (d *DB) ListContacts(ctx context.Context, userID int64, page Page, fn func(*Contact) error) (total int64, err error) {
+	if page.PerPage > 0 {
+		if total, err = d.q.CountContacts(ctx, userID); err != nil {
+			return 0, err
+		}
+	}
+	limit, offset := page.limitOffset()
+	rows, err := d.Pool.Query(ctx, listContactsSQL, userID, limit, offset)
+	if err != nil {
+		return 0, err
+	}
+	defer rows.Close()
+	var c Contact
+	var custom []byte
+	for rows.Next() {
+		c.Custom = nil
+		t := &c.Type
+		if err := rows.Scan(&c.ID, &c.UserID, &c.ContactTypeID, &c.FirstName, &c.LastName, &c.Email, &c.AltEmail,
+			&c.Country, &c.State, &c.City, &c.AddressLine1, &c.AddressLine2, &c.StateProvinceRegion, &c.PostalCode,
+			&custom, &c.DeletedAt, &c.CreatedAt, &c.UpdatedAt,
+			&t.ID, &t.UserID, &t.Name, &t.DeletedAt, &t.CreatedAt, &t.UpdatedAt); err != nil {
+			return 0, err
+		}
+		if c.Custom, err = decodeCustom(custom); err != nil {
+			return 0, err
+		}
+		if err := fn(&c); err != nil {
+			return 0, err
+		}
+	}
+	return total, rows.Err()
+}
+
+// decodeCustom reads a contact's custom values, numbers as json.Number so
+// they render as stored; nil when there are none.
+func decodeCustom(b []byte) (map[string]any, error) {
+	if len(b) <= 2 {
+		return nil, nil
+	}
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.UseNumber()
+	var m map[string]any
+	err := dec.Decode(&m)
+	return m, err
+}
+
+func nonNil(m map[string]any) map[string]any {
+	if m == nil {
+		return map[string]any{}
+	}
+	return m
+}
+
+func unique(ids []int64) []int64 {
+	seen := make(map[int64]bool, len(ids))
+	out := ids[:0:0]
+	for _, id := range ids {
+		if !seen[id] {
+			seen[id] = true
+			out = append(out, id)
+		}
+	}
+	return out
+}

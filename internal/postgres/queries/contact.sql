@@ -1,0 +1,77 @@
+-- name: UpsertContact :one
+-- Adds a contact, or updates the live one with the same address in the
+-- type. Optional fields left NULL keep the stored value on update.
+INSERT INTO contacts (user_id, contact_type_id, email, first_name, last_name, alt_email, country,
+    state, city, address_line1, address_line2, state_province_region, postal_code, custom)
+SELECT t.user_id, t.id, @email::text, COALESCE(sqlc.narg(first_name)::text, ''), COALESCE(sqlc.narg(last_name)::text, ''),
+    sqlc.narg(alt_email)::text, sqlc.narg(country)::integer, COALESCE(sqlc.narg(state)::text, ''), COALESCE(sqlc.narg(city)::text, ''),
+    COALESCE(sqlc.narg(address_line1)::text, ''), COALESCE(sqlc.narg(address_line2)::text, ''),
+    COALESCE(sqlc.narg(state_province_region)::text, ''), COALESCE(sqlc.narg(postal_code)::text, ''),
+    jsonb_strip_nulls(@custom::jsonb)
+FROM contact_types t
+WHERE t.id = @contact_type_id AND t.user_id = @user_id AND t.deleted_at IS NULL
+ON CONFLICT (contact_type_id, email_lc) WHERE deleted_at IS NULL DO UPDATE SET
+    email = EXCLUDED.email,
+    first_name = COALESCE(sqlc.narg(first_name), contacts.first_name),
+    last_name = COALESCE(sqlc.narg(last_name), contacts.last_name),
+    alt_email = COALESCE(sqlc.narg(alt_email), contacts.alt_email),
+    country = COALESCE(sqlc.narg(country), contacts.country),
+    state = COALESCE(sqlc.narg(state), contacts.state),
+    city = COALESCE(sqlc.narg(city), contacts.city),
+    address_line1 = COALESCE(sqlc.narg(address_line1), contacts.address_line1),
+    address_line2 = COALESCE(sqlc.narg(address_line2), contacts.address_line2),
+    state_province_region = COALESCE(sqlc.narg(state_province_region), contacts.state_province_region),
+    postal_code = COALESCE(sqlc.narg(postal_code), contacts.postal_code),
+    custom = jsonb_strip_nulls(contacts.custom || @custom::jsonb),
+    updated_at = now()
+RETURNING id, (xmax::text = $$0$$) AS inserted;
+
+-- name: UpdateContact :one
+-- Changes a live contact; optional fields left NULL keep their value.
+UPDATE contacts AS c SET
+    contact_type_id = t.id,
+    email = @email,
+    first_name = COALESCE(sqlc.narg(first_name), c.first_name),
+    last_name = COALESCE(sqlc.narg(last_name), c.last_name),
+    alt_email = COALESCE(sqlc.narg(alt_email), c.alt_email),
+    country = COALESCE(sqlc.narg(country), c.country),
+    state = COALESCE(sqlc.narg(state), c.state),
+    city = COALESCE(sqlc.narg(city), c.city),
+    address_line1 = COALESCE(sqlc.narg(address_line1), c.address_line1),
+    address_line2 = COALESCE(sqlc.narg(address_line2), c.address_line2),
+    state_province_region = COALESCE(sqlc.narg(state_province_region), c.state_province_region),
+    postal_code = COALESCE(sqlc.narg(postal_code), c.postal_code),
+    custom = jsonb_strip_nulls(c.custom || @custom::jsonb),
+    updated_at = now()
+FROM contact_types t
+WHERE c.id = @id AND c.user_id = @user_id AND c.deleted_at IS NULL
+  AND t.id = @contact_type_id AND t.user_id = @user_id AND t.deleted_at IS NULL
+RETURNING c.id;
+
+-- name: ContactExists :one
+SELECT EXISTS (SELECT 1 FROM contacts WHERE id = @id AND user_id = @user_id AND deleted_at IS NULL);
+
+-- name: LiveContactType :one
+SELECT EXISTS (SELECT 1 FROM contact_types WHERE id = @id AND user_id = @user_id AND deleted_at IS NULL);
+
+-- name: ContactDetails :one
+SELECT id, user_id, contact_type_id, first_name, last_name, email, alt_email, country, state, city,
+    address_line1, address_line2, state_province_region, postal_code, custom, deleted_at, created_at, updated_at
+FROM contacts
+WHERE id = @id AND user_id = @user_id AND deleted_at IS NULL;
+
+-- name: DeleteContacts :many
+UPDATE contacts SET deleted_at = now(), updated_at = now()
+WHERE id = ANY(@ids::bigint[]) AND user_id = @user_id AND deleted_at IS NULL
+RETURNING id;
+
+-- name: CountContacts :one
+SELECT count(*) FROM contacts WHERE user_id = @user_id AND deleted_at IS NULL;
+
+-- name: CustomFields :many
+SELECT id, user_id, field_name, field_type, created_at, updated_at
+FROM custom_fields WHERE user_id = @user_id ORDER BY id;
+
+-- name: InsertEvent :exec
+INSERT INTO events (user_id, kind, subject_type, subject_id, payload)
+VALUES (@user_id, @kind, @subject_type, sqlc.narg(subject_id), @payload);
