@@ -80,6 +80,15 @@ type jsonBody string
 
 type multipartBody map[string]string
 
+// fileBody is a multipart upload: fields, then the file (or the file
+// first when fileFirst).
+type fileBody struct {
+	fields    map[string]string
+	filename  string
+	content   string
+	fileFirst bool
+}
+
 func (a *api) do(r req) response {
 	a.t.Helper()
 	var body io.Reader
@@ -95,6 +104,27 @@ func (a *api) do(r req) response {
 		w := multipart.NewWriter(&buf)
 		for k, v := range b {
 			w.WriteField(k, v)
+		}
+		w.Close()
+		body, ct = &buf, w.FormDataContentType()
+	case fileBody:
+		var buf bytes.Buffer
+		w := multipart.NewWriter(&buf)
+		writeFile := func() {
+			fw, err := w.CreateFormFile("file", b.filename)
+			if err != nil {
+				a.t.Fatal(err)
+			}
+			io.WriteString(fw, b.content)
+		}
+		if b.fileFirst {
+			writeFile()
+		}
+		for k, v := range b.fields {
+			w.WriteField(k, v)
+		}
+		if !b.fileFirst && b.filename != "" {
+			writeFile()
 		}
 		w.Close()
 		body, ct = &buf, w.FormDataContentType()

@@ -66,7 +66,7 @@ func New(cfg Config, d Deps) http.Handler {
 		mon.Any("/*path", gin.WrapH(s.monitoring))
 	}
 
-	api := r.Group("/api", notFoundText(recordNotFound), s.limitBody(cfg.MaxBodyBytes), s.authenticate)
+	api := r.Group("/api", notFoundText(recordNotFound), s.limitBody, s.authenticate)
 	s.routes(api)
 	return r
 }
@@ -75,6 +75,7 @@ func New(cfg Config, d Deps) http.Handler {
 func (s *Server) routes(api *gin.RouterGroup) {
 	api.GET("/get/country-state-city", s.geography)
 	s.contactRoutes(api)
+	s.contactCSVRoutes(api)
 }
 
 // recovered turns a panic into a logged 500.
@@ -95,11 +96,14 @@ func (s *Server) logRequests(c *gin.Context) {
 		slog.Duration("duration", time.Since(start)))
 }
 
-// limitBody caps the request body; routes taking uploads raise the cap.
-func (s *Server) limitBody(n int64) gin.HandlerFunc {
-	return func(c *gin.Context) {
-		c.Request.Body = http.MaxBytesReader(c.Writer, c.Request.Body, n)
+// limitBody caps the request body: MaxBodyBytes, or MaxUploadBytes for
+// the CSV upload.
+func (s *Server) limitBody(c *gin.Context) {
+	n := s.cfg.MaxBodyBytes
+	if c.FullPath() == "/api"+uploadPath {
+		n = s.cfg.MaxUploadBytes
 	}
+	c.Request.Body = http.MaxBytesReader(c.Writer, c.Request.Body, n)
 }
 
 func (s *Server) ready(c *gin.Context) {

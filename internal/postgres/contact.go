@@ -240,3 +240,8 @@ func unique(ids []int64) []int64 {
 	}
 	return out
 }
+
+// LiveContactType reports whether id is a live contact type of the account.
+func (d *DB) LiveContactType(ctx context.Context, userID, id int64) (bool, error) {
+	return d.q.LiveContactType(ctx, db.LiveContactTypeParams{ID: id, UserID: userID})
+}

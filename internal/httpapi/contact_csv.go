@@ -1,0 +1,188 @@
+package httpapi
+
+import (
+	"bytes"
+	"encoding/csv"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"path/filepath"
+	"strings"
+
+	"github.com/gin-gonic/gin"
+
+	"github.com/mailroom/mailroom/internal/mail"
+	"github.com/mailroom/mailroom/internal/postgres"
+)
+
+const uploadPath = "/contacts/upload-csv"
+
+func (s *Server) contactCSVRoutes(api *gin.RouterGroup) {
+	api.POST(uploadPath, s.uploadContacts)
+	api.GET("/contacts/csv-sample/download", s.contactCSVSample)
+}
+
+// uploadContacts imports a CSV file into a contact type. The multipart body
+// is read as a stream: the file's rows go straight into PostgreSQL, so
+// memory stays flat whatever the file's size, and contact_type_id may come
+// before or after the file.
+func (s *Server) uploadContacts(c *gin.Context) {
+	ctx, uid := c.Request.Context(), userID(c)
+	mr, err := c.Request.MultipartReader()
+	if err != nil {
+		// Not multipart: there can be no file.
+		f, ferr := readForm(c)
+		if ferr != nil {
+			s.fail(c, ferr)
+			return
+		}
+		_, typeErr := parseID("contact_type_id", f.str("contact_type_id"))
+		s.fail(c, mail.JoinInvalid(typeErr, mail.Invalid("file", mail.RequiredMessage("file"))))
+		return
+	}
+	fields, err := s.db.CustomFields(ctx, uid)
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
+
+	var (
+		typeID   int64
+		typeErr  = mail.Invalid("contact_type_id", mail.RequiredMessage("contact_type_id"))
+		fileSeen bool
+		src      *mail.ContactCSV
+		im       *postgres.ContactImport
+	)
+	defer func() {
+		if im != nil {
+			im.Rollback(ctx)
+		}
+	}()
+	for {
+		part, err := mr.NextPart()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			s.fail(c, s.uploadError(err))
+			return
+		}
+		switch part.FormName() {
+		case "contact_type_id":
+			v, err := io.ReadAll(io.LimitReader(part, 64))
+			if err != nil {
+				s.fail(c, s.uploadError(err))
+				return
+			}
+			typeID, typeErr = parseID("contact_type_id", string(v))
+			if typeErr == nil && !fileSeen {
+				// Known before the file: refuse an unknown type before reading it.
+				if ok, err := s.db.LiveContactType(ctx, uid, typeID); err != nil || !ok {
+					s.fail(c, mail.JoinInvalid(orInvalidType(err)))
+					return
+				}
+			}
+		case "file":
+			if fileSeen || part.FileName() == "" {
+				continue
+			}
+			fileSeen = true
+			if !strings.EqualFold(filepath.Ext(part.FileName()), ".csv") {
+				s.fail(c, mail.Invalid("file", "The file must be a file of type: csv."))
+				return
+			}
+			if src, err = mail.NewContactCSV(part, fields, s.lookupCountry); err != nil {
+				s.fail(c, s.uploadError(err))
+				return
+			}
+			if im, err = s.db.BeginContactImport(ctx, uid); err != nil {
+				s.fail(c, err)
+				return
+			}
+			if err := im.Copy(ctx, src); err != nil {
+				s.fail(c, s.uploadError(err))
+				return
+			}
+		}
+	}
+	var fileErr error
+	if !fileSeen {
+		fileErr = mail.Invalid("file", mail.RequiredMessage("file"))
+	}
+	if err := mail.JoinInvalid(typeErr, fileErr); err != nil {
+		s.fail(c, err)
+		return
+	}
+	res, err := im.Commit(ctx, typeID, src)
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
+	s.log.InfoContext(ctx, "contacts imported", "user_id", uid, "contact_type_id", typeID,
+		"rows", res.Rows, "added", res.Added, "updated", res.Updated, "skipped", res.Skipped)
+	ok(c, "Imported Successfully")
+}
+
+func orInvalidType(err error) error {
+	if err != nil {
+		return err
+	}
+	return mail.Invalid("contact_type_id", "The selected contact type id is invalid.")
+}
+
+// uploadError names the cap when the body outgrew it.
+func (s *Server) uploadError(err error) error {
+	var tooBig *http.MaxBytesError
+	if errors.As(err, &tooBig) {
+		return mail.Invalid("file", fmt.Sprintf("The file may not be larger than %d bytes.", tooBig.Limit))
+	}
+	if mail.ErrorCode(err) == mail.EINTERNAL && strings.Contains(err.Error(), "multipart") {
+		return mail.Invalid("file", "The upload is not a well-formed multipart body.")
+	}
+	return err
+}
+
+// lookupCountry resolves a CSV country cell: id, ISO alpha-2 code or name.
+func (s *Server) lookupCountry(v string) (int32, bool) {
+	co, ok := s.geo.set.LookupCountry(v)
+	return co.ID, ok
+}
+
+// contactCSVSample answers a CSV file with the columns an upload takes (the
+// reserved fields, then the account's custom fields) and one example row.
+func (s *Server) contactCSVSample(c *gin.Context) {
+	fields, err := s.db.CustomFields(c.Request.Context(), userID(c))
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
+	example := map[string]string{
+		"email": "jane.doe@example.com", "first_name": "Jane", "last_name": "Doe", "alt_email": "jane@example.org",
+		"country": "US", "state": "California", "city": "Los Angeles", "address_line1": "1 Main Street",
+		"address_line2": "Suite 200", "state_province_region": "CA", "postal_code": "90001",
+	}
+	var header, row []string
+	for _, f := range mail.ReservedFields {
+		header = append(header, f.Name)
+		row = append(row, example[f.Name])
+	}
+	for _, f := range fields {
+		header = append(header, f.Name)
+		switch f.Type {
+		case mail.FieldNumber:
+			row = append(row, "42")
+		case mail.FieldDatetime:
+			row = append(row, "2026-01-31T09:30")
+		default:
+			row = append(row, "example")
+		}
+	}
+	var buf bytes.Buffer
+	w := csv.NewWriter(&buf)
+	w.Write(header)
+	w.Write(row)
+	w.Flush()
+	c.Header("Content-Disposition", `attachment; filename="contacts-sample.csv"`)
+	c.Data(http.StatusOK, "text/csv; charset=utf-8", buf.Bytes())
+}
