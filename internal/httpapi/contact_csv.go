@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/gin-gonic/gin"
 
@@ -53,6 +54,7 @@ func (s *Server) uploadContacts(c *gin.Context) {
 		fileSeen bool
 		src      *mail.ContactCSV
 		im       *postgres.ContactImport
+		copyTime time.Duration
 	)
 	defer func() {
 		if im != nil {
@@ -100,7 +102,10 @@ func (s *Server) uploadContacts(c *gin.Context) {
 				s.fail(c, err)
 				return
 			}
-			if err := im.Copy(ctx, src); err != nil {
+			copyStart := time.Now()
+			err := im.Copy(ctx, src)
+			copyTime = time.Since(copyStart)
+			if err != nil {
 				s.fail(c, s.uploadError(err))
 				return
 			}
@@ -114,13 +119,15 @@ func (s *Server) uploadContacts(c *gin.Context) {
 		s.fail(c, err)
 		return
 	}
+	mergeStart := time.Now()
 	res, err := im.Commit(ctx, typeID, src)
 	if err != nil {
 		s.fail(c, err)
 		return
 	}
 	s.log.InfoContext(ctx, "contacts imported", "user_id", uid, "contact_type_id", typeID,
-		"rows", res.Rows, "added", res.Added, "updated", res.Updated, "skipped", res.Skipped)
+		"rows", res.Rows, "added", res.Added, "updated", res.Updated, "skipped", res.Skipped,
+		"copy", copyTime, "merge", time.Since(mergeStart))
 	ok(c, "Imported Successfully")
 }
 

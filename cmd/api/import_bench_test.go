@@ -1,0 +1,207 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"mime/multipart"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/mailroom/mailroom/internal/testdb"
+)
+
+// apiProcess is the real API binary, started against the package's test
+// database, so the benchmark measures HTTP, parsing, COPY and the merge as
+// a user would meet them, and the process's own peak RSS.
+type apiProcess struct {
+	cmd    *exec.Cmd
+	url    string
+	public string
+	secret string
+}
+
+func startAPI(b *testing.B) *apiProcess {
+	b.Helper()
+	dsn := testdb.DSN(b)
+	bin := filepath.Join(b.TempDir(), "api")
+	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+		b.Fatalf("build: %v\n%s", err, out)
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		b.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close()
+	env := append(os.Environ(), "DATABASE_URL="+dsn, "HTTP_ADDR="+addr, "LOG_LEVEL=info")
+
+	out, err := (&exec.Cmd{Path: bin, Args: []string{bin, "accounts", "create", "--name", "bench"}, Env: env}).Output()
+	if err != nil {
+		b.Fatalf("accounts create: %v", err)
+	}
+	var keys struct {
+		Public string `json:"public_key"`
+		Secret string `json:"secret_key"`
+	}
+	if err := json.Unmarshal(out, &keys); err != nil {
+		b.Fatal(err)
+	}
+
+	cmd := &exec.Cmd{Path: bin, Args: []string{bin}, Env: env, Stderr: os.Stderr}
+	if err := cmd.Start(); err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { cmd.Process.Signal(os.Interrupt); cmd.Wait() })
+	p := &apiProcess{cmd: cmd, url: "http://" + addr, public: keys.Public, secret: keys.Secret}
+	for i := 0; ; i++ {
+		if resp, err := http.Get(p.url + "/healthz"); err == nil {
+			resp.Body.Close()
+			break
+		}
+		if i > 200 {
+			b.Fatal("api did not start")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	return p
+}
+
+// peakRSS is the process's high-water resident set size in bytes.
+func (p *apiProcess) peakRSS(b *testing.B) int64 {
+	f, err := os.Open(fmt.Sprintf("/proc/%d/status", p.cmd.Process.Pid))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		if rest, ok := strings.CutPrefix(sc.Text(), "VmHWM:"); ok {
+			kb, _ := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(rest), "kB")), 10, 64)
+			return kb << 10
+		}
+	}
+	b.Fatal("no VmHWM")
+	return 0
+}
+
+// writeCSV writes rows contacts with two custom fields, generated on the
+// fly so the client holds none of them.
+func writeCSV(w io.Writer, rows int, seed int) error {
+	bw := bufio.NewWriterSize(w, 256<<10)
+	bw.WriteString("email,first_name,last_name,country,score,joined\n")
+	for i := 0; i < rows; i++ {
+		fmt.Fprintf(bw, "user%d.%d@example.com,First%d,Last%d,DE,%d,2026-01-%02dT10:30\n", seed, i, i, i, i%1000, i%28+1)
+	}
+	return bw.Flush()
+}
+
+// upload streams a generated file to /api/contacts/upload-csv.
+func (p *apiProcess) upload(b *testing.B, typeID int64, rows, seed int) {
+	pr, pw := io.Pipe()
+	mw := multipart.NewWriter(pw)
+	go func() {
+		mw.WriteField("contact_type_id", strconv.FormatInt(typeID, 10))
+		fw, _ := mw.CreateFormFile("file", "contacts.csv")
+		err := writeCSV(fw, rows, seed)
+		if err == nil {
+			err = mw.Close()
+		}
+		pw.CloseWithError(err)
+	}()
+	req, _ := http.NewRequest("POST", p.url+"/api/contacts/upload-csv", pr)
+	req.Header.Set("Content-Type", mw.FormDataContentType())
+	req.Header.Set("PublicKey", p.public)
+	req.Header.Set("SecretKey", p.secret)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		b.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 200 || string(body) != `{"status":"success","message":"Imported Successfully"}` {
+		b.Fatalf("upload: %d %s", resp.StatusCode, body)
+	}
+}
+
+// BenchmarkCSVImport imports a fresh file into a fresh contact type per
+// iteration, through HTTP into the real API process.
+func BenchmarkCSVImport(b *testing.B) {
+	p := startAPI(b)
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, testdb.DSN(b))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	var userID int64
+	if err := conn.QueryRow(ctx, "SELECT id FROM accounts WHERE public_key = $1", p.public).Scan(&userID); err != nil {
+		b.Fatal(err)
+	}
+	if _, err := conn.Exec(ctx, `INSERT INTO custom_fields (user_id, field_name, field_type)
+		VALUES ($1, 'score', 'number'), ($1, 'joined', 'datetime-local')`, userID); err != nil {
+		b.Fatal(err)
+	}
+	for _, rows := range []int{100_000, 1_000_000} {
+		b.Run(fmt.Sprintf("rows=%d", rows), func(b *testing.B) {
+			for i := 0; i < b.N; i++ {
+				b.StopTimer()
+				var typeID int64
+				if err := conn.QueryRow(ctx, "INSERT INTO contact_types (user_id, name) VALUES ($1, 'bench') RETURNING id", userID).Scan(&typeID); err != nil {
+					b.Fatal(err)
+				}
+				b.StartTimer()
+				p.upload(b, typeID, rows, i)
+			}
+			b.ReportMetric(float64(rows)*float64(b.N)/b.Elapsed().Seconds(), "rows/s")
+			b.ReportMetric(float64(p.peakRSS(b))/(1<<20), "peak-rss-MB")
+		})
+	}
+}
+
+// BenchmarkCopyCeiling is PostgreSQL's own COPY of 1,000,000 contacts into
+// a table with a primary key and a unique address index: the ceiling the
+// import is measured against.
+func BenchmarkCopyCeiling(b *testing.B) {
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, testdb.DSN(b))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	const rows = 1_000_000
+	for i := 0; i < b.N; i++ {
+		b.StopTimer()
+		if _, err := conn.Exec(ctx, `DROP TABLE IF EXISTS copy_ceiling;
+			CREATE TABLE copy_ceiling (id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY, email text NOT NULL,
+				first_name text, last_name text);
+			CREATE UNIQUE INDEX ON copy_ceiling (lower(email))`); err != nil {
+			b.Fatal(err)
+		}
+		b.StartTimer()
+		n := 0
+		_, err := conn.CopyFrom(ctx, pgx.Identifier{"copy_ceiling"}, []string{"email", "first_name", "last_name"},
+			pgx.CopyFromFunc(func() ([]any, error) {
+				if n == rows {
+					return nil, nil
+				}
+				n++
+				return []any{fmt.Sprintf("user%d@example.com", n), "First", "Last"}, nil
+			}))
+		if err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(rows)*float64(b.N)/b.Elapsed().Seconds(), "rows/s")
+}
