@@ -74,6 +74,7 @@ func New(cfg Config, d Deps) http.Handler {
 // routes registers every /api endpoint.
 func (s *Server) routes(api *gin.RouterGroup) {
 	api.GET("/get/country-state-city", s.geography)
+	s.contactTypeRoutes(api)
 }
 
 // recovered turns a panic into a logged 500.
