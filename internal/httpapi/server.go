@@ -75,6 +75,7 @@ func New(cfg Config, d Deps) http.Handler {
 func (s *Server) routes(api *gin.RouterGroup) {
 	api.GET("/get/country-state-city", s.geography)
 	s.contactTypeRoutes(api)
+	s.fieldRoutes(api)
 }
 
 // recovered turns a panic into a logged 500.
