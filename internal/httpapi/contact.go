@@ -47,15 +47,6 @@ type customValue struct {
 	FieldValue *string `json:"field_value"`
 }
 
-type contactTypeJSON struct {
-	ID        int64   `json:"id"`
-	UserID    int64   `json:"user_id"`
-	Name      string  `json:"name"`
-	DeletedAt *string `json:"deleted_at"`
-	CreatedAt string  `json:"created_at"`
-	UpdatedAt string  `json:"updated_at"`
-}
-
 // renderContact shapes a contact. country is rendered by the caller's
 // choice: the list shows the country's name, the details its id.
 func renderContact(c *postgres.Contact, fields []mail.CustomField, country *string) contactJSON {
@@ -87,7 +78,7 @@ func (s *Server) listContacts(c *gin.Context) {
 		return
 	}
 	ctx, uid := c.Request.Context(), userID(c)
-	fields, err := s.db.CustomFields(ctx, uid)
+	fields, err := s.fieldDefs(ctx, uid)
 	if err != nil {
 		s.fail(c, err)
 		return
@@ -101,9 +92,8 @@ func (s *Server) listContacts(c *gin.Context) {
 			}
 		}
 		out := renderContact(ct, fields, country)
-		t := ct.Type
-		out.ContactType = &contactTypeJSON{ID: t.ID, UserID: t.UserID, Name: t.Name, DeletedAt: tsPtr(t.DeletedAt),
-			CreatedAt: ts(t.CreatedAt), UpdatedAt: ts(t.UpdatedAt)}
+		t := renderContactType(ct.Type)
+		out.ContactType = &t
 		return l.add(out)
 	})
 	s.finishList(l, pg, total, err)
@@ -121,7 +111,7 @@ func (s *Server) contactDetails(c *gin.Context) {
 		s.fail(c, err)
 		return
 	}
-	fields, err := s.db.CustomFields(ctx, uid)
+	fields, err := s.fieldDefs(ctx, uid)
 	if err != nil {
 		s.fail(c, err)
 		return
@@ -136,7 +126,7 @@ func (s *Server) contactDetails(c *gin.Context) {
 
 // parseContact reads and validates a contact write from the request.
 func (s *Server) parseContact(c *gin.Context, f form) (mail.ContactInput, error) {
-	fields, err := s.db.CustomFields(c.Request.Context(), userID(c))
+	fields, err := s.fieldDefs(c.Request.Context(), userID(c))
 	if err != nil {
 		return mail.ContactInput{}, err
 	}

@@ -286,7 +286,7 @@ func TestContactListPages(t *testing.T) {
 	a.do(req{method: "GET", path: "/api/contacts/list?per_page=1001", acct: &acct}).
 		expect(t, 422, `{"status":"failed","errors":{"per_page":["The per page may not be greater than 1000."]}}`)
 	a.do(req{method: "GET", path: "/api/contacts/list?page=0", acct: &acct}).
-		expect(t, 422, `{"status":"failed","errors":{"page":["The page must be an integer of at least 1."]}}`)
+		expect(t, 422, `{"status":"failed","errors":{"page":["The page must be at least 1."]}}`)
 	if r := a.do(req{method: "GET", path: "/api/contacts/list", acct: &acct}); strings.Count(r.body, `"email":`) != 25 {
 		t.Fatalf("unpaged: %s", r.body)
 	}

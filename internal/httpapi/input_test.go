@@ -116,3 +116,8 @@ func TestAcceptsGzip(t *testing.T) {
 		}
 	}
 }
+
+func TestMain(m *testing.M) {
+	gin.SetMode(gin.ReleaseMode)
+	m.Run()
+}

@@ -4,48 +4,11 @@ import (
 	"bufio"
 	"bytes"
 	"net/http"
-	"strconv"
 
 	"github.com/gin-gonic/gin"
 
 	"github.com/mailroom/mailroom/internal/mail"
-	"github.com/mailroom/mailroom/internal/postgres"
 )
-
-// readPage reads the optional page and per_page query parameters. Without
-// either, a list returns (and streams) every record.
-func readPage(c *gin.Context) (postgres.Page, error) {
-	pageStr, perStr := c.Query("page"), c.Query("per_page")
-	if pageStr == "" && perStr == "" {
-		return postgres.Page{}, nil
-	}
-	pg := postgres.Page{Number: 1, PerPage: 100}
-	var p mail.Problems
-	if pageStr != "" {
-		n, err := strconv.Atoi(pageStr)
-		if err != nil || n < 1 {
-			p.Add("page", "The page must be an integer of at least 1.")
-		}
-		pg.Number = n
-	}
-	if perStr != "" {
-		n, err := strconv.Atoi(perStr)
-		switch {
-		case err != nil || n < 1:
-			p.Add("per_page", "The per page must be an integer of at least 1.")
-		case n > 1000:
-			p.Add("per_page", "The per page may not be greater than 1000.")
-		}
-		pg.PerPage = n
-	}
-	return pg, p.Err()
-}
-
-type pagination struct {
-	Page    int   `json:"page"`
-	PerPage int   `json:"per_page"`
-	Total   int64 `json:"total"`
-}
 
 // listWriter streams {"status":"success","message":{"<key>":[…]}} one
 // element at a time, so a list's memory does not grow with the account.
@@ -93,7 +56,7 @@ func (l *listWriter) add(v any) error {
 
 // finish closes the list, with pagination when the list was paged; err is
 // the listing's error.
-func (s *Server) finishList(l *listWriter, pg postgres.Page, total int64, err error) {
+func (s *Server) finishList(l *listWriter, pg *mail.Page, total int64, err error) {
 	if err != nil {
 		if !l.started {
 			s.fail(l.c, err)
@@ -109,10 +72,10 @@ func (s *Server) finishList(l *listWriter, pg postgres.Page, total int64, err er
 		l.start()
 	}
 	l.w.WriteByte(']')
-	if pg.PerPage > 0 {
+	if pg != nil {
 		l.w.WriteString(`,"pagination":`)
 		l.buf.Reset()
-		encode(&l.buf, pagination{Page: pg.Number, PerPage: pg.PerPage, Total: total})
+		encode(&l.buf, paged(pg, total))
 		l.w.Write(l.buf.Bytes())
 	}
 	l.w.WriteString("}}")

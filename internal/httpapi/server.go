@@ -74,6 +74,8 @@ func New(cfg Config, d Deps) http.Handler {
 // routes registers every /api endpoint.
 func (s *Server) routes(api *gin.RouterGroup) {
 	api.GET("/get/country-state-city", s.geography)
+	s.contactTypeRoutes(api)
+	s.fieldRoutes(api)
 	s.contactRoutes(api)
 	s.contactCSVRoutes(api)
 }

@@ -34,33 +34,10 @@ type Contact struct {
 	DeletedAt           *time.Time
 	CreatedAt           time.Time
 	UpdatedAt           time.Time
-	Type                ContactType // filled by ListContacts only
-}
-
-// ContactType is a stored contact type.
-type ContactType struct {
-	ID        int64
-	UserID    int64
-	Name      string
-	DeletedAt *time.Time
-	CreatedAt time.Time
-	UpdatedAt time.Time
+	Type                mail.ContactType // filled by ListContacts only
 }
 
 var errUnknownContactType = mail.Invalid("contact_type_id", "The selected contact type id is invalid.")
-
-// CustomFields returns the account's custom fields, oldest first.
-func (d *DB) CustomFields(ctx context.Context, userID int64) ([]mail.CustomField, error) {
-	rows, err := d.q.CustomFields(ctx, userID)
-	if err != nil {
-		return nil, err
-	}
-	out := make([]mail.CustomField, len(rows))
-	for i, r := range rows {
-		out[i] = mail.CustomField{ID: r.ID, Name: r.FieldName, Type: r.FieldType}
-	}
-	return out, nil
-}
 
 // AddContact adds a contact, or updates the live contact with the same
 // address in the type. It reports whether a new contact was made.
@@ -149,19 +126,6 @@ func (d *DB) DeleteContacts(ctx context.Context, userID int64, ids []int64) erro
 	})
 }
 
-// Page asks for one page of a list; the zero Page means every row.
-type Page struct {
-	Number  int // 1-based
-	PerPage int
-}
-
-func (p Page) limitOffset() (limit, offset int64) {
-	if p.PerPage == 0 {
-		return -1, 0
-	}
-	return int64(p.PerPage), int64(p.Number-1) * int64(p.PerPage)
-}
-
 // listContactsSQL reads the account's live contacts with their types, in id
 // order. A LIMIT of NULL (from -1) returns every row.
 const listContactsSQL = `
@@ -176,13 +140,14 @@ LIMIT NULLIF($2::bigint, -1) OFFSET $3`
 
 // ListContacts calls fn with each live contact of the account, streaming
 // from the database, and returns the account's contact count when paged.
-func (d *DB) ListContacts(ctx context.Context, userID int64, page Page, fn func(*Contact) error) (total int64, err error) {
-	if page.PerPage > 0 {
+func (d *DB) ListContacts(ctx context.Context, userID int64, page *mail.Page, fn func(*Contact) error) (total int64, err error) {
+	limit, offset := int64(-1), int64(0)
+	if page != nil {
+		limit, offset = page.Size, page.Offset()
 		if total, err = d.q.CountContacts(ctx, userID); err != nil {
 			return 0, err
 		}
 	}
-	limit, offset := page.limitOffset()
 	rows, err := d.Pool.Query(ctx, listContactsSQL, userID, limit, offset)
 	if err != nil {
 		return 0, err

@@ -96,38 +96,6 @@ func (q *Queries) CountContacts(ctx context.Context, userID int64) (int64, error
 	return count, err
 }
 
-const customFields = `-- name: CustomFields :many
-SELECT id, user_id, field_name, field_type, created_at, updated_at
-FROM custom_fields WHERE user_id = $1 ORDER BY id
-`
-
-func (q *Queries) CustomFields(ctx context.Context, userID int64) ([]CustomField, error) {
-	rows, err := q.db.Query(ctx, customFields, userID)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var items []CustomField
-	for rows.Next() {
-		var i CustomField
-		if err := rows.Scan(
-			&i.ID,
-			&i.UserID,
-			&i.FieldName,
-			&i.FieldType,
-			&i.CreatedAt,
-			&i.UpdatedAt,
-		); err != nil {
-			return nil, err
-		}
-		items = append(items, i)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, err
-	}
-	return items, nil
-}
-
 const deleteContacts = `-- name: DeleteContacts :many
 UPDATE contacts SET deleted_at = now(), updated_at = now()
 WHERE id = ANY($1::bigint[]) AND user_id = $2 AND deleted_at IS NULL

@@ -68,10 +68,6 @@ RETURNING id;
 -- name: CountContacts :one
 SELECT count(*) FROM contacts WHERE user_id = @user_id AND deleted_at IS NULL;
 
--- name: CustomFields :many
-SELECT id, user_id, field_name, field_type, created_at, updated_at
-FROM custom_fields WHERE user_id = @user_id ORDER BY id;
-
 -- name: InsertEvent :exec
 INSERT INTO events (user_id, kind, subject_type, subject_id, payload)
 VALUES (@user_id, @kind, @subject_type, sqlc.narg(subject_id), @payload);

@@ -1,0 +1,120 @@
+package httpapi
+
+import (
+	"context"
+	"github.com/gin-gonic/gin"
+
+	"github.com/mailroom/mailroom/internal/mail"
+)
+
+func (s *Server) fieldRoutes(api *gin.RouterGroup) {
+	api.GET("/reserve-fields", s.reservedFields)
+	api.GET("/custom-fields", s.customFields)
+	api.POST("/custom-fields/save", s.saveCustomField)
+	api.DELETE("/custom-fields/delete", s.deleteCustomField)
+}
+
+// fieldJSON is a reserved or custom field; a reserved field has no owner
+// and no times.
+type fieldJSON struct {
+	ID         int64   `json:"id"`
+	UserID     *int64  `json:"user_id"`
+	FieldName  string  `json:"field_name"`
+	FieldType  string  `json:"field_type"`
+	IsReserved int     `json:"is_reserved"`
+	CreatedAt  *string `json:"created_at"`
+	UpdatedAt  *string `json:"updated_at"`
+}
+
+// reservedFields answers GET /reserve-fields: the same eleven fields for
+// every account.
+func (s *Server) reservedFields(c *gin.Context) {
+	page, err := readPage(c)
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
+	fields := mail.ReservedFields
+	if page != nil {
+		lo := min(page.Offset(), int64(len(fields)))
+		fields = fields[lo:min(lo+page.Size, int64(len(fields)))]
+	}
+	out := make([]fieldJSON, len(fields))
+	for i, f := range fields {
+		out[i] = fieldJSON{ID: f.ID, FieldName: f.Name, FieldType: f.Type(), IsReserved: 1}
+	}
+	ok(c, struct {
+		ReservedFields []fieldJSON `json:"reservedFields"`
+		Pagination     *pagination `json:"pagination,omitempty"`
+	}{out, paged(page, int64(len(mail.ReservedFields)))})
+}
+
+// customFields answers GET /custom-fields.
+func (s *Server) customFields(c *gin.Context) {
+	page, err := readPage(c)
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
+	fields, total, err := s.db.CustomFields(c.Request.Context(), userID(c), page)
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
+	out := make([]fieldJSON, len(fields))
+	for i, f := range fields {
+		out[i] = fieldJSON{ID: f.ID, UserID: &fields[i].UserID, FieldName: f.Name, FieldType: f.Type,
+			CreatedAt: tsPtr(&fields[i].CreatedAt), UpdatedAt: tsPtr(&fields[i].UpdatedAt)}
+	}
+	ok(c, struct {
+		CustomFields []fieldJSON `json:"customFields"`
+		Pagination   *pagination `json:"pagination,omitempty"`
+	}{out, paged(page, total)})
+}
+
+// saveCustomField answers POST /custom-fields/save.
+func (s *Server) saveCustomField(c *gin.Context) {
+	f, err := readForm(c)
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
+	field, err := mail.ParseCustomField(f.str("field_name"), f.str("field_type"))
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
+	if _, err := s.db.CreateCustomField(c.Request.Context(), userID(c), field); err != nil {
+		s.fail(c, err)
+		return
+	}
+	ok(c, "Added Successfully")
+}
+
+// deleteCustomField answers DELETE /custom-fields/delete?id=; the field's
+// values leave every contact with it.
+func (s *Server) deleteCustomField(c *gin.Context) {
+	id, err := queryID(c, "id")
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
+	if err := s.db.DeleteCustomField(c.Request.Context(), userID(c), id); err != nil {
+		s.fail(c, err)
+		return
+	}
+	ok(c, "Deleted Successfully")
+}
+
+// fieldDefs are the account's custom field definitions, oldest first.
+func (s *Server) fieldDefs(ctx context.Context, uid int64) ([]mail.CustomField, error) {
+	recs, _, err := s.db.CustomFields(ctx, uid, nil)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]mail.CustomField, len(recs))
+	for i, r := range recs {
+		out[i] = r.CustomField
+	}
+	return out, nil
+}

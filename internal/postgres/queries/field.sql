@@ -1,0 +1,25 @@
+-- name: ListCustomFields :many
+-- row_limit NULL is every row.
+SELECT id, user_id, field_name, field_type, created_at, updated_at
+FROM custom_fields
+WHERE user_id = @user_id
+ORDER BY id
+LIMIT sqlc.narg('row_limit')::bigint OFFSET @row_offset::bigint;
+
+-- name: CountCustomFields :one
+SELECT count(*) FROM custom_fields WHERE user_id = @user_id;
+
+-- name: CreateCustomField :one
+INSERT INTO custom_fields (user_id, field_name, field_type)
+VALUES (@user_id, @field_name, @field_type)
+RETURNING id;
+
+-- name: DeleteCustomField :one
+DELETE FROM custom_fields WHERE id = @id AND user_id = @user_id
+RETURNING field_name;
+
+-- name: RemoveCustomValues :execrows
+-- Drops the field's key from every contact of the account, deleted ones
+-- included, so a later field of that name starts empty.
+UPDATE contacts SET custom = custom - @field_name::text
+WHERE user_id = @user_id AND custom ? @field_name::text;
