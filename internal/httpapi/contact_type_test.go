@@ -309,8 +309,11 @@ func TestDeleteContactTypeWaitsForInsert(t *testing.T) {
 	if err := tx.QueryRow(ctx, "SELECT pg_backend_pid()").Scan(&inserter); err != nil {
 		t.Fatal(err)
 	}
+	// A contact writer: it locks its type FOR SHARE, as every writer in
+	// internal/postgres does, then inserts.
 	var contact int64
-	if err := tx.QueryRow(ctx, "INSERT INTO contacts (user_id, contact_type_id, email) VALUES ($1, $2, 'late@example.com') RETURNING id",
+	if err := tx.QueryRow(ctx, `INSERT INTO contacts (user_id, contact_type_id, email)
+		SELECT user_id, id, 'late@example.com' FROM contact_types WHERE id = $2 AND user_id = $1 FOR SHARE RETURNING id`,
 		acct.id, typeID).Scan(&contact); err != nil {
 		t.Fatal(err)
 	}

@@ -61,6 +61,7 @@ type ContactCSV struct {
 type csvCustom struct {
 	col   int
 	field CustomField
+	key   []byte // the field's name as a JSON string and a colon
 }
 
 // NewContactCSV reads the header. fields are the account's custom fields;
@@ -107,7 +108,8 @@ func NewContactCSV(r io.Reader, fields []CustomField, country func(string) (int3
 		if i, ok := byName[name]; ok {
 			c.reserved[i] = col
 		} else if f, ok := customByName[name]; ok {
-			c.custom = append(c.custom, csvCustom{col: col, field: f})
+			k, _ := json.Marshal(f.Name)
+			c.custom = append(c.custom, csvCustom{col: col, field: f, key: append(k, ':')})
 		} else {
 			return nil, fileError(fmt.Sprintf("Line 1: the column %q is neither a reserved field nor one of your custom fields.", strings.TrimSpace(raw)))
 		}
@@ -212,9 +214,7 @@ func (c *ContactCSV) encodeCustom(rec []string, line int) error {
 			c.buf.WriteByte(',')
 		}
 		n++
-		k, _ := json.Marshal(cc.field.Name)
-		c.buf.Write(k)
-		c.buf.WriteByte(':')
+		c.buf.Write(cc.key)
 		switch v := v.(type) {
 		case int64:
 			c.buf.WriteString(strconv.FormatInt(v, 10))

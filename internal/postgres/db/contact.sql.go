@@ -185,7 +185,9 @@ UPDATE contacts AS c SET
     updated_at = now()
 FROM contact_types t
 WHERE c.id = $13 AND c.user_id = $14 AND c.deleted_at IS NULL
-  AND t.id = $15 AND t.user_id = $14 AND t.deleted_at IS NULL
+  AND t.id = (SELECT l.id FROM contact_types l
+              WHERE l.id = $15 AND l.user_id = $14 AND l.deleted_at IS NULL
+              FOR SHARE)
 RETURNING c.id
 `
 
@@ -241,6 +243,7 @@ SELECT t.user_id, t.id, $1::text, COALESCE($2::text, ''), COALESCE($3::text, '')
     jsonb_strip_nulls($12::jsonb)
 FROM contact_types t
 WHERE t.id = $13 AND t.user_id = $14 AND t.deleted_at IS NULL
+FOR SHARE OF t
 ON CONFLICT (contact_type_id, email_lc) WHERE deleted_at IS NULL DO UPDATE SET
     email = EXCLUDED.email,
     first_name = COALESCE($2, contacts.first_name),

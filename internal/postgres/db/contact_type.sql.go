@@ -75,10 +75,9 @@ type DeleteContactTypeParams struct {
 	UserID int64
 }
 
-// FOR UPDATE conflicts with the key-share lock a contact insert's foreign
-// key check takes: inserts in flight commit before DeleteContactsOfType
-// runs, and later ones wait for this transaction (a writer that locks the
-// type FOR SHARE with deleted_at IS NULL then finds it gone).
+// FOR UPDATE conflicts with the FOR SHARE lock every contact writer takes
+// on its type: writes in flight commit before DeleteContactsOfType runs,
+// and later ones wait for this transaction, then find the type gone.
 func (q *Queries) DeleteContactType(ctx context.Context, arg DeleteContactTypeParams) (int64, error) {
 	result, err := q.db.Exec(ctx, deleteContactType, arg.ID, arg.UserID)
 	if err != nil {

@@ -10,6 +10,7 @@ SELECT t.user_id, t.id, @email::text, COALESCE(sqlc.narg(first_name)::text, ''),
     jsonb_strip_nulls(@custom::jsonb)
 FROM contact_types t
 WHERE t.id = @contact_type_id AND t.user_id = @user_id AND t.deleted_at IS NULL
+FOR SHARE OF t
 ON CONFLICT (contact_type_id, email_lc) WHERE deleted_at IS NULL DO UPDATE SET
     email = EXCLUDED.email,
     first_name = COALESCE(sqlc.narg(first_name), contacts.first_name),
@@ -45,7 +46,9 @@ UPDATE contacts AS c SET
     updated_at = now()
 FROM contact_types t
 WHERE c.id = @id AND c.user_id = @user_id AND c.deleted_at IS NULL
-  AND t.id = @contact_type_id AND t.user_id = @user_id AND t.deleted_at IS NULL
+  AND t.id = (SELECT l.id FROM contact_types l
+              WHERE l.id = @contact_type_id AND l.user_id = @user_id AND l.deleted_at IS NULL
+              FOR SHARE)
 RETURNING c.id;
 
 -- name: ContactExists :one

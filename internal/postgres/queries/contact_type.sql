@@ -26,10 +26,9 @@ UPDATE contact_types SET name = @name, updated_at = now()
 WHERE id = @id AND user_id = @user_id AND deleted_at IS NULL;
 
 -- name: DeleteContactType :execrows
--- FOR UPDATE conflicts with the key-share lock a contact insert's foreign
--- key check takes: inserts in flight commit before DeleteContactsOfType
--- runs, and later ones wait for this transaction (a writer that locks the
--- type FOR SHARE with deleted_at IS NULL then finds it gone).
+-- FOR UPDATE conflicts with the FOR SHARE lock every contact writer takes
+-- on its type: writes in flight commit before DeleteContactsOfType runs,
+-- and later ones wait for this transaction, then find the type gone.
 UPDATE contact_types SET deleted_at = now()
 WHERE id = (SELECT l.id FROM contact_types l
             WHERE l.id = @id AND l.user_id = @user_id AND l.deleted_at IS NULL
