@@ -28,9 +28,9 @@ import (
 type apiProcess struct {
 	cmd      *exec.Cmd
 	startRSS int64 // VmHWM once serving, before any import
-	url    string
-	public string
-	secret string
+	url      string
+	public   string
+	secret   string
 }
 
 func startAPI(b *testing.B) *apiProcess {
