@@ -221,3 +221,60 @@ func parseID(key, v string) (int64, error) {
 	}
 	return n, nil
 }
+
+// nested returns the array of arrays sent as key[i] or key[i][j] (an
+// element may be a plain value or an array of values), or as key[] /
+// repeated key with one value per element.
+func (f form) nested(key string) [][]string {
+	type cell struct{ i, j int }
+	cells := map[cell]string{}
+	maxI := -1
+	prefix := key + "["
+	for k, vs := range f {
+		if !strings.HasPrefix(k, prefix) || len(vs) == 0 {
+			continue
+		}
+		rest := k[len(prefix):]
+		is, rest, ok := strings.Cut(rest, "]")
+		i, err := strconv.Atoi(is)
+		if !ok || err != nil || i < 0 || i > 10000 {
+			continue
+		}
+		j := -1
+		if rest != "" {
+			js, tail, ok := strings.Cut(strings.TrimPrefix(rest, "["), "]")
+			n, err := strconv.Atoi(js)
+			if !ok || tail != "" || !strings.HasPrefix(rest, "[") || err != nil || n < 0 || n > 100 {
+				continue
+			}
+			j = n
+		}
+		cells[cell{i, j}] = vs[0]
+		if i > maxI {
+			maxI = i
+		}
+	}
+	if maxI < 0 {
+		flat := f.list(key)
+		out := make([][]string, len(flat))
+		for i, v := range flat {
+			out[i] = []string{v}
+		}
+		return out
+	}
+	out := make([][]string, maxI+1)
+	for i := range out {
+		if v, ok := cells[cell{i, -1}]; ok {
+			out[i] = []string{v}
+			continue
+		}
+		for j := 0; ; j++ {
+			v, ok := cells[cell{i, j}]
+			if !ok {
+				break
+			}
+			out[i] = append(out[i], v)
+		}
+	}
+	return out
+}

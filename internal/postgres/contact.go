@@ -46,19 +46,24 @@ func (d *DB) AddContact(ctx context.Context, userID int64, in mail.ContactInput)
 	if err != nil {
 		return 0, false, err
 	}
-	row, err := d.q.UpsertContact(ctx, db.UpsertContactParams{
-		Email: string(in.Email), FirstName: in.FirstName, LastName: in.LastName, AltEmail: in.AltEmail,
-		Country: in.Country, State: in.State, City: in.City, AddressLine1: in.AddressLine1,
-		AddressLine2: in.AddressLine2, StateProvinceRegion: in.StateProvinceRegion, PostalCode: in.PostalCode,
-		Custom: custom, ContactTypeID: in.ContactTypeID, UserID: userID,
+	var row db.UpsertContactRow
+	err = d.InTx(ctx, func(tx pgx.Tx, q *db.Queries) error {
+		var err error
+		row, err = q.UpsertContact(ctx, db.UpsertContactParams{
+			Email: string(in.Email), FirstName: in.FirstName, LastName: in.LastName, AltEmail: in.AltEmail,
+			Country: in.Country, State: in.State, City: in.City, AddressLine1: in.AddressLine1,
+			AddressLine2: in.AddressLine2, StateProvinceRegion: in.StateProvinceRegion, PostalCode: in.PostalCode,
+			Custom: custom, ContactTypeID: in.ContactTypeID, UserID: userID,
+		})
+		if errors.Is(err, pgx.ErrNoRows) {
+			return errUnknownContactType
+		}
+		if err != nil {
+			return translate(err)
+		}
+		return refreshSegments(ctx, tx, userID, []int64{in.ContactTypeID}, changed{ids: []int64{row.ID}})
 	})
-	if errors.Is(err, pgx.ErrNoRows) {
-		return 0, false, errUnknownContactType
-	}
-	if err != nil {
-		return 0, false, translate(err)
-	}
-	return row.ID, row.Inserted, nil
+	return row.ID, row.Inserted, err
 }
 
 // UpdateContact changes a live contact of the account.
@@ -68,28 +73,27 @@ func (d *DB) UpdateContact(ctx context.Context, userID, id int64, in mail.Contac
 		return err
 	}
 	return d.InTx(ctx, func(tx pgx.Tx, q *db.Queries) error {
-		_, err := q.UpdateContact(ctx, db.UpdateContactParams{
+		oldType, err := q.LockContact(ctx, db.LockContactParams{ID: id, UserID: userID})
+		if err != nil {
+			return translate(err)
+		}
+		_, err = q.UpdateContact(ctx, db.UpdateContactParams{
 			ID: id, Email: string(in.Email), FirstName: in.FirstName, LastName: in.LastName, AltEmail: in.AltEmail,
 			Country: in.Country, State: in.State, City: in.City, AddressLine1: in.AddressLine1,
 			AddressLine2: in.AddressLine2, StateProvinceRegion: in.StateProvinceRegion, PostalCode: in.PostalCode,
 			Custom: custom, ContactTypeID: in.ContactTypeID, UserID: userID,
 		})
 		if errors.Is(err, pgx.ErrNoRows) {
-			// Which one is missing: the contact (404) or the type (422)?
-			exists, err := q.ContactExists(ctx, db.ContactExistsParams{ID: id, UserID: userID})
-			if err != nil {
-				return err
-			}
-			if !exists {
-				return mail.NotFound()
-			}
-			return errUnknownContactType
+			return errUnknownContactType // the contact is locked above: the type is missing
 		}
 		var pgErr *pgconn.PgError
 		if errors.As(err, &pgErr) && pgErr.Code == "23505" {
 			return mail.Invalid("email", "The email has already been taken.")
 		}
-		return err
+		if err != nil {
+			return err
+		}
+		return refreshSegments(ctx, tx, userID, []int64{oldType, in.ContactTypeID}, changed{ids: []int64{id}})
 	})
 }
 
@@ -122,7 +126,11 @@ func (d *DB) DeleteContacts(ctx context.Context, userID int64, ids []int64) erro
 		if len(deleted) != len(ids) {
 			return mail.NotFound()
 		}
-		return nil
+		types := make([]int64, len(deleted))
+		for i, r := range deleted {
+			types[i] = r.ContactTypeID
+		}
+		return refreshSegments(ctx, tx, userID, types, changed{ids: ids})
 	})
 }
 

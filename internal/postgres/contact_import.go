@@ -45,6 +45,16 @@ CREATE TEMPORARY TABLE contact_import (
     custom                jsonb
 ) ON COMMIT DROP`
 
+// createChangedSQL holds the ids of the contacts the import changed, for
+// the segments of the type to re-evaluate.
+const createChangedSQL = `CREATE TEMPORARY TABLE import_changed (id bigint NOT NULL) ON COMMIT DROP`
+
+// collectChanged wraps a statement that returns contact ids so that they go
+// into import_changed; the statement's row count stays the answer.
+func collectChanged(stmt string) string {
+	return "WITH x AS (" + stmt + " RETURNING id) INSERT INTO import_changed SELECT id FROM x"
+}
+
 var stagingColumns = []string{"line", "email", "email_lc", "first_name", "last_name", "alt_email", "country", "state",
 	"city", "address_line1", "address_line2", "state_province_region", "postal_code", "custom"}
 
@@ -73,6 +83,9 @@ UPDATE contacts c SET
     updated_at = now()
 FROM ` + dedupedSQL + ` s
 WHERE c.contact_type_id = $1 AND c.email_lc = s.email_lc AND c.deleted_at IS NULL`
+
+// Both statements end without RETURNING so collectChanged can add one; the
+// UPDATE's "id" is the contact's (the staging table has none).
 
 // insertImportedSQL adds the addresses the type does not have yet; with
 // $4 false (the type has no live contacts) it skips looking.
@@ -106,7 +119,7 @@ func (d *DB) BeginContactImport(ctx context.Context, userID int64) (*ContactImpo
 	if err != nil {
 		return nil, err
 	}
-	if _, err := tx.Exec(ctx, createStagingSQL); err != nil {
+	if _, err := tx.Exec(ctx, createStagingSQL+"; "+createChangedSQL); err != nil {
 		tx.Rollback(ctx)
 		return nil, err
 	}
@@ -132,11 +145,12 @@ func (im *ContactImport) Copy(ctx context.Context, src *mail.ContactCSV) error {
 // Commit merges the staged rows into the contact type, records the
 // contacts.imported event and commits.
 func (im *ContactImport) Commit(ctx context.Context, typeID int64, src *mail.ContactCSV) (ImportResult, error) {
-	var hasContacts bool
-	err := im.tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM contacts
-			WHERE contact_type_id = t.id AND deleted_at IS NULL)
+	var hasContacts, hasSegments bool
+	err := im.tx.QueryRow(ctx, `SELECT
+			EXISTS (SELECT 1 FROM contacts WHERE contact_type_id = t.id AND deleted_at IS NULL),
+			EXISTS (SELECT 1 FROM segments WHERE contact_type_id = t.id AND deleted_at IS NULL)
 		FROM contact_types t
-		WHERE t.id = $1 AND t.user_id = $2 AND t.deleted_at IS NULL FOR UPDATE OF t`, typeID, im.userID).Scan(&hasContacts)
+		WHERE t.id = $1 AND t.user_id = $2 AND t.deleted_at IS NULL FOR UPDATE OF t`, typeID, im.userID).Scan(&hasContacts, &hasSegments)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return ImportResult{}, errUnknownContactType
 	}
@@ -148,8 +162,12 @@ func (im *ContactImport) Commit(ctx context.Context, typeID int64, src *mail.Con
 		return ImportResult{}, err
 	}
 	res := ImportResult{Rows: src.Rows(), Skipped: src.Skipped()}
+	update, insert := updateImportedSQL, insertImportedSQL
+	if hasSegments {
+		update, insert = collectChanged(update), collectChanged(insert)
+	}
 	if hasContacts {
-		tag, err := im.tx.Exec(ctx, updateImportedSQL, typeID,
+		tag, err := im.tx.Exec(ctx, update, typeID,
 			src.Has(mail.ColFirstName), src.Has(mail.ColLastName), src.Has(mail.ColAltEmail), src.Has(mail.ColCountry),
 			src.Has(mail.ColState), src.Has(mail.ColCity), src.Has(mail.ColAddressLine1), src.Has(mail.ColAddressLine2),
 			src.Has(mail.ColStateProvinceRegion), src.Has(mail.ColPostalCode), src.CustomColumns())
@@ -158,11 +176,19 @@ func (im *ContactImport) Commit(ctx context.Context, typeID int64, src *mail.Con
 		}
 		res.Updated = tag.RowsAffected()
 	}
-	tag, err := im.tx.Exec(ctx, insertImportedSQL, im.userID, typeID, hasContacts)
+	tag, err := im.tx.Exec(ctx, insert, im.userID, typeID, hasContacts)
 	if err != nil {
 		return ImportResult{}, fmt.Errorf("postgres: insert imported contacts: %w", translate(err))
 	}
 	res.Added = tag.RowsAffected()
+	if hasSegments {
+		if _, err := im.tx.Exec(ctx, "ANALYZE import_changed"); err != nil {
+			return ImportResult{}, err
+		}
+		if err := refreshSegments(ctx, im.tx, im.userID, []int64{typeID}, changed{table: "import_changed"}); err != nil {
+			return ImportResult{}, fmt.Errorf("postgres: refresh segments after import: %w", err)
+		}
+	}
 
 	payload, _ := json.Marshal(res)
 	if err := db.New(im.tx).InsertEvent(ctx, db.InsertEventParams{

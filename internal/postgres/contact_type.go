@@ -75,6 +75,11 @@ func (d *DB) DeleteContactType(ctx context.Context, userID, id int64) error {
 			return mail.NotFound()
 		}
 		_, err = q.DeleteContactsOfType(ctx, db.DeleteContactsOfTypeParams{UserID: userID, ContactTypeID: id})
+		if err != nil {
+			return err
+		}
+		// Its contacts leave every segment.
+		err = q.DeleteTypeMemberships(ctx, db.DeleteTypeMembershipsParams{UserID: userID, ContactTypeID: id})
 		return err
 	}))
 }

@@ -57,12 +57,15 @@ func (d *DB) CreateCustomField(ctx context.Context, userID int64, f mail.CustomF
 // same transaction, its value from every contact of the account; an unknown
 // id is ENOTFOUND.
 func (d *DB) DeleteCustomField(ctx context.Context, userID, id int64) error {
-	return translate(d.InTx(ctx, func(_ pgx.Tx, q *db.Queries) error {
+	return translate(d.InTx(ctx, func(tx pgx.Tx, q *db.Queries) error {
 		name, err := q.DeleteCustomField(ctx, db.DeleteCustomFieldParams{ID: id, UserID: userID})
 		if err != nil {
 			return err
 		}
-		_, err = q.RemoveCustomValues(ctx, db.RemoveCustomValuesParams{UserID: userID, FieldName: name})
-		return err
+		if _, err = q.RemoveCustomValues(ctx, db.RemoveCustomValuesParams{UserID: userID, FieldName: name}); err != nil {
+			return err
+		}
+		// The values are gone: segments with conditions on the field change.
+		return rebuildSegmentsUsingField(ctx, tx, userID, id)
 	}))
 }

@@ -69,22 +69,6 @@ func (q *Queries) ContactDetails(ctx context.Context, arg ContactDetailsParams) 
 	return i, err
 }
 
-const contactExists = `-- name: ContactExists :one
-SELECT EXISTS (SELECT 1 FROM contacts WHERE id = $1 AND user_id = $2 AND deleted_at IS NULL)
-`
-
-type ContactExistsParams struct {
-	ID     int64
-	UserID int64
-}
-
-func (q *Queries) ContactExists(ctx context.Context, arg ContactExistsParams) (bool, error) {
-	row := q.db.QueryRow(ctx, contactExists, arg.ID, arg.UserID)
-	var exists bool
-	err := row.Scan(&exists)
-	return exists, err
-}
-
 const countContacts = `-- name: CountContacts :one
 SELECT count(*) FROM contacts WHERE user_id = $1 AND deleted_at IS NULL
 `
@@ -99,7 +83,7 @@ func (q *Queries) CountContacts(ctx context.Context, userID int64) (int64, error
 const deleteContacts = `-- name: DeleteContacts :many
 UPDATE contacts SET deleted_at = now(), updated_at = now()
 WHERE id = ANY($1::bigint[]) AND user_id = $2 AND deleted_at IS NULL
-RETURNING id
+RETURNING id, contact_type_id
 `
 
 type DeleteContactsParams struct {
@@ -107,19 +91,24 @@ type DeleteContactsParams struct {
 	UserID int64
 }
 
-func (q *Queries) DeleteContacts(ctx context.Context, arg DeleteContactsParams) ([]int64, error) {
+type DeleteContactsRow struct {
+	ID            int64
+	ContactTypeID int64
+}
+
+func (q *Queries) DeleteContacts(ctx context.Context, arg DeleteContactsParams) ([]DeleteContactsRow, error) {
 	rows, err := q.db.Query(ctx, deleteContacts, arg.Ids, arg.UserID)
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
-	var items []int64
+	var items []DeleteContactsRow
 	for rows.Next() {
-		var id int64
-		if err := rows.Scan(&id); err != nil {
+		var i DeleteContactsRow
+		if err := rows.Scan(&i.ID, &i.ContactTypeID); err != nil {
 			return nil, err
 		}
-		items = append(items, id)
+		items = append(items, i)
 	}
 	if err := rows.Err(); err != nil {
 		return nil, err
@@ -165,6 +154,25 @@ func (q *Queries) LiveContactType(ctx context.Context, arg LiveContactTypeParams
 	var exists bool
 	err := row.Scan(&exists)
 	return exists, err
+}
+
+const lockContact = `-- name: LockContact :one
+SELECT contact_type_id FROM contacts
+WHERE id = $1 AND user_id = $2 AND deleted_at IS NULL
+FOR UPDATE
+`
+
+type LockContactParams struct {
+	ID     int64
+	UserID int64
+}
+
+// The contact's type before a change, its row locked.
+func (q *Queries) LockContact(ctx context.Context, arg LockContactParams) (int64, error) {
+	row := q.db.QueryRow(ctx, lockContact, arg.ID, arg.UserID)
+	var contact_type_id int64
+	err := row.Scan(&contact_type_id)
+	return contact_type_id, err
 }
 
 const updateContact = `-- name: UpdateContact :one

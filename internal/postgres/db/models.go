@@ -87,6 +87,33 @@ type GeoVersion struct {
 	Version   string
 }
 
+type Segment struct {
+	ID             int64
+	UserID         int64
+	ContactTypeID  int64
+	SegmentName    string
+	SelectField    []string
+	SelectOperator []string
+	Value          []string
+	QueryType      *string
+	DeletedAt      *time.Time
+	CreatedAt      time.Time
+	UpdatedAt      time.Time
+}
+
+type SegmentRecipient struct {
+	ID        int64
+	UserID    int64
+	SegmentID int64
+	ContactID *int64
+	FirstName *string
+	LastName  *string
+	Email     *string
+	EmailLc   *string
+	CreatedAt time.Time
+	UpdatedAt time.Time
+}
+
 type State struct {
 	ID        int32
 	CountryID int32

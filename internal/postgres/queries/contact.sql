@@ -51,8 +51,11 @@ WHERE c.id = @id AND c.user_id = @user_id AND c.deleted_at IS NULL
               FOR SHARE)
 RETURNING c.id;
 
--- name: ContactExists :one
-SELECT EXISTS (SELECT 1 FROM contacts WHERE id = @id AND user_id = @user_id AND deleted_at IS NULL);
+-- name: LockContact :one
+-- The contact's type before a change, its row locked.
+SELECT contact_type_id FROM contacts
+WHERE id = @id AND user_id = @user_id AND deleted_at IS NULL
+FOR UPDATE;
 
 -- name: LiveContactType :one
 SELECT EXISTS (SELECT 1 FROM contact_types WHERE id = @id AND user_id = @user_id AND deleted_at IS NULL);
@@ -66,7 +69,7 @@ WHERE id = @id AND user_id = @user_id AND deleted_at IS NULL;
 -- name: DeleteContacts :many
 UPDATE contacts SET deleted_at = now(), updated_at = now()
 WHERE id = ANY(@ids::bigint[]) AND user_id = @user_id AND deleted_at IS NULL
-RETURNING id;
+RETURNING id, contact_type_id;
 
 -- name: CountContacts :one
 SELECT count(*) FROM contacts WHERE user_id = @user_id AND deleted_at IS NULL;

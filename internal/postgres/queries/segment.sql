@@ -1,0 +1,84 @@
+-- name: CreateSegment :one
+INSERT INTO segments (user_id, contact_type_id, segment_name, select_field, select_operator, value, query_type)
+SELECT t.user_id, t.id, @segment_name::text, @select_field::text[], @select_operator::text[], @value::text[], sqlc.narg(query_type)::text
+FROM contact_types t
+WHERE t.id = @contact_type_id AND t.user_id = @user_id AND t.deleted_at IS NULL
+FOR SHARE OF t
+RETURNING id;
+
+-- name: UpdateSegment :execrows
+UPDATE segments s SET contact_type_id = t.id, segment_name = @segment_name, select_field = @select_field,
+    select_operator = @select_operator, value = @value, query_type = sqlc.narg(query_type), updated_at = now()
+FROM contact_types t
+WHERE s.id = @id AND s.user_id = @user_id AND s.deleted_at IS NULL
+  AND t.id = (SELECT l.id FROM contact_types l
+              WHERE l.id = @contact_type_id AND l.user_id = @user_id AND l.deleted_at IS NULL
+              FOR SHARE);
+
+-- name: SegmentExists :one
+SELECT EXISTS (SELECT 1 FROM segments WHERE id = @id AND user_id = @user_id AND deleted_at IS NULL);
+
+-- name: LockSegment :one
+SELECT id, user_id, contact_type_id, segment_name, select_field, select_operator, value, query_type,
+    deleted_at, created_at, updated_at
+FROM segments WHERE id = @id AND user_id = @user_id AND deleted_at IS NULL
+FOR UPDATE;
+
+-- name: SegmentByID :one
+SELECT id, user_id, contact_type_id, segment_name, select_field, select_operator, value, query_type,
+    deleted_at, created_at, updated_at
+FROM segments WHERE id = @id AND user_id = @user_id AND deleted_at IS NULL;
+
+-- name: ListSegments :many
+SELECT s.id, s.user_id, s.contact_type_id, s.segment_name, s.select_field, s.select_operator, s.value, s.query_type,
+    s.deleted_at, s.created_at, s.updated_at,
+    (SELECT count(*) FROM segment_recipients r WHERE r.segment_id = s.id)::bigint AS segment_emails_count
+FROM segments s
+WHERE s.user_id = @user_id AND s.deleted_at IS NULL
+ORDER BY s.id
+LIMIT sqlc.narg(row_limit)::bigint OFFSET @row_offset::bigint;
+
+-- name: CountSegments :one
+SELECT count(*) FROM segments WHERE user_id = @user_id AND deleted_at IS NULL;
+
+-- name: LiveSegmentsOfTypes :many
+SELECT id, contact_type_id, select_field, select_operator, value, query_type
+FROM segments
+WHERE user_id = @user_id AND contact_type_id = ANY(@type_ids::bigint[]) AND deleted_at IS NULL
+ORDER BY id;
+
+-- name: SegmentsUsingField :many
+SELECT id, contact_type_id, select_field, select_operator, value, query_type
+FROM segments
+WHERE user_id = @user_id AND @field_id::text = ANY(select_field) AND deleted_at IS NULL
+ORDER BY id;
+
+-- name: DeleteSegment :execrows
+UPDATE segments SET deleted_at = now()
+WHERE id = @id AND user_id = @user_id AND deleted_at IS NULL;
+
+-- name: DeleteSegmentRecipientsOf :exec
+DELETE FROM segment_recipients WHERE segment_id = @segment_id;
+
+-- name: DeleteTypeMemberships :exec
+-- The contacts of a deleted type leave every segment.
+DELETE FROM segment_recipients r
+WHERE r.contact_id IS NOT NULL AND r.segment_id IN (
+    SELECT s.id FROM segments s WHERE s.user_id = @user_id AND s.contact_type_id = @contact_type_id);
+
+-- name: StoreSegmentRecipient :one
+INSERT INTO segment_recipients (user_id, segment_id, first_name, last_name, email)
+SELECT s.user_id, s.id, @first_name::text, @last_name::text, @email::text
+FROM segments s
+WHERE s.id = @segment_id AND s.user_id = @user_id AND s.deleted_at IS NULL
+ON CONFLICT (segment_id, email_lc) WHERE contact_id IS NULL DO UPDATE SET
+    first_name = EXCLUDED.first_name, last_name = EXCLUDED.last_name, email = EXCLUDED.email, updated_at = now()
+RETURNING id;
+
+-- name: DeleteSegmentRecipient :execrows
+DELETE FROM segment_recipients r
+USING segments s
+WHERE r.id = @id AND r.user_id = @user_id AND s.id = r.segment_id AND s.deleted_at IS NULL;
+
+-- name: CountSegmentRecipients :one
+SELECT count(*) FROM segment_recipients WHERE segment_id = @segment_id;

@@ -1,0 +1,190 @@
+package postgres
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/mailroom/mailroom/internal/mail"
+)
+
+// Segment conditions are chosen at run time, so their WHERE clause is built
+// here by hand: columns and operators come only from the whitelists below,
+// every value is a $n parameter. The predicate reads a contact as "c".
+
+// reservedColumns maps a reserved field to its text expression.
+var reservedColumns = map[string]string{
+	"email":                 "c.email",
+	"first_name":            "c.first_name",
+	"last_name":             "c.last_name",
+	"alt_email":             "COALESCE(c.alt_email, '')",
+	"country":               "COALESCE((SELECT co.name FROM countries co WHERE co.id = c.country), '')",
+	"state":                 "c.state",
+	"city":                  "c.city",
+	"address_line1":         "c.address_line1",
+	"address_line2":         "c.address_line2",
+	"state_province_region": "c.state_province_region",
+	"postal_code":           "c.postal_code",
+}
+
+// predicate compiles conditions into one boolean SQL expression, appending
+// their values to args (whose length gives the next $n).
+type predicate struct {
+	args []any
+}
+
+func (p *predicate) arg(v any) string {
+	p.args = append(p.args, v)
+	return "$" + strconv.Itoa(len(p.args))
+}
+
+// compile returns the conditions joined by AND (or OR when or).
+func (p *predicate) compile(conds []mail.Condition, or bool) string {
+	if len(conds) == 0 {
+		return "TRUE"
+	}
+	parts := make([]string, len(conds))
+	for i, c := range conds {
+		parts[i] = "(" + p.condition(c) + ")"
+	}
+	sep := " AND "
+	if or {
+		sep = " OR "
+	}
+	return "(" + strings.Join(parts, sep) + ")"
+}
+
+// expr is the SQL expression of a field's value: text (never NULL),
+// numeric or timestamp (NULL when the contact has none).
+func (p *predicate) expr(f mail.SegmentField) string {
+	switch {
+	case f.Column == "created_at":
+		return "(c.created_at AT TIME ZONE 'UTC')"
+	case f.Column != "":
+		return reservedColumns[f.Column]
+	case f.Custom == "":
+		// A custom field deleted since: its values are gone.
+		switch f.Kind {
+		case mail.KindNumber:
+			return "NULL::numeric"
+		case mail.KindDatetime:
+			return "NULL::timestamp"
+		}
+		return "''"
+	}
+	key := p.arg(f.Custom)
+	switch f.Kind {
+	case mail.KindNumber:
+		return fmt.Sprintf("(CASE WHEN jsonb_typeof(c.custom -> %[1]s::text) = 'number' THEN (c.custom ->> %[1]s::text)::numeric END)", key)
+	case mail.KindDatetime:
+		return fmt.Sprintf(`(CASE WHEN (c.custom ->> %[1]s::text) ~ '^\d{4}-\d\d-\d\dT\d\d:\d\d$' THEN (c.custom ->> %[1]s::text)::timestamp END)`, key)
+	}
+	return fmt.Sprintf("COALESCE(c.custom ->> %s::text, '')", key)
+}
+
+func (p *predicate) condition(c mail.Condition) string {
+	if c.Operator == "" {
+		return "FALSE"
+	}
+	e := p.expr(c.Field)
+	switch c.Field.Kind {
+	case mail.KindNumber:
+		return p.number(e, c)
+	case mail.KindDatetime:
+		return p.datetime(e, c)
+	}
+	return p.text(e, c)
+}
+
+func (p *predicate) text(e string, c mail.Condition) string {
+	lower := "lower(" + e + ")"
+	switch c.Operator {
+	case mail.OpEmpty:
+		return e + " = ''"
+	case mail.OpNotEmpty:
+		return e + " <> ''"
+	}
+	v := "lower(" + p.arg(c.Operands[0].Text) + "::text)"
+	if c.Field.Column == "country" && (c.Operator == mail.OpIs || c.Operator == mail.OpIsNot) {
+		// A country is named by id, ISO 3166-1 alpha-2 code or name.
+		in := "COALESCE(c.country IN (SELECT co.id FROM countries co WHERE co.id::text = " + v +
+			" OR lower(co.iso2) = " + v + " OR lower(co.name) = " + v + "), false)"
+		if c.Operator == mail.OpIsNot {
+			return "NOT " + in
+		}
+		return in
+	}
+	switch c.Operator {
+	case mail.OpIs:
+		return lower + " = " + v
+	case mail.OpIsNot:
+		return lower + " <> " + v
+	case mail.OpContains:
+		return "strpos(" + lower + ", " + v + ") > 0"
+	case mail.OpNotContains:
+		return "strpos(" + lower + ", " + v + ") = 0"
+	case mail.OpStartsWith:
+		return "starts_with(" + lower + ", " + v + ")"
+	case mail.OpEndsWith:
+		return "right(" + lower + ", char_length(" + v + ")) = " + v
+	}
+	return "FALSE"
+}
+
+func (p *predicate) number(e string, c mail.Condition) string {
+	num := func(i int) string {
+		return p.arg(strconv.FormatFloat(c.Operands[i].Number, 'g', -1, 64)) + "::numeric"
+	}
+	switch c.Operator {
+	case mail.OpEmpty:
+		return e + " IS NULL"
+	case mail.OpNotEmpty:
+		return e + " IS NOT NULL"
+	case mail.OpIs:
+		return e + " = " + num(0)
+	case mail.OpIsNot:
+		return e + " IS DISTINCT FROM " + num(0)
+	case mail.OpGreater:
+		return e + " > " + num(0)
+	case mail.OpLess:
+		return e + " < " + num(0)
+	case mail.OpBetween:
+		return e + " BETWEEN " + num(0) + " AND " + num(1)
+	}
+	return "FALSE"
+}
+
+// datetime compares timestamps in UTC. A value given as a date means the
+// whole day: "is" that day, "after" it, "between" it inclusive.
+func (p *predicate) datetime(e string, c mail.Condition) string {
+	at := func(i int) string {
+		return p.arg(c.Operands[i].Time.Format("2006-01-02 15:04:05")) + "::timestamp"
+	}
+	// end is the first instant after operand i (a day, or a minute).
+	end := func(i int) string {
+		if c.Operands[i].Day {
+			return "(" + at(i) + " + interval '1 day')"
+		}
+		return "(" + at(i) + " + interval '1 minute')"
+	}
+	switch c.Operator {
+	case mail.OpEmpty:
+		return e + " IS NULL"
+	case mail.OpNotEmpty:
+		return e + " IS NOT NULL"
+	case mail.OpIs:
+		return e + " >= " + at(0) + " AND " + e + " < " + end(0)
+	case mail.OpIsNot:
+		return "NOT COALESCE(" + e + " >= " + at(0) + " AND " + e + " < " + end(0) + ", false)"
+	case mail.OpBefore:
+		return e + " < " + at(0)
+	case mail.OpAfter:
+		return e + " >= " + end(0)
+	case mail.OpBetween:
+		return e + " >= " + at(0) + " AND " + e + " < " + end(1)
+	case mail.OpWithinLastDay:
+		days := p.arg(int32(c.Operands[0].Days))
+		return e + " >= (now() AT TIME ZONE 'UTC') - " + days + "::int * interval '1 day' AND " + e + " <= (now() AT TIME ZONE 'UTC')"
+	}
+	return "FALSE"
+}
