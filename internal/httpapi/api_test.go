@@ -27,11 +27,11 @@ var update = flag.Bool("update", false, "rewrite testdata/*.json golden files")
 
 // api is the real router over the package's test database and local Redis.
 type api struct {
-	t *testing.T
+	t testing.TB
 	h http.Handler
 }
 
-func newAPI(t *testing.T) *api {
+func newAPI(t testing.TB) *api {
 	t.Helper()
 	d := testdb.New(t)
 	rdb := redis.NewClient(&redis.Options{Addr: "127.0.0.1:6379"})

@@ -122,3 +122,24 @@ func TestGeographyWhole(t *testing.T) {
 		t.Fatalf("If-None-Match: %d %q", nm.code, nm.body)
 	}
 }
+
+
+// BenchmarkGeography serves the whole geography answer through the router
+// (authentication included), plain and gzipped.
+func BenchmarkGeography(b *testing.B) {
+	a := newAPI(b)
+	acct := a.account()
+	for _, enc := range []string{"identity", "gzip"} {
+		b.Run(enc, func(b *testing.B) {
+			var size int
+			for i := 0; i < b.N; i++ {
+				r := a.do(req{method: "GET", path: "/api/get/country-state-city", acct: &acct, header: map[string]string{"Accept-Encoding": enc}})
+				if r.code != 200 {
+					b.Fatal(r.code)
+				}
+				size = len(r.body)
+			}
+			b.ReportMetric(float64(size)/(1<<20), "MB/response")
+		})
+	}
+}

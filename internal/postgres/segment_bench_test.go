@@ -1,0 +1,59 @@
+package postgres_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+
+	"github.com/mailroom/mailroom/internal/mail"
+	"github.com/mailroom/mailroom/internal/testdb"
+)
+
+// BenchmarkSegmentRebuild builds a segment over a contact type of
+// 1,000,000 contacts: about half match a custom number range and a text
+// condition.
+func BenchmarkSegmentRebuild(b *testing.B) {
+	ctx := context.Background()
+	d := testdb.New(b)
+	uid, _, err := d.CreateAccount(ctx, "bench")
+	if err != nil {
+		b.Fatal(err)
+	}
+	var typeID, fieldID int64
+	if err := d.Pool.QueryRow(ctx, "INSERT INTO contact_types (user_id, name) VALUES ($1, 'big') RETURNING id", uid).Scan(&typeID); err != nil {
+		b.Fatal(err)
+	}
+	if err := d.Pool.QueryRow(ctx, "INSERT INTO custom_fields (user_id, field_name, field_type) VALUES ($1, 'score', 'number') RETURNING id", uid).Scan(&fieldID); err != nil {
+		b.Fatal(err)
+	}
+	const contacts = 1_000_000
+	if _, err := d.Pool.Exec(ctx, `INSERT INTO contacts (user_id, contact_type_id, email, first_name, country, custom)
+		SELECT $1, $2, 'user' || g || '@example.com', 'First' || g, 276, jsonb_build_object('score', g % 1000)
+		FROM generate_series(1, $3::int) g`, uid, typeID, contacts); err != nil {
+		b.Fatal(err)
+	}
+	if _, err := d.Pool.Exec(ctx, "VACUUM ANALYZE contacts"); err != nil {
+		b.Fatal(err)
+	}
+	form := mail.SegmentForm{
+		ContactTypeID: fmt.Sprint(typeID), Name: "half",
+		Fields:        []string{fmt.Sprint(fieldID), "2"},
+		Operators:     []string{"is between", "starts with"},
+		Values:        [][]string{{"0", "499"}, {"first"}},
+	}
+	in, err := mail.ParseSegment(form, []mail.CustomField{{ID: fieldID, Name: "score", Type: mail.FieldNumber}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if _, err := d.CreateSegment(ctx, uid, in); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.StopTimer()
+	var members int64
+	d.Pool.QueryRow(ctx, "SELECT count(*) FROM segment_recipients WHERE user_id = $1", uid).Scan(&members)
+	b.ReportMetric(float64(members)/float64(b.N), "members/op")
+	b.ReportMetric(float64(contacts)*float64(b.N)/b.Elapsed().Seconds(), "contacts/s")
+}
