@@ -123,7 +123,6 @@ func TestGeographyWhole(t *testing.T) {
 	}
 }
 
-
 // BenchmarkGeography serves the whole geography answer through the router
 // (authentication included), plain and gzipped.
 func BenchmarkGeography(b *testing.B) {

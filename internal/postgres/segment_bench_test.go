@@ -37,9 +37,9 @@ func BenchmarkSegmentRebuild(b *testing.B) {
 	}
 	form := mail.SegmentForm{
 		ContactTypeID: fmt.Sprint(typeID), Name: "half",
-		Fields:        []string{fmt.Sprint(fieldID), "2"},
-		Operators:     []string{"is between", "starts with"},
-		Values:        [][]string{{"0", "499"}, {"first"}},
+		Fields:    []string{fmt.Sprint(fieldID), "2"},
+		Operators: []string{"is between", "starts with"},
+		Values:    [][]string{{"0", "499"}, {"first"}},
 	}
 	in, err := mail.ParseSegment(form, []mail.CustomField{{ID: fieldID, Name: "score", Type: mail.FieldNumber}})
 	if err != nil {
