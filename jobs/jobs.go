@@ -28,9 +28,8 @@ type Deps struct {
 	Log *slog.Logger
 }
 
-// NewMux returns the worker's handler mux. Each task type registers here.
+// NewMux returns the worker's handler mux. Each task type registers its
+// handler here, built from d.
 func NewMux(d Deps) *asynq.ServeMux {
-	mux := asynq.NewServeMux()
-	_ = d
-	return mux
+	return asynq.NewServeMux()
 }
