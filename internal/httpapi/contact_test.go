@@ -291,3 +291,24 @@ func TestContactListPages(t *testing.T) {
 		t.Fatalf("unpaged: %s", r.body)
 	}
 }
+
+// A body over MAX_BODY_BYTES (1 MB in these tests) is refused with a 422.
+func TestBodyCap(t *testing.T) {
+	t.Parallel()
+	a := newAPI(t)
+	acct := a.account()
+	typ := seedType(t, acct, "Leads")
+	big := url.Values{"contact_type_id": {fmt.Sprint(typ)}, "email": {"a@example.com"}, "country": {"276"},
+		"first_name": {strings.Repeat("x", 2<<20)}}
+	a.do(req{method: "POST", path: "/api/contacts/add", acct: &acct, body: big}).
+		expect(t, 422, `{"status":"failed","errors":{"body":["The request body may not be larger than 1048576 bytes."]}}`)
+	a.do(req{method: "POST", path: "/api/contacts/add", acct: &acct, body: jsonBody(`{"email": `)}).
+		expect(t, 422, `{"status":"failed","errors":{"body":["The request body is not valid JSON."]}}`)
+	// The upload has its own, larger cap.
+	var b strings.Builder
+	b.WriteString("email,first_name\n")
+	for b.Len() < 3<<20 {
+		fmt.Fprintf(&b, "u%d@example.com,%s\n", b.Len(), strings.Repeat("y", 100))
+	}
+	upload(a, acct, typ, b.String()).expect(t, 200, imported)
+}

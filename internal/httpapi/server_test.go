@@ -3,7 +3,9 @@ package httpapi
 import (
 	"bytes"
 	"errors"
+	"io"
 	"log/slog"
+	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
@@ -62,5 +64,40 @@ func TestFailMapsCodes(t *testing.T) {
 	}
 	if !strings.Contains(logs.String(), "secret detail") {
 		t.Error("unexpected error not logged")
+	}
+}
+
+func TestMonitoringNeedsBasicAuth(t *testing.T) {
+	t.Parallel()
+	mon := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "asynqmon "+r.URL.Path) })
+	h := New(Config{MaxBodyBytes: 1 << 10, MonitoringUser: "ops", MonitoringPassword: "s3cret"},
+		Deps{Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Monitoring: mon})
+	for _, tc := range []struct {
+		user, pass string
+		code       int
+		body       string
+	}{
+		{"", "", 401, ""},
+		{"ops", "wrong", 401, ""},
+		{"ops", "s3cret", 200, "asynqmon /monitoring/queues"},
+	} {
+		r := httptest.NewRequest("GET", "/monitoring/queues", nil)
+		if tc.user != "" {
+			r.SetBasicAuth(tc.user, tc.pass)
+		}
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, r)
+		if rec.Code != tc.code || rec.Body.String() != tc.body {
+			t.Errorf("%s/%s: got %d %q", tc.user, tc.pass, rec.Code, rec.Body)
+		}
+	}
+	// Off when no user is configured.
+	off := New(Config{MaxBodyBytes: 1 << 10}, Deps{Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Monitoring: mon})
+	rec := httptest.NewRecorder()
+	r := httptest.NewRequest("GET", "/monitoring/queues", nil)
+	r.SetBasicAuth("ops", "s3cret")
+	off.ServeHTTP(rec, r)
+	if rec.Code != 404 {
+		t.Errorf("monitoring without a user: %d", rec.Code)
 	}
 }
