@@ -39,6 +39,9 @@ type Contact struct {
 
 var errUnknownContactType = mail.Invalid("contact_type_id", "The selected contact type id is invalid.")
 
+// errContactMoved answers an update that raced another moving the contact.
+var errContactMoved = mail.Errorf(mail.ECONFLICT, "The contact was changed by another request; try again.")
+
 // AddContact adds a contact, or updates the live contact with the same
 // address in the type. It reports whether a new contact was made.
 func (d *DB) AddContact(ctx context.Context, userID int64, in mail.ContactInput) (int64, bool, error) {
@@ -73,9 +76,22 @@ func (d *DB) UpdateContact(ctx context.Context, userID, id int64, in mail.Contac
 		return err
 	}
 	return d.InTx(ctx, func(tx pgx.Tx, q *db.Queries) error {
+		types, err := q.ContactTypesOf(ctx, db.ContactTypesOfParams{Ids: []int64{id}, UserID: userID})
+		if err != nil {
+			return err
+		}
+		if len(types) == 0 {
+			return mail.NotFound()
+		}
+		if _, err := q.LockContactTypes(ctx, db.LockContactTypesParams{Ids: append(types, in.ContactTypeID), UserID: userID}); err != nil {
+			return err
+		}
 		oldType, err := q.LockContact(ctx, db.LockContactParams{ID: id, UserID: userID})
 		if err != nil {
 			return translate(err)
+		}
+		if oldType != types[0] {
+			return errContactMoved
 		}
 		_, err = q.UpdateContact(ctx, db.UpdateContactParams{
 			ID: id, Email: string(in.Email), FirstName: in.FirstName, LastName: in.LastName, AltEmail: in.AltEmail,
@@ -119,16 +135,19 @@ func (d *DB) ContactDetails(ctx context.Context, userID, id int64) (Contact, err
 func (d *DB) DeleteContacts(ctx context.Context, userID int64, ids []int64) error {
 	ids = unique(ids)
 	return d.InTx(ctx, func(tx pgx.Tx, q *db.Queries) error {
+		types, err := q.ContactTypesOf(ctx, db.ContactTypesOfParams{Ids: ids, UserID: userID})
+		if err != nil {
+			return err
+		}
+		if _, err := q.LockContactTypes(ctx, db.LockContactTypesParams{Ids: types, UserID: userID}); err != nil {
+			return err
+		}
 		deleted, err := q.DeleteContacts(ctx, db.DeleteContactsParams{Ids: ids, UserID: userID})
 		if err != nil {
 			return err
 		}
 		if len(deleted) != len(ids) {
 			return mail.NotFound()
-		}
-		types := make([]int64, len(deleted))
-		for i, r := range deleted {
-			types[i] = r.ContactTypeID
 		}
 		return refreshSegments(ctx, tx, userID, types, changed{ids: ids})
 	})

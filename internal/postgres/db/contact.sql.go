@@ -69,6 +69,36 @@ func (q *Queries) ContactDetails(ctx context.Context, arg ContactDetailsParams) 
 	return i, err
 }
 
+const contactTypesOf = `-- name: ContactTypesOf :many
+SELECT DISTINCT contact_type_id FROM contacts
+WHERE id = ANY($1::bigint[]) AND user_id = $2 AND deleted_at IS NULL
+`
+
+type ContactTypesOfParams struct {
+	Ids    []int64
+	UserID int64
+}
+
+func (q *Queries) ContactTypesOf(ctx context.Context, arg ContactTypesOfParams) ([]int64, error) {
+	rows, err := q.db.Query(ctx, contactTypesOf, arg.Ids, arg.UserID)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []int64
+	for rows.Next() {
+		var contact_type_id int64
+		if err := rows.Scan(&contact_type_id); err != nil {
+			return nil, err
+		}
+		items = append(items, contact_type_id)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const countContacts = `-- name: CountContacts :one
 SELECT count(*) FROM contacts WHERE user_id = $1 AND deleted_at IS NULL
 `
@@ -83,7 +113,7 @@ func (q *Queries) CountContacts(ctx context.Context, userID int64) (int64, error
 const deleteContacts = `-- name: DeleteContacts :many
 UPDATE contacts SET deleted_at = now(), updated_at = now()
 WHERE id = ANY($1::bigint[]) AND user_id = $2 AND deleted_at IS NULL
-RETURNING id, contact_type_id
+RETURNING id
 `
 
 type DeleteContactsParams struct {
@@ -91,24 +121,19 @@ type DeleteContactsParams struct {
 	UserID int64
 }
 
-type DeleteContactsRow struct {
-	ID            int64
-	ContactTypeID int64
-}
-
-func (q *Queries) DeleteContacts(ctx context.Context, arg DeleteContactsParams) ([]DeleteContactsRow, error) {
+func (q *Queries) DeleteContacts(ctx context.Context, arg DeleteContactsParams) ([]int64, error) {
 	rows, err := q.db.Query(ctx, deleteContacts, arg.Ids, arg.UserID)
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
-	var items []DeleteContactsRow
+	var items []int64
 	for rows.Next() {
-		var i DeleteContactsRow
-		if err := rows.Scan(&i.ID, &i.ContactTypeID); err != nil {
+		var id int64
+		if err := rows.Scan(&id); err != nil {
 			return nil, err
 		}
-		items = append(items, i)
+		items = append(items, id)
 	}
 	if err := rows.Err(); err != nil {
 		return nil, err
@@ -173,6 +198,42 @@ func (q *Queries) LockContact(ctx context.Context, arg LockContactParams) (int64
 	var contact_type_id int64
 	err := row.Scan(&contact_type_id)
 	return contact_type_id, err
+}
+
+const lockContactTypes = `-- name: LockContactTypes :many
+SELECT id FROM contact_types
+WHERE id = ANY($1::bigint[]) AND user_id = $2
+ORDER BY id
+FOR SHARE
+`
+
+type LockContactTypesParams struct {
+	Ids    []int64
+	UserID int64
+}
+
+// Every contact writer locks the types it writes into or out of FOR SHARE,
+// in id order, before any contact row: imports and type deletes hold a
+// type FOR UPDATE while they change its contacts, so taking the type first
+// keeps writers from deadlocking on contact rows.
+func (q *Queries) LockContactTypes(ctx context.Context, arg LockContactTypesParams) ([]int64, error) {
+	rows, err := q.db.Query(ctx, lockContactTypes, arg.Ids, arg.UserID)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []int64
+	for rows.Next() {
+		var id int64
+		if err := rows.Scan(&id); err != nil {
+			return nil, err
+		}
+		items = append(items, id)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
 }
 
 const updateContact = `-- name: UpdateContact :one

@@ -57,6 +57,20 @@ SELECT contact_type_id FROM contacts
 WHERE id = @id AND user_id = @user_id AND deleted_at IS NULL
 FOR UPDATE;
 
+-- name: ContactTypesOf :many
+SELECT DISTINCT contact_type_id FROM contacts
+WHERE id = ANY(@ids::bigint[]) AND user_id = @user_id AND deleted_at IS NULL;
+
+-- name: LockContactTypes :many
+-- Every contact writer locks the types it writes into or out of FOR SHARE,
+-- in id order, before any contact row: imports and type deletes hold a
+-- type FOR UPDATE while they change its contacts, so taking the type first
+-- keeps writers from deadlocking on contact rows.
+SELECT id FROM contact_types
+WHERE id = ANY(@ids::bigint[]) AND user_id = @user_id
+ORDER BY id
+FOR SHARE;
+
 -- name: LiveContactType :one
 SELECT EXISTS (SELECT 1 FROM contact_types WHERE id = @id AND user_id = @user_id AND deleted_at IS NULL);
 
@@ -69,7 +83,7 @@ WHERE id = @id AND user_id = @user_id AND deleted_at IS NULL;
 -- name: DeleteContacts :many
 UPDATE contacts SET deleted_at = now(), updated_at = now()
 WHERE id = ANY(@ids::bigint[]) AND user_id = @user_id AND deleted_at IS NULL
-RETURNING id, contact_type_id;
+RETURNING id;
 
 -- name: CountContacts :one
 SELECT count(*) FROM contacts WHERE user_id = @user_id AND deleted_at IS NULL;
