@@ -87,9 +87,39 @@ type GeoVersion struct {
 	Version   string
 }
 
+type NotificationRecipient struct {
+	ID           int64
+	UserID       int64
+	EmailAddress string
+	EmailOwner   string
+	CreatedAt    time.Time
+	UpdatedAt    time.Time
+}
+
 type State struct {
 	ID        int32
 	CountryID int32
 	Code      string
 	Name      string
+}
+
+type Unsubscribe struct {
+	ID                  int64
+	UserID              int64
+	UnsubscribeGroupsID *int64
+	EmailAddress        string
+	EmailLc             *string
+	CreatedAt           time.Time
+	UpdatedAt           time.Time
+}
+
+type UnsubscribeGroup struct {
+	ID          int64
+	UserID      int64
+	RandID      string
+	GroupName   string
+	Description string
+	IsDisplay   int16
+	CreatedAt   time.Time
+	UpdatedAt   time.Time
 }
