@@ -78,6 +78,7 @@ func (s *Server) routes(api *gin.RouterGroup) {
 	s.fieldRoutes(api)
 	s.contactRoutes(api)
 	s.contactCSVRoutes(api)
+	s.suppressionRoutes(api)
 }
 
 // recovered turns a panic into a logged 500.
