@@ -79,6 +79,7 @@ func (s *Server) routes(api *gin.RouterGroup) {
 	s.contactRoutes(api)
 	s.contactCSVRoutes(api)
 	s.suppressionRoutes(api)
+	s.notificationRoutes(api)
 }
 
 // recovered turns a panic into a logged 500.
