@@ -560,33 +560,42 @@ func TestSuppressionIsolation(t *testing.T) {
 	sameStrings(t, "owner's lists", ownerBodies(), before)
 }
 
-// Concurrent saves of the same addresses add each once, with one event.
+// Concurrent saves of the same addresses, in any order, add each once with
+// one event, and never deadlock.
 func TestConcurrentUnsubscribes(t *testing.T) {
 	t.Parallel()
 	a := newAPI(t)
 	acct := a.account()
-	var addrs []string
-	for i := 0; i < 50; i++ {
-		addrs = append(addrs, fmt.Sprintf("u%d@example.com", i))
-	}
-	var wg sync.WaitGroup
-	for w := 0; w < 4; w++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			r := a.do(req{method: "POST", path: "/api/global-unsubscribes/save", acct: &acct,
-				body: url.Values{"email_address": {strings.Join(addrs, ",")}}})
-			if r.code != 200 {
-				t.Errorf("%d %s", r.code, r.body)
+	const rounds, n = 5, 200
+	for round := 0; round < rounds; round++ {
+		fwd, rev := make([]string, n), make([]string, n)
+		for i := range n {
+			fwd[i] = fmt.Sprintf("r%d-u%03d@example.com", round, i)
+			rev[n-1-i] = fwd[i]
+		}
+		var wg sync.WaitGroup
+		for w := 0; w < 4; w++ {
+			list := fwd
+			if w%2 == 1 {
+				list = rev
 			}
-		}()
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				r := a.do(req{method: "POST", path: "/api/global-unsubscribes/save", acct: &acct,
+					body: url.Values{"email_address": {strings.Join(list, ",")}}})
+				if r.code != 200 {
+					t.Errorf("%d %s", r.code, r.body)
+				}
+			}()
+		}
+		wg.Wait()
 	}
-	wg.Wait()
 	var rows, events int
 	err := testdb.New(t).Pool.QueryRow(context.Background(), `SELECT
 		(SELECT count(*) FROM unsubscribes WHERE user_id = $1),
 		(SELECT count(*) FROM events WHERE user_id = $1 AND kind = 'address.unsubscribed')`, acct.id).Scan(&rows, &events)
-	if err != nil || rows != 50 || events != 50 {
+	if err != nil || rows != rounds*n || events != rounds*n {
 		t.Fatalf("%v: %d rows, %d events", err, rows, events)
 	}
 }

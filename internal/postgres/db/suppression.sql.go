@@ -14,8 +14,8 @@ const addUnsubscribes = `-- name: AddUnsubscribes :one
 WITH added AS (
     INSERT INTO unsubscribes (user_id, unsubscribe_groups_id, email_address)
     SELECT $1::bigint, $2::bigint, a.address
-    FROM unnest($3::text[]) WITH ORDINALITY AS a(address, n)
-    ORDER BY a.n
+    FROM unnest($3::text[]) AS a(address)
+    ORDER BY lower(a.address)
     ON CONFLICT DO NOTHING
     RETURNING id, unsubscribe_groups_id, email_address
 ), recorded AS (
@@ -38,8 +38,10 @@ type AddUnsubscribesParams struct {
 
 // Puts each address on a list (the global one when group_id is NULL)
 // unless it is there already in any case, and records an event for each
-// address added: one statement for the whole batch, ids in input order.
-// Returns how many were added.
+// address added: one statement for the whole batch. Returns how many were
+// added. Rows go in in lower-cased address order: an insert waits on a
+// concurrent uncommitted insert of the same address, so two batches taking
+// their addresses in different orders could deadlock.
 func (q *Queries) AddUnsubscribes(ctx context.Context, arg AddUnsubscribesParams) (int64, error) {
 	row := q.db.QueryRow(ctx, addUnsubscribes,
 		arg.UserID,

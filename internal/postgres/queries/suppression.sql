@@ -1,13 +1,15 @@
 -- name: AddUnsubscribes :one
 -- Puts each address on a list (the global one when group_id is NULL)
 -- unless it is there already in any case, and records an event for each
--- address added: one statement for the whole batch, ids in input order.
--- Returns how many were added.
+-- address added: one statement for the whole batch. Returns how many were
+-- added. Rows go in in lower-cased address order: an insert waits on a
+-- concurrent uncommitted insert of the same address, so two batches taking
+-- their addresses in different orders could deadlock.
 WITH added AS (
     INSERT INTO unsubscribes (user_id, unsubscribe_groups_id, email_address)
     SELECT @user_id::bigint, sqlc.narg(group_id)::bigint, a.address
-    FROM unnest(@addresses::text[]) WITH ORDINALITY AS a(address, n)
-    ORDER BY a.n
+    FROM unnest(@addresses::text[]) AS a(address)
+    ORDER BY lower(a.address)
     ON CONFLICT DO NOTHING
     RETURNING id, unsubscribe_groups_id, email_address
 ), recorded AS (
