@@ -79,6 +79,8 @@ func (s *Server) routes(api *gin.RouterGroup) {
 	s.contactRoutes(api)
 	s.contactCSVRoutes(api)
 	s.segmentRoutes(api)
+	s.suppressionRoutes(api)
+	s.notificationRoutes(api)
 }
 
 // recovered turns a panic into a logged 500.

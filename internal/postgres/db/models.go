@@ -87,6 +87,15 @@ type GeoVersion struct {
 	Version   string
 }
 
+type NotificationRecipient struct {
+	ID           int64
+	UserID       int64
+	EmailAddress string
+	EmailOwner   string
+	CreatedAt    time.Time
+	UpdatedAt    time.Time
+}
+
 type Segment struct {
 	ID             int64
 	UserID         int64
@@ -119,4 +128,25 @@ type State struct {
 	CountryID int32
 	Code      string
 	Name      string
+}
+
+type Unsubscribe struct {
+	ID                  int64
+	UserID              int64
+	UnsubscribeGroupsID *int64
+	EmailAddress        string
+	EmailLc             *string
+	CreatedAt           time.Time
+	UpdatedAt           time.Time
+}
+
+type UnsubscribeGroup struct {
+	ID          int64
+	UserID      int64
+	RandID      string
+	GroupName   string
+	Description string
+	IsDisplay   int16
+	CreatedAt   time.Time
+	UpdatedAt   time.Time
 }

@@ -1,0 +1,51 @@
+package mail
+
+import (
+	"strings"
+	"time"
+	"unicode/utf8"
+)
+
+// NotificationRecipient is an address mailed for every event of its account.
+type NotificationRecipient struct {
+	ID        int64
+	UserID    int64
+	Email     string
+	Owner     string // the name of the address's owner
+	CreatedAt time.Time
+	UpdatedAt time.Time
+}
+
+// NotificationRecipientInput is a validated notification recipient save.
+type NotificationRecipientInput struct {
+	Email Email
+	Owner string
+}
+
+// OwnerMax bounds a notification recipient's email_owner, in characters.
+const OwnerMax = 255
+
+// ParseNotificationRecipient validates a notification recipient save. A
+// missing email_owner is "The name field is required", without a final
+// period: the contract's wording.
+func ParseNotificationRecipient(email, owner string) (NotificationRecipientInput, error) {
+	var p Problems
+	var in NotificationRecipientInput
+	if strings.TrimSpace(email) == "" {
+		p.Required("email_address")
+	} else if e, ok := ParseEmail(email); !ok {
+		p.Add("email_address", "The email address must be a valid email address.")
+	} else {
+		in.Email = e
+	}
+	in.Owner = strings.TrimSpace(owner)
+	switch {
+	case in.Owner == "":
+		p.Add("email_owner", "The name field is required")
+	case !utf8.ValidString(in.Owner):
+		p.Add("email_owner", "The name must be UTF-8 text.")
+	case utf8.RuneCountInString(in.Owner) > OwnerMax:
+		p.Add("email_owner", "The name may not be greater than 255 characters.")
+	}
+	return in, p.Err()
+}

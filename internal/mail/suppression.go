@@ -1,0 +1,125 @@
+package mail
+
+import (
+	"crypto/rand"
+	"math/big"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+)
+
+// Unsubscribe is a suppressed address: on the account's global list when
+// GroupID is nil, else in that unsubscribe group.
+type Unsubscribe struct {
+	ID        int64
+	UserID    int64
+	GroupID   *int64
+	Email     string
+	CreatedAt time.Time
+	UpdatedAt time.Time
+}
+
+// UnsubscribeGroup is a named list a recipient can leave on its own (a
+// SendGrid unsubscribe group / ASM group).
+type UnsubscribeGroup struct {
+	ID          int64
+	UserID      int64
+	RandID      string
+	Name        string
+	Description string
+	Display     bool // shown on the unsubscribe preferences page
+	CreatedAt   time.Time
+	UpdatedAt   time.Time
+
+	Recipients int64 // addresses in the group; set by the list only
+}
+
+// UnsubscribeGroupInput is a validated group write.
+type UnsubscribeGroupInput struct {
+	Name        string
+	Description string
+	Display     bool
+}
+
+// Bounds of a group's texts, in characters.
+const (
+	GroupNameMax        = 255
+	GroupDescriptionMax = 1000
+)
+
+// ParseUnsubscribeGroup validates a group save or update: group_name and
+// description trimmed, required and bounded; is_display required, one of
+// 1, 0, true, false (any case).
+func ParseUnsubscribeGroup(name, description, isDisplay string) (UnsubscribeGroupInput, error) {
+	var p Problems
+	in := UnsubscribeGroupInput{Name: strings.TrimSpace(name), Description: strings.TrimSpace(description)}
+	for _, f := range []struct {
+		field, v string
+		max      int
+	}{{"group_name", in.Name, GroupNameMax}, {"description", in.Description, GroupDescriptionMax}} {
+		switch {
+		case f.v == "":
+			p.Required(f.field)
+		case !utf8.ValidString(f.v):
+			p.Add(f.field, "The "+Label(f.field)+" must be UTF-8 text.")
+		case utf8.RuneCountInString(f.v) > f.max:
+			p.Add(f.field, "The "+Label(f.field)+" may not be greater than "+strconv.Itoa(f.max)+" characters.")
+		}
+	}
+	switch strings.ToLower(strings.TrimSpace(isDisplay)) {
+	case "":
+		p.Required("is_display")
+	case "1", "true":
+		in.Display = true
+	case "0", "false":
+	default:
+		p.Add("is_display", "The is display field must be true or false.")
+	}
+	return in, p.Err()
+}
+
+// ParseEmailList reads the addresses sent in field: each value is a list
+// separated by commas (or line breaks); each address is trimmed and must be
+// valid, empty items are skipped. Addresses are returned once each, compared
+// lower-cased, first spelling and order kept. Any invalid address fails the
+// whole list, each one named in its own message.
+func ParseEmailList(field string, values []string) ([]Email, error) {
+	var p Problems
+	var out []Email
+	seen := map[string]bool{}
+	for _, v := range values {
+		for _, item := range strings.FieldsFunc(v, func(r rune) bool { return r == ',' || r == '\n' || r == '\r' }) {
+			item = strings.TrimSpace(item)
+			if item == "" {
+				continue
+			}
+			e, ok := ParseEmail(item)
+			if !ok {
+				p.Add(field, "The "+Label(field)+` "`+item+`" is not a valid email address.`)
+				continue
+			}
+			if lc := e.Lower(); !seen[lc] {
+				seen[lc] = true
+				out = append(out, e)
+			}
+		}
+	}
+	if err := p.Err(); err != nil {
+		return nil, err
+	}
+	if len(out) == 0 {
+		return nil, Invalid(field, RequiredMessage(field))
+	}
+	return out, nil
+}
+
+// NewRandID returns a group's rand_id: 10 random decimal digits, the first
+// not 0 so the string reads as the number it looks like.
+func NewRandID() string {
+	n, err := rand.Int(rand.Reader, big.NewInt(9_000_000_000))
+	if err != nil {
+		panic(err) // crypto/rand never fails on Linux
+	}
+	return n.Add(n, big.NewInt(1_000_000_000)).String()
+}

@@ -1,0 +1,74 @@
+-- name: AddUnsubscribes :one
+-- Puts each address on a list (the global one when group_id is NULL)
+-- unless it is there already in any case, and records an event for each
+-- address added: one statement for the whole batch. Returns how many were
+-- added. Rows go in in lower-cased address order: an insert waits on a
+-- concurrent uncommitted insert of the same address, so two batches taking
+-- their addresses in different orders could deadlock.
+WITH added AS (
+    INSERT INTO unsubscribes (user_id, unsubscribe_groups_id, email_address)
+    SELECT @user_id::bigint, sqlc.narg(group_id)::bigint, a.address
+    FROM unnest(@addresses::text[]) AS a(address)
+    ORDER BY lower(a.address)
+    ON CONFLICT DO NOTHING
+    RETURNING id, unsubscribe_groups_id, email_address
+), recorded AS (
+    INSERT INTO events (user_id, kind, subject_type, subject_id, payload)
+    SELECT @user_id::bigint, @kind::text, 'unsubscribe', ad.id,
+        jsonb_build_object('email_address', ad.email_address, 'unsubscribe_groups_id', ad.unsubscribe_groups_id)
+    FROM added ad
+    ORDER BY ad.id
+    RETURNING 1
+)
+SELECT count(*) FROM recorded;
+
+-- name: LockUnsubscribeGroup :one
+-- Checks that the group is the account's; FOR SHARE keeps it in place
+-- until the caller's transaction ends.
+SELECT id FROM unsubscribe_groups
+WHERE id = @id AND user_id = @user_id
+FOR SHARE;
+
+-- name: UnsubscribeGroupExists :one
+SELECT EXISTS (SELECT 1 FROM unsubscribe_groups WHERE id = @id AND user_id = @user_id);
+
+-- name: CountUnsubscribes :one
+-- The length of a list: group_id is the group's id, 0 for the global list.
+SELECT count(*) FROM unsubscribes WHERE user_id = @user_id AND COALESCE(unsubscribe_groups_id, 0) = @group_id::bigint;
+
+-- name: DeleteUnsubscribes :many
+-- Deletes those of ids that are the account's entries on the global list
+-- (global true) or in its groups (global false).
+DELETE FROM unsubscribes
+WHERE id = ANY(@ids::bigint[]) AND user_id = @user_id
+  AND (unsubscribe_groups_id IS NULL) = @global::boolean
+RETURNING id;
+
+-- name: ListUnsubscribeGroups :many
+-- The account's groups by id, each with its number of addresses.
+-- row_limit NULL is every row.
+SELECT g.id, g.user_id, g.rand_id, g.group_name, g.description, g.is_display, g.created_at, g.updated_at,
+       (SELECT count(*) FROM unsubscribes u
+        WHERE u.user_id = g.user_id AND COALESCE(u.unsubscribe_groups_id, 0) = g.id) AS unsubscribe_clients_count
+FROM unsubscribe_groups g
+WHERE g.user_id = @user_id
+ORDER BY g.id
+LIMIT sqlc.narg('row_limit')::bigint OFFSET @row_offset::bigint;
+
+-- name: CountUnsubscribeGroups :one
+SELECT count(*) FROM unsubscribe_groups WHERE user_id = @user_id;
+
+-- name: UnsubscribeGroup :one
+SELECT id, user_id, rand_id, group_name, description, is_display, created_at, updated_at
+FROM unsubscribe_groups
+WHERE id = @id AND user_id = @user_id;
+
+-- name: CreateUnsubscribeGroup :one
+INSERT INTO unsubscribe_groups (user_id, rand_id, group_name, description, is_display)
+VALUES (@user_id, @rand_id, @group_name, @description, @is_display)
+RETURNING id;
+
+-- name: UpdateUnsubscribeGroup :execrows
+UPDATE unsubscribe_groups
+SET group_name = @group_name, description = @description, is_display = @is_display, updated_at = now()
+WHERE id = @id AND user_id = @user_id;

@@ -1,0 +1,185 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/mailroom/mailroom/internal/mail"
+	"github.com/mailroom/mailroom/internal/postgres/db"
+)
+
+// EventAddressUnsubscribed is the event each address newly put on a global
+// or group unsubscribe list records; its payload holds email_address and
+// unsubscribe_groups_id (null for the global list).
+const EventAddressUnsubscribed = "address.unsubscribed"
+
+// Unsubscribe puts addresses on the account's global list (groupID nil) or
+// in one of its groups, with an event for each address added; an address
+// already there, in any case, is left as it is. It returns how many were
+// added. An unknown group is ENOTFOUND.
+func (d *DB) Unsubscribe(ctx context.Context, userID int64, groupID *int64, emails []mail.Email) (int64, error) {
+	addresses := make([]string, len(emails))
+	for i, e := range emails {
+		addresses[i] = string(e)
+	}
+	arg := db.AddUnsubscribesParams{UserID: userID, GroupID: groupID, Addresses: addresses, Kind: EventAddressUnsubscribed}
+	if groupID == nil {
+		n, err := d.q.AddUnsubscribes(ctx, arg)
+		return n, translate(err)
+	}
+	var n int64
+	err := d.InTx(ctx, func(_ pgx.Tx, q *db.Queries) error {
+		if _, err := q.LockUnsubscribeGroup(ctx, db.LockUnsubscribeGroupParams{ID: *groupID, UserID: userID}); err != nil {
+			return err
+		}
+		var err error
+		n, err = q.AddUnsubscribes(ctx, arg)
+		return err
+	})
+	return n, translate(err)
+}
+
+// DeleteUnsubscribes deletes entries of the account's global list (global
+// true) or of its groups (global false), all or none: when any id is not
+// such an entry, nothing changes and the answer is ENOTFOUND.
+func (d *DB) DeleteUnsubscribes(ctx context.Context, userID int64, global bool, ids []int64) error {
+	ids = unique(ids)
+	return translate(d.InTx(ctx, func(_ pgx.Tx, q *db.Queries) error {
+		deleted, err := q.DeleteUnsubscribes(ctx, db.DeleteUnsubscribesParams{Ids: ids, UserID: userID, Global: global})
+		if err != nil {
+			return err
+		}
+		if len(deleted) != len(ids) {
+			return mail.NotFound()
+		}
+		return nil
+	}))
+}
+
+// listUnsubscribesSQL reads a list of unsubscribes in id order through
+// unsubscribes_list: $2 is the group's id, 0 for the global list. A LIMIT
+// of NULL (from -1) returns every row.
+const listUnsubscribesSQL = `
+SELECT id, user_id, unsubscribe_groups_id, email_address, created_at, updated_at
+FROM unsubscribes
+WHERE user_id = $1 AND COALESCE(unsubscribe_groups_id, 0) = $2
+ORDER BY id
+LIMIT NULLIF($3::bigint, -1) OFFSET $4`
+
+// ListUnsubscribes calls fn with each address on the account's global list
+// (groupID nil) or in one of its groups, streaming from the database, and
+// returns the list's length when paged. An unknown group is ENOTFOUND,
+// before fn is called.
+func (d *DB) ListUnsubscribes(ctx context.Context, userID int64, groupID *int64, page *mail.Page, fn func(*mail.Unsubscribe) error) (total int64, err error) {
+	if groupID != nil {
+		exists, err := d.q.UnsubscribeGroupExists(ctx, db.UnsubscribeGroupExistsParams{ID: *groupID, UserID: userID})
+		if err != nil {
+			return 0, err
+		}
+		if !exists {
+			return 0, mail.NotFound()
+		}
+	}
+	list := int64(0)
+	if groupID != nil {
+		list = *groupID
+	}
+	limit, offset := int64(-1), int64(0)
+	if page != nil {
+		limit, offset = page.Size, page.Offset()
+		if total, err = d.q.CountUnsubscribes(ctx, db.CountUnsubscribesParams{UserID: userID, GroupID: list}); err != nil {
+			return 0, err
+		}
+	}
+	rows, err := d.Pool.Query(ctx, listUnsubscribesSQL, userID, list, limit, offset)
+	if err != nil {
+		return 0, err
+	}
+	defer rows.Close()
+	var u mail.Unsubscribe
+	for rows.Next() {
+		if err := rows.Scan(&u.ID, &u.UserID, &u.GroupID, &u.Email, &u.CreatedAt, &u.UpdatedAt); err != nil {
+			return 0, err
+		}
+		if err := fn(&u); err != nil {
+			return 0, err
+		}
+	}
+	return total, rows.Err()
+}
+
+// UnsubscribeGroups returns the account's groups by id, each with its
+// number of addresses: all of them when page is nil, else that page and
+// the total.
+func (d *DB) UnsubscribeGroups(ctx context.Context, userID int64, page *mail.Page) ([]mail.UnsubscribeGroup, int64, error) {
+	arg := db.ListUnsubscribeGroupsParams{UserID: userID}
+	if page != nil {
+		arg.RowLimit, arg.RowOffset = &page.Size, page.Offset()
+	}
+	rows, err := d.q.ListUnsubscribeGroups(ctx, arg)
+	if err != nil {
+		return nil, 0, translate(err)
+	}
+	out := make([]mail.UnsubscribeGroup, len(rows))
+	for i, r := range rows {
+		out[i] = mail.UnsubscribeGroup{ID: r.ID, UserID: r.UserID, RandID: r.RandID, Name: r.GroupName,
+			Description: r.Description, Display: r.IsDisplay == 1, CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt,
+			Recipients: r.UnsubscribeClientsCount}
+	}
+	total := int64(len(out))
+	if page != nil {
+		if total, err = d.q.CountUnsubscribeGroups(ctx, userID); err != nil {
+			return nil, 0, translate(err)
+		}
+	}
+	return out, total, nil
+}
+
+// UnsubscribeGroup returns one of the account's groups, or ENOTFOUND.
+func (d *DB) UnsubscribeGroup(ctx context.Context, userID, id int64) (mail.UnsubscribeGroup, error) {
+	r, err := d.q.UnsubscribeGroup(ctx, db.UnsubscribeGroupParams{ID: id, UserID: userID})
+	if err != nil {
+		return mail.UnsubscribeGroup{}, translate(err)
+	}
+	return mail.UnsubscribeGroup{ID: r.ID, UserID: r.UserID, RandID: r.RandID, Name: r.GroupName,
+		Description: r.Description, Display: r.IsDisplay == 1, CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt}, nil
+}
+
+// CreateUnsubscribeGroup stores a group with a fresh rand_id and returns
+// its id. rand_id is unique across accounts; the rare clash draws again.
+func (d *DB) CreateUnsubscribeGroup(ctx context.Context, userID int64, in mail.UnsubscribeGroupInput) (int64, error) {
+	for attempt := 0; ; attempt++ {
+		id, err := d.q.CreateUnsubscribeGroup(ctx, db.CreateUnsubscribeGroupParams{UserID: userID, RandID: mail.NewRandID(),
+			GroupName: in.Name, Description: in.Description, IsDisplay: smallBool(in.Display)})
+		var pgErr *pgconn.PgError
+		if attempt < 5 && errors.As(err, &pgErr) && pgErr.Code == "23505" && pgErr.ConstraintName == "unsubscribe_groups_rand_id" {
+			continue
+		}
+		return id, translate(err)
+	}
+}
+
+// UpdateUnsubscribeGroup sets a group's name, description and display
+// flag, or answers ENOTFOUND.
+func (d *DB) UpdateUnsubscribeGroup(ctx context.Context, userID, id int64, in mail.UnsubscribeGroupInput) error {
+	n, err := d.q.UpdateUnsubscribeGroup(ctx, db.UpdateUnsubscribeGroupParams{ID: id, UserID: userID,
+		GroupName: in.Name, Description: in.Description, IsDisplay: smallBool(in.Display)})
+	if err != nil {
+		return translate(err)
+	}
+	if n == 0 {
+		return mail.NotFound()
+	}
+	return nil
+}
+
+// smallBool is a flag as the smallint 0/1 the tables keep.
+func smallBool(b bool) int16 {
+	if b {
+		return 1
+	}
+	return 0
+}
