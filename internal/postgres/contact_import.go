@@ -192,15 +192,12 @@ func (im *ContactImport) Commit(ctx context.Context, typeID int64, src *mail.Con
 
 	payload, _ := json.Marshal(res)
 	if err := db.New(im.tx).InsertEvent(ctx, db.InsertEventParams{
-		UserID: im.userID, Kind: EventContactsImported, SubjectType: "contact_type", SubjectID: &typeID, Payload: payload,
+		UserID: im.userID, Kind: mail.EventContactsImported, SubjectType: "contact_type", SubjectID: &typeID, Payload: payload,
 	}); err != nil {
 		return ImportResult{}, err
 	}
 	return res, im.tx.Commit(ctx)
 }
-
-// EventContactsImported is the event a finished CSV import records.
-const EventContactsImported = "contacts.imported"
 
 // csvSource adapts a ContactCSV to pgx.CopyFromSource. Absent columns are
 // NULL; present empty cells are "" (or NULL for country).

@@ -11,11 +11,6 @@ import (
 	"github.com/mailroom/mailroom/internal/postgres/db"
 )
 
-// EventAddressUnsubscribed is the event each address newly put on a global
-// or group unsubscribe list records; its payload holds email_address and
-// unsubscribe_groups_id (null for the global list).
-const EventAddressUnsubscribed = "address.unsubscribed"
-
 // Unsubscribe puts addresses on the account's global list (groupID nil) or
 // in one of its groups, with an event for each address added; an address
 // already there, in any case, is left as it is. It returns how many were
@@ -25,7 +20,7 @@ func (d *DB) Unsubscribe(ctx context.Context, userID int64, groupID *int64, emai
 	for i, e := range emails {
 		addresses[i] = string(e)
 	}
-	arg := db.AddUnsubscribesParams{UserID: userID, GroupID: groupID, Addresses: addresses, Kind: EventAddressUnsubscribed}
+	arg := db.AddUnsubscribesParams{UserID: userID, GroupID: groupID, Addresses: addresses, Kind: mail.EventAddressUnsubscribed}
 	if groupID == nil {
 		n, err := d.q.AddUnsubscribes(ctx, arg)
 		return n, translate(err)
