@@ -15,8 +15,8 @@ func (s *Server) contactRoutes(api *gin.RouterGroup) {
 	api.GET("/contacts/details", s.contactDetails)
 	api.POST("/contacts/add", s.addContact)
 	api.POST("/contacts/update", s.updateContact)
-	api.DELETE("/contacts/delete", s.deleteContact)
-	api.POST("/contacts/bulk-delete", s.bulkDeleteContacts)
+	api.DELETE("/contacts/delete", s.deleteByID("contact_id", one(s.db.DeleteContacts), deleted))
+	api.POST("/contacts/bulk-delete", s.bulkDelete(s.db.DeleteContacts))
 }
 
 type contactJSON struct {
@@ -177,35 +177,4 @@ func (s *Server) updateContact(c *gin.Context) {
 		return
 	}
 	ok(c, "Contact Updated Successfully")
-}
-
-func (s *Server) deleteContact(c *gin.Context) {
-	id, err := queryID(c, "contact_id")
-	if err != nil {
-		s.fail(c, err)
-		return
-	}
-	if err := s.db.DeleteContacts(c.Request.Context(), userID(c), []int64{id}); err != nil {
-		s.fail(c, err)
-		return
-	}
-	ok(c, "Deleted Successfully")
-}
-
-func (s *Server) bulkDeleteContacts(c *gin.Context) {
-	f, err := readForm(c)
-	if err != nil {
-		s.fail(c, err)
-		return
-	}
-	ids, err := f.ids("strIds")
-	if err != nil {
-		s.fail(c, err)
-		return
-	}
-	if err := s.db.DeleteContacts(c.Request.Context(), userID(c), ids); err != nil {
-		s.fail(c, err)
-		return
-	}
-	ok(c, "Deleted Successfully")
 }

@@ -11,7 +11,7 @@ func (s *Server) contactTypeRoutes(api *gin.RouterGroup) {
 	api.POST("/contacts-type/add", s.addContactType)
 	api.GET("/contacts-type/view", s.viewContactType)
 	api.POST("/contacts-type/update", s.updateContactType)
-	api.DELETE("/contacts-type/delete", s.deleteContactType)
+	api.DELETE("/contacts-type/delete", s.deleteByID("contact_type_id", s.db.DeleteContactType, deletedUnderErrors))
 }
 
 // contactTypeJSON is a contact type as the view shows it.
@@ -111,19 +111,4 @@ func (s *Server) updateContactType(c *gin.Context) {
 		return
 	}
 	ok(c, "Updated Successfully")
-}
-
-// deleteContactType answers DELETE /contacts-type/delete?contact_type_id=;
-// the type's contacts go with it.
-func (s *Server) deleteContactType(c *gin.Context) {
-	id, err := queryID(c, "contact_type_id")
-	if err != nil {
-		s.fail(c, err)
-		return
-	}
-	if err := s.db.DeleteContactType(c.Request.Context(), userID(c), id); err != nil {
-		s.fail(c, err)
-		return
-	}
-	okUnderErrors(c, "Deleted Successfully")
 }

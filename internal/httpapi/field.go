@@ -11,7 +11,7 @@ func (s *Server) fieldRoutes(api *gin.RouterGroup) {
 	api.GET("/reserve-fields", s.reservedFields)
 	api.GET("/custom-fields", s.customFields)
 	api.POST("/custom-fields/save", s.saveCustomField)
-	api.DELETE("/custom-fields/delete", s.deleteCustomField)
+	api.DELETE("/custom-fields/delete", s.deleteByID("id", s.db.DeleteCustomField, deleted))
 }
 
 // fieldJSON is a reserved or custom field; a reserved field has no owner
@@ -89,21 +89,6 @@ func (s *Server) saveCustomField(c *gin.Context) {
 		return
 	}
 	ok(c, "Added Successfully")
-}
-
-// deleteCustomField answers DELETE /custom-fields/delete?id=; the field's
-// values leave every contact with it.
-func (s *Server) deleteCustomField(c *gin.Context) {
-	id, err := queryID(c, "id")
-	if err != nil {
-		s.fail(c, err)
-		return
-	}
-	if err := s.db.DeleteCustomField(c.Request.Context(), userID(c), id); err != nil {
-		s.fail(c, err)
-		return
-	}
-	ok(c, "Deleted Successfully")
 }
 
 // fieldDefs are the account's custom field definitions, oldest first.

@@ -9,8 +9,8 @@ import (
 func (s *Server) notificationRoutes(api *gin.RouterGroup) {
 	api.GET("/notification-recipients", s.notificationRecipients)
 	api.POST("/notification-recipient/save", s.saveNotificationRecipient)
-	api.DELETE("/notification-recipient/delete", s.deleteNotificationRecipient)
-	api.POST("/notification-recipient/bulk-delete", s.bulkDeleteNotificationRecipients)
+	api.DELETE("/notification-recipient/delete", s.deleteByID("id", one(s.db.DeleteNotificationRecipients), deleted))
+	api.POST("/notification-recipient/bulk-delete", s.bulkDelete(s.db.DeleteNotificationRecipients))
 }
 
 type notificationRecipientJSON struct {
@@ -62,37 +62,4 @@ func (s *Server) saveNotificationRecipient(c *gin.Context) {
 		return
 	}
 	ok(c, "Added Successfully")
-}
-
-// deleteNotificationRecipient answers DELETE /notification-recipient/delete?id=.
-func (s *Server) deleteNotificationRecipient(c *gin.Context) {
-	id, err := queryID(c, "id")
-	if err != nil {
-		s.fail(c, err)
-		return
-	}
-	if err := s.db.DeleteNotificationRecipients(c.Request.Context(), userID(c), []int64{id}); err != nil {
-		s.fail(c, err)
-		return
-	}
-	ok(c, "Deleted Successfully")
-}
-
-// bulkDeleteNotificationRecipients answers POST /notification-recipient/bulk-delete.
-func (s *Server) bulkDeleteNotificationRecipients(c *gin.Context) {
-	f, err := readForm(c)
-	if err != nil {
-		s.fail(c, err)
-		return
-	}
-	ids, err := f.ids("strIds")
-	if err != nil {
-		s.fail(c, err)
-		return
-	}
-	if err := s.db.DeleteNotificationRecipients(c.Request.Context(), userID(c), ids); err != nil {
-		s.fail(c, err)
-		return
-	}
-	ok(c, "Deleted Successfully")
 }

@@ -11,10 +11,10 @@ func (s *Server) segmentRoutes(api *gin.RouterGroup) {
 	api.POST("/segment/save", s.saveSegment)
 	api.POST("/segment/update", s.updateSegment)
 	api.GET("/segment/details", s.segmentDetails)
-	api.DELETE("/segment/delete", s.deleteSegment)
+	api.DELETE("/segment/delete", s.deleteByID("segment_id", s.db.DeleteSegment, deletedUnderErrors))
 	api.GET("/segment/email/list", notFoundText(recordNotFoundLower), s.listSegmentRecipients)
 	api.POST("/segment/email/store", s.storeSegmentRecipient)
-	api.DELETE("/segment/email/delete", s.deleteSegmentRecipient)
+	api.DELETE("/segment/email/delete", s.deleteByID("segment_recipient_id", s.db.DeleteSegmentRecipient, deleted))
 }
 
 type segmentJSON struct {
@@ -147,19 +147,6 @@ func (s *Server) segmentDetails(c *gin.Context) {
 	ok(c, gin.H{"segment": renderSegment(sg)})
 }
 
-func (s *Server) deleteSegment(c *gin.Context) {
-	id, err := queryID(c, "segment_id")
-	if err != nil {
-		s.fail(c, err)
-		return
-	}
-	if err := s.db.DeleteSegment(c.Request.Context(), userID(c), id); err != nil {
-		s.fail(c, err)
-		return
-	}
-	okUnderErrors(c, "Deleted Successfully")
-}
-
 func (s *Server) listSegmentRecipients(c *gin.Context) {
 	id, err := queryID(c, "segment_id")
 	if err != nil {
@@ -203,17 +190,4 @@ func (s *Server) storeSegmentRecipient(c *gin.Context) {
 		return
 	}
 	ok(c, "Added Successfully")
-}
-
-func (s *Server) deleteSegmentRecipient(c *gin.Context) {
-	id, err := queryID(c, "segment_recipient_id")
-	if err != nil {
-		s.fail(c, err)
-		return
-	}
-	if err := s.db.DeleteSegmentRecipient(c.Request.Context(), userID(c), id); err != nil {
-		s.fail(c, err)
-		return
-	}
-	ok(c, "Deleted Successfully")
 }

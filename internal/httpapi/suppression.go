@@ -1,6 +1,8 @@
 package httpapi
 
 import (
+	"context"
+
 	"github.com/gin-gonic/gin"
 
 	"github.com/mailroom/mailroom/internal/mail"
@@ -9,8 +11,8 @@ import (
 func (s *Server) suppressionRoutes(api *gin.RouterGroup) {
 	api.GET("/global-unsubscribes", s.globalUnsubscribes)
 	api.POST("/global-unsubscribes/save", s.saveGlobalUnsubscribes)
-	api.DELETE("/global-unsubscribes/delete", s.deleteGlobalUnsubscribe)
-	api.POST("/global-unsubscribes/bulk-delete", s.bulkDeleteGlobalUnsubscribes)
+	api.DELETE("/global-unsubscribes/delete", s.deleteByID("id", one(s.deleteUnsubscribes(true)), deleted))
+	api.POST("/global-unsubscribes/bulk-delete", s.bulkDelete(s.deleteUnsubscribes(true)))
 
 	api.GET("/unsubscribes-groups", s.unsubscribeGroups)
 	api.POST("/unsubscribes-groups/save", s.saveUnsubscribeGroup)
@@ -18,8 +20,8 @@ func (s *Server) suppressionRoutes(api *gin.RouterGroup) {
 	api.POST("/unsubscribes-groups/update", s.updateUnsubscribeGroup)
 	api.POST("/unsubscribes-groups/manually-add", s.addGroupRecipients)
 	api.GET("/unsubscribes-groups/recipients-list", s.groupRecipients)
-	api.DELETE("/unsubscribes-groups/recipients-delete", s.deleteGroupRecipient)
-	api.POST("/unsubscribes-groups/recipients-bulk-delete", s.bulkDeleteGroupRecipients)
+	api.DELETE("/unsubscribes-groups/recipients-delete", s.deleteByID("id", one(s.deleteUnsubscribes(false)), deleted))
+	api.POST("/unsubscribes-groups/recipients-bulk-delete", s.bulkDelete(s.deleteUnsubscribes(false)))
 }
 
 // unsubscribeJSON is a global unsubscriber or a group recipient.
@@ -95,39 +97,6 @@ func parseEmailList(f form) ([]mail.Email, error) {
 	return mail.ParseEmailList("email_address", f.list("email_address"))
 }
 
-// deleteUnsubscribe deletes one entry named by ?id=, global or a group's.
-func (s *Server) deleteUnsubscribe(c *gin.Context, global bool) {
-	id, err := queryID(c, "id")
-	if err != nil {
-		s.fail(c, err)
-		return
-	}
-	if err := s.db.DeleteUnsubscribes(c.Request.Context(), userID(c), global, []int64{id}); err != nil {
-		s.fail(c, err)
-		return
-	}
-	ok(c, "Deleted Successfully")
-}
-
-// bulkDeleteUnsubscribes deletes the entries named in strIds, all or none.
-func (s *Server) bulkDeleteUnsubscribes(c *gin.Context, global bool) {
-	f, err := readForm(c)
-	if err != nil {
-		s.fail(c, err)
-		return
-	}
-	ids, err := f.ids("strIds")
-	if err != nil {
-		s.fail(c, err)
-		return
-	}
-	if err := s.db.DeleteUnsubscribes(c.Request.Context(), userID(c), global, ids); err != nil {
-		s.fail(c, err)
-		return
-	}
-	ok(c, "Deleted Successfully")
-}
-
 // globalUnsubscribes answers GET /global-unsubscribes.
 func (s *Server) globalUnsubscribes(c *gin.Context) { s.listUnsubscribes(c, "unSubscribers", nil) }
 
@@ -145,12 +114,6 @@ func (s *Server) saveGlobalUnsubscribes(c *gin.Context) {
 	}
 	s.unsubscribe(c, nil, emails)
 }
-
-// deleteGlobalUnsubscribe answers DELETE /global-unsubscribes/delete?id=.
-func (s *Server) deleteGlobalUnsubscribe(c *gin.Context) { s.deleteUnsubscribe(c, true) }
-
-// bulkDeleteGlobalUnsubscribes answers POST /global-unsubscribes/bulk-delete.
-func (s *Server) bulkDeleteGlobalUnsubscribes(c *gin.Context) { s.bulkDeleteUnsubscribes(c, true) }
 
 // unsubscribeGroups answers GET /unsubscribes-groups.
 func (s *Server) unsubscribeGroups(c *gin.Context) {
@@ -262,8 +225,10 @@ func (s *Server) groupRecipients(c *gin.Context) {
 	s.listUnsubscribes(c, "recipients", &id)
 }
 
-// deleteGroupRecipient answers DELETE /unsubscribes-groups/recipients-delete?id=.
-func (s *Server) deleteGroupRecipient(c *gin.Context) { s.deleteUnsubscribe(c, false) }
-
-// bulkDeleteGroupRecipients answers POST /unsubscribes-groups/recipients-bulk-delete.
-func (s *Server) bulkDeleteGroupRecipients(c *gin.Context) { s.bulkDeleteUnsubscribes(c, false) }
+// deleteUnsubscribes deletes entries of the global list (global) or of the
+// account's groups.
+func (s *Server) deleteUnsubscribes(global bool) bulkDeleteFunc {
+	return func(ctx context.Context, userID int64, ids []int64) error {
+		return s.db.DeleteUnsubscribes(ctx, userID, global, ids)
+	}
+}
