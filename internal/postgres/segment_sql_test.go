@@ -15,10 +15,10 @@ func TestPredicateParameterizesValues(t *testing.T) {
 	fields := []mail.CustomField{{ID: 1001, Name: "plan", Type: mail.FieldText}, {ID: 1002, Name: "age", Type: mail.FieldNumber}}
 	in, err := mail.ParseSegment(mail.SegmentForm{
 		ContactTypeID: "1", Name: "n",
-		Fields:        []string{"2", "1001", "5", "1002", "0"},
-		Operators:     []string{"contains", "is", "is not", "is between", "is within the last"},
-		Values:        [][]string{{evil}, {evil}, {evil}, {"1", "2"}, {"3"}},
-		QueryType:     "or",
+		Fields:    []string{"2", "1001", "5", "1002", "0"},
+		Operators: []string{"contains", "is", "is not", "is between", "is within the last"},
+		Values:    [][]string{{evil}, {evil}, {evil}, {"1", "2"}, {"3"}},
+		QueryType: "or",
 	}, fields)
 	if err != nil {
 		t.Fatal(err)
