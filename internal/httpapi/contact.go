@@ -78,7 +78,7 @@ func (s *Server) listContacts(c *gin.Context) {
 		return
 	}
 	ctx, uid := c.Request.Context(), userID(c)
-	fields, err := s.fieldDefs(ctx, uid)
+	fields, err := s.db.CustomFieldDefs(ctx, uid)
 	if err != nil {
 		s.fail(c, err)
 		return
@@ -111,7 +111,7 @@ func (s *Server) contactDetails(c *gin.Context) {
 		s.fail(c, err)
 		return
 	}
-	fields, err := s.fieldDefs(ctx, uid)
+	fields, err := s.db.CustomFieldDefs(ctx, uid)
 	if err != nil {
 		s.fail(c, err)
 		return
@@ -126,7 +126,7 @@ func (s *Server) contactDetails(c *gin.Context) {
 
 // parseContact reads and validates a contact write from the request.
 func (s *Server) parseContact(c *gin.Context, f form) (mail.ContactInput, error) {
-	fields, err := s.fieldDefs(c.Request.Context(), userID(c))
+	fields, err := s.db.CustomFieldDefs(c.Request.Context(), userID(c))
 	if err != nil {
 		return mail.ContactInput{}, err
 	}

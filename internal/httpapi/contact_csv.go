@@ -42,7 +42,7 @@ func (s *Server) uploadContacts(c *gin.Context) {
 		s.fail(c, mail.JoinInvalid(typeErr, mail.Invalid("file", mail.RequiredMessage("file"))))
 		return
 	}
-	fields, err := s.fieldDefs(ctx, uid)
+	fields, err := s.db.CustomFieldDefs(ctx, uid)
 	if err != nil {
 		s.fail(c, err)
 		return
@@ -159,7 +159,7 @@ func (s *Server) lookupCountry(v string) (int32, bool) {
 // contactCSVSample answers a CSV file with the columns an upload takes (the
 // reserved fields, then the account's custom fields) and one example row.
 func (s *Server) contactCSVSample(c *gin.Context) {
-	fields, err := s.fieldDefs(c.Request.Context(), userID(c))
+	fields, err := s.db.CustomFieldDefs(c.Request.Context(), userID(c))
 	if err != nil {
 		s.fail(c, err)
 		return

@@ -1,7 +1,6 @@
 package httpapi
 
 import (
-	"context"
 	"github.com/gin-gonic/gin"
 
 	"github.com/mailroom/mailroom/internal/mail"
@@ -89,17 +88,4 @@ func (s *Server) saveCustomField(c *gin.Context) {
 		return
 	}
 	ok(c, "Added Successfully")
-}
-
-// fieldDefs are the account's custom field definitions, oldest first.
-func (s *Server) fieldDefs(ctx context.Context, uid int64) ([]mail.CustomField, error) {
-	recs, _, err := s.db.CustomFields(ctx, uid, nil)
-	if err != nil {
-		return nil, err
-	}
-	out := make([]mail.CustomField, len(recs))
-	for i, r := range recs {
-		out[i] = r.CustomField
-	}
-	return out, nil
 }

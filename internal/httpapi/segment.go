@@ -82,7 +82,7 @@ func (s *Server) listSegments(c *gin.Context) {
 
 // parseSegment reads a segment create or update.
 func (s *Server) parseSegment(c *gin.Context, f form) (mail.SegmentInput, error) {
-	fields, err := s.fieldDefs(c.Request.Context(), userID(c))
+	fields, err := s.db.CustomFieldDefs(c.Request.Context(), userID(c))
 	if err != nil {
 		return mail.SegmentInput{}, err
 	}

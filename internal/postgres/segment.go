@@ -280,7 +280,12 @@ func rebuildSegmentsUsingField(ctx context.Context, tx pgx.Tx, userID, fieldID i
 	return nil
 }
 
-// customFieldDefs are the account's custom field definitions.
+// CustomFieldDefs are the account's custom field definitions, oldest first.
+func (d *DB) CustomFieldDefs(ctx context.Context, userID int64) ([]mail.CustomField, error) {
+	return customFieldDefs(ctx, d.q, userID)
+}
+
+// customFieldDefs are the account's custom field definitions, read with q.
 func customFieldDefs(ctx context.Context, q *db.Queries, userID int64) ([]mail.CustomField, error) {
 	rows, err := q.ListCustomFields(ctx, db.ListCustomFieldsParams{UserID: userID})
 	if err != nil {
