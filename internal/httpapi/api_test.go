@@ -16,7 +16,9 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/redis/go-redis/v9"
 
 	"github.com/mailroom/mailroom/internal/httpapi"
@@ -186,4 +188,56 @@ func golden(t *testing.T, name, body string) {
 	if !bytes.Equal(buf.Bytes(), want) {
 		t.Fatalf("%s differs from the response:\n%s", path, buf.String())
 	}
+}
+
+// waitBlocked returns once a statement whose text is LIKE query is waiting
+// for a lock held by the backend pid. It fails the test if done delivers
+// first (the request finished without waiting) or after 10 s. Polling is on
+// pg_stat_activity, which has no event to wait on.
+func waitBlocked(t *testing.T, pid int32, query string, done <-chan response) {
+	t.Helper()
+	ctx := context.Background()
+	pool := testdb.New(t).Pool
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		var waiting bool
+		if err := pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_stat_activity
+			WHERE datname = current_database() AND query LIKE $2
+			  AND $1::int = ANY (pg_blocking_pids(pid)))`, pid, query).Scan(&waiting); err != nil {
+			t.Fatal(err)
+		}
+		if waiting {
+			return
+		}
+		select {
+		case r := <-done:
+			t.Fatalf("the request did not wait for the open transaction: %d %s", r.code, r.body)
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no statement like %q blocked on backend %d", query, pid)
+		}
+	}
+}
+
+// openWriter begins a transaction that writes a contact as every contact
+// writer does (its type locked FOR SHARE) and leaves it open; it returns
+// the transaction and its backend pid.
+func openWriter(t *testing.T, acct account, typeID int64, email string) (pgx.Tx, int32) {
+	t.Helper()
+	ctx := context.Background()
+	tx, err := testdb.New(t).Pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { tx.Rollback(ctx) })
+	var pid int32
+	if err := tx.QueryRow(ctx, "SELECT pg_backend_pid()").Scan(&pid); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tx.Exec(ctx, `INSERT INTO contacts (user_id, contact_type_id, email, first_name)
+		SELECT user_id, id, $3, 'Writer' FROM contact_types WHERE id = $2 AND user_id = $1 FOR SHARE`,
+		acct.id, typeID, email); err != nil {
+		t.Fatal(err)
+	}
+	return tx, pid
 }

@@ -322,27 +322,9 @@ func TestDeleteContactTypeWaitsForInsert(t *testing.T) {
 	go func() {
 		done <- a.do(req{method: "DELETE", path: fmt.Sprintf("/api/contacts-type/delete?contact_type_id=%d", typeID), acct: &acct})
 	}()
-	// Wait until the delete is blocked on the insert's transaction; a delete
-	// that finishes first has not waited, which is the failure.
-	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(5 * time.Millisecond) {
-		var waiting bool
-		if err := pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_stat_activity
-			WHERE datname = current_database() AND query LIKE '%name: DeleteContactType %'
-			  AND $1::int = ANY (pg_blocking_pids(pid)))`, inserter).Scan(&waiting); err != nil {
-			t.Fatal(err)
-		}
-		if waiting {
-			break
-		}
-		select {
-		case r := <-done:
-			t.Fatalf("the delete did not wait for the open insert: %d %s", r.code, r.body)
-		default:
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the delete never blocked on the open insert")
-		}
-	}
+	// The delete must block on the insert's transaction; one that finishes
+	// first has not waited, which is the failure.
+	waitBlocked(t, inserter, "%name: DeleteContactType %", done)
 	if err := tx.Commit(ctx); err != nil {
 		t.Fatal(err)
 	}

@@ -394,3 +394,44 @@ func TestSegmentIsolation(t *testing.T) {
 		t.Fatalf("owner's segment changed: %s", got)
 	}
 }
+
+// A segment save waits for a contact write in flight and includes it.
+func TestSegmentSaveWaitsForWriters(t *testing.T) {
+	t.Parallel()
+	f := newSegmentFixture(t)
+	tx, pid := openWriter(t, f.acct, f.typ, "late@example.com")
+	done := make(chan response, 1)
+	go func() {
+		done <- f.a.do(req{method: "POST", path: "/api/segment/save", acct: &f.acct, body: cond(f.typ, 2, "is", "writer")})
+	}()
+	waitBlocked(t, pid, "%name: CreateSegment %", done)
+	if err := tx.Commit(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	(<-done).expect(t, 200, `{"status":"success","message":"Saved Successfully"}`)
+	var id int64
+	testdb.New(t).Pool.QueryRow(context.Background(), "SELECT max(id) FROM segments WHERE user_id = $1", f.acct.id).Scan(&id)
+	if got := strings.Join(f.members(t, id), " "); got != "late" {
+		t.Fatalf("members %q", got)
+	}
+}
+
+// An import waits for a contact write in flight, and then updates that
+// contact instead of adding the address twice.
+func TestCSVImportWaitsForWriters(t *testing.T) {
+	t.Parallel()
+	f := newSegmentFixture(t)
+	empty := seedType(t, f.acct, "Empty")
+	tx, pid := openWriter(t, f.acct, empty, "x@example.com")
+	done := make(chan response, 1)
+	go func() { done <- upload(f.a, f.acct, empty, "email,first_name\nX@example.com,Imported\n") }()
+	waitBlocked(t, pid, "%FOR UPDATE%", done)
+	if err := tx.Commit(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	(<-done).expect(t, 200, imported)
+	got := storedContacts(t, f.acct, empty)
+	if len(got) != 1 || got["x@example.com"].first != "Imported" {
+		t.Fatalf("%+v", got)
+	}
+}

@@ -176,6 +176,7 @@ type ContactInput struct {
 	StateProvinceRegion *string
 	PostalCode          *string
 	Custom              map[string]any
+	CustomFieldIDs      []int64 // the fields Custom writes, checked again under lock
 }
 
 // ContactForm is a contact write as received: Get returns a reserved or
@@ -262,6 +263,7 @@ func ParseContact(f ContactForm, fields []CustomField, knownCountry func(int32) 
 				continue
 			}
 			in.Custom[cf.Name] = v
+			in.CustomFieldIDs = append(in.CustomFieldIDs, cf.ID)
 		}
 	}
 	return in, p.Err()

@@ -132,6 +132,15 @@ func (c *ContactCSV) CustomColumns() []string {
 	return out
 }
 
+// CustomFieldIDs are the ids of the custom fields the file has columns for.
+func (c *ContactCSV) CustomFieldIDs() []int64 {
+	out := make([]int64, len(c.custom))
+	for i, cc := range c.custom {
+		out[i] = cc.field.ID
+	}
+	return out
+}
+
 // Skipped is the number of rows skipped for an invalid address so far.
 func (c *ContactCSV) Skipped() int { return c.skipped }
 

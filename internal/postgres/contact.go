@@ -64,6 +64,9 @@ func (d *DB) AddContact(ctx context.Context, userID int64, in mail.ContactInput)
 		if err != nil {
 			return translate(err)
 		}
+		if err := checkCustomFields(ctx, q, userID, in.CustomFieldIDs); err != nil {
+			return err
+		}
 		return refreshSegments(ctx, tx, userID, []int64{in.ContactTypeID}, changed{ids: []int64{row.ID}})
 	})
 	return row.ID, row.Inserted, err
@@ -109,8 +112,29 @@ func (d *DB) UpdateContact(ctx context.Context, userID, id int64, in mail.Contac
 		if err != nil {
 			return err
 		}
+		if err := checkCustomFields(ctx, q, userID, in.CustomFieldIDs); err != nil {
+			return err
+		}
 		return refreshSegments(ctx, tx, userID, []int64{oldType, in.ContactTypeID}, changed{ids: []int64{id}})
 	})
+}
+
+// checkCustomFields runs once the writer holds its types' locks: the custom
+// fields whose values it wrote were validated before, and one may have been
+// deleted since (a field delete waits for the type locks, so after this
+// check it cannot miss the values).
+func checkCustomFields(ctx context.Context, q *db.Queries, userID int64, ids []int64) error {
+	if len(ids) == 0 {
+		return nil
+	}
+	n, err := q.CountCustomFieldsByID(ctx, db.CountCustomFieldsByIDParams{UserID: userID, Ids: ids})
+	if err != nil {
+		return err
+	}
+	if n != int64(len(ids)) {
+		return mail.Invalid("custom_field", "A custom field was deleted while the contact was written; send it again.")
+	}
+	return nil
 }
 
 // ContactDetails returns one live contact of the account.
@@ -148,6 +172,11 @@ func (d *DB) DeleteContacts(ctx context.Context, userID int64, ids []int64) erro
 		}
 		if len(deleted) != len(ids) {
 			return mail.NotFound()
+		}
+		// A contact moved by a concurrent update is deleted from its new
+		// type: refresh that one's segments too.
+		for _, r := range deleted {
+			types = append(types, r.ContactTypeID)
 		}
 		return refreshSegments(ctx, tx, userID, types, changed{ids: ids})
 	})

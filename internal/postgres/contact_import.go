@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"strings"
 
 	"github.com/jackc/pgx/v5"
 
@@ -31,7 +30,7 @@ const createStagingSQL = `
 CREATE TEMPORARY TABLE contact_import (
     line                  integer NOT NULL,
     email                 text    NOT NULL,
-    email_lc              text    NOT NULL,
+    email_lc              text    GENERATED ALWAYS AS (lower(email)) STORED,
     first_name            text,
     last_name             text,
     alt_email             text,
@@ -55,7 +54,9 @@ func collectChanged(stmt string) string {
 	return "WITH x AS (" + stmt + " RETURNING id) INSERT INTO import_changed SELECT id FROM x"
 }
 
-var stagingColumns = []string{"line", "email", "email_lc", "first_name", "last_name", "alt_email", "country", "state",
+// email_lc is lower(email) computed by PostgreSQL, as in contacts, so the
+// two compare alike in any locale.
+var stagingColumns = []string{"line", "email", "first_name", "last_name", "alt_email", "country", "state",
 	"city", "address_line1", "address_line2", "state_province_region", "postal_code", "custom"}
 
 // dedupedSQL is the staged rows, one per address: the last in the file.
@@ -145,17 +146,29 @@ func (im *ContactImport) Copy(ctx context.Context, src *mail.ContactCSV) error {
 // Commit merges the staged rows into the contact type, records the
 // contacts.imported event and commits.
 func (im *ContactImport) Commit(ctx context.Context, typeID int64, src *mail.ContactCSV) (ImportResult, error) {
-	var hasContacts, hasSegments bool
-	err := im.tx.QueryRow(ctx, `SELECT
-			EXISTS (SELECT 1 FROM contacts WHERE contact_type_id = t.id AND deleted_at IS NULL),
-			EXISTS (SELECT 1 FROM segments WHERE contact_type_id = t.id AND deleted_at IS NULL)
-		FROM contact_types t
-		WHERE t.id = $1 AND t.user_id = $2 AND t.deleted_at IS NULL FOR UPDATE OF t`, typeID, im.userID).Scan(&hasContacts, &hasSegments)
+	// The lock first, in a statement of its own: the checks after it then
+	// read a snapshot taken once every writer of the type has committed.
+	var locked int64
+	err := im.tx.QueryRow(ctx, `SELECT id FROM contact_types
+		WHERE id = $1 AND user_id = $2 AND deleted_at IS NULL FOR UPDATE`, typeID, im.userID).Scan(&locked)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return ImportResult{}, errUnknownContactType
 	}
 	if err != nil {
 		return ImportResult{}, err
+	}
+	var hasContacts, hasSegments bool
+	var fieldsLeft int
+	if err := im.tx.QueryRow(ctx, `SELECT
+			EXISTS (SELECT 1 FROM contacts WHERE contact_type_id = $1 AND deleted_at IS NULL),
+			EXISTS (SELECT 1 FROM segments WHERE contact_type_id = $1 AND deleted_at IS NULL),
+			(SELECT count(*) FROM custom_fields WHERE user_id = $2 AND id = ANY($3::bigint[]))`,
+		typeID, im.userID, src.CustomFieldIDs()).Scan(&hasContacts, &hasSegments, &fieldsLeft); err != nil {
+		return ImportResult{}, err
+	}
+	if fieldsLeft != len(src.CustomFieldIDs()) {
+		// A custom field of the header was deleted during the upload.
+		return ImportResult{}, mail.Invalid("file", "Line 1: a custom field of the header was deleted during the upload; upload the file again.")
 	}
 	// Sort the staged rows in memory, and plan with their real size.
 	if _, err := im.tx.Exec(ctx, "SET LOCAL work_mem = '256MB'; ANALYZE contact_import"); err != nil {
@@ -221,21 +234,20 @@ func (s *csvSource) Values() ([]any, error) {
 	r, v := s.row, s.values
 	v[0] = int32(r.Line)
 	v[1] = r.Fields[mail.ColEmail]
-	v[2] = strings.ToLower(r.Fields[mail.ColEmail])
 	for i, col := range []int{mail.ColFirstName, mail.ColLastName, mail.ColAltEmail} {
-		v[3+i] = s.text(col)
+		v[2+i] = s.text(col)
 	}
-	v[6] = nil
+	v[5] = nil
 	if r.Country != 0 {
-		v[6] = r.Country
+		v[5] = r.Country
 	}
 	for i, col := range []int{mail.ColState, mail.ColCity, mail.ColAddressLine1, mail.ColAddressLine2,
 		mail.ColStateProvinceRegion, mail.ColPostalCode} {
-		v[7+i] = s.text(col)
+		v[6+i] = s.text(col)
 	}
-	v[13] = nil
+	v[12] = nil
 	if r.Custom != nil {
-		v[13] = r.Custom
+		v[12] = r.Custom
 	}
 	return v, nil
 }

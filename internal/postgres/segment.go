@@ -15,7 +15,10 @@ import (
 // A segment's members that are contacts are materialized in
 // segment_recipients: rebuilt whole when the segment is made or changed,
 // and re-evaluated for just the changed contacts after every contact write
-// (refreshSegments), in the writer's transaction.
+// (refreshSegments), in the writer's transaction. A rebuild holds its
+// contact type FOR UPDATE and writers hold theirs FOR SHARE, so each sees
+// the other's work: no contact is evaluated against conditions that are
+// being replaced.
 
 // CreateSegment stores a segment and fills it with the matching contacts.
 func (d *DB) CreateSegment(ctx context.Context, userID int64, in mail.SegmentInput) (int64, error) {
@@ -41,8 +44,13 @@ func (d *DB) CreateSegment(ctx context.Context, userID int64, in mail.SegmentInp
 // UpdateSegment changes a segment and rebuilds its contact members.
 func (d *DB) UpdateSegment(ctx context.Context, userID, id int64, in mail.SegmentInput) error {
 	return d.InTx(ctx, func(tx pgx.Tx, q *db.Queries) error {
-		if _, err := q.LockSegment(ctx, db.LockSegmentParams{ID: id, UserID: userID}); err != nil {
+		old, err := q.LockSegment(ctx, db.LockSegmentParams{ID: id, UserID: userID})
+		if err != nil {
 			return translate(err)
+		}
+		if err := q.LockContactTypesForRebuild(ctx, db.LockContactTypesForRebuildParams{
+			Ids: []int64{old.ContactTypeID, in.ContactTypeID}, UserID: userID}); err != nil {
+			return err
 		}
 		n, err := q.UpdateSegment(ctx, db.UpdateSegmentParams{
 			SegmentName: in.Name, SelectField: in.Fields, SelectOperator: in.Operators, Value: nonNilStrings(in.Values),
@@ -137,7 +145,7 @@ SELECT r.id, r.user_id, r.segment_id, r.contact_id,
     c.country, c.state, c.city, c.address_line1, r.created_at, r.updated_at
 FROM segment_recipients r
 LEFT JOIN contacts c ON c.id = r.contact_id
-WHERE r.segment_id = $1
+WHERE r.segment_id = $1 AND (r.contact_id IS NULL OR c.deleted_at IS NULL)
 ORDER BY r.id
 LIMIT NULLIF($2::bigint, -1) OFFSET $3`
 

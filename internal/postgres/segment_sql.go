@@ -77,7 +77,7 @@ func (p *predicate) expr(f mail.SegmentField) string {
 	case mail.KindNumber:
 		return fmt.Sprintf("(CASE WHEN jsonb_typeof(c.custom -> %[1]s::text) = 'number' THEN (c.custom ->> %[1]s::text)::numeric END)", key)
 	case mail.KindDatetime:
-		return fmt.Sprintf(`(CASE WHEN (c.custom ->> %[1]s::text) ~ '^\d{4}-\d\d-\d\dT\d\d:\d\d$' THEN (c.custom ->> %[1]s::text)::timestamp END)`, key)
+		return fmt.Sprintf(`(CASE WHEN (c.custom ->> %[1]s::text) ~ '^\d{4}-(0[1-9]|1[0-2])-(0[1-9]|[12]\d|3[01])T([01]\d|2[0-3]):[0-5]\d$' THEN (c.custom ->> %[1]s::text)::timestamp END)`, key)
 	}
 	return fmt.Sprintf("COALESCE(c.custom ->> %s::text, '')", key)
 }

@@ -110,10 +110,26 @@ func (q *Queries) CountContacts(ctx context.Context, userID int64) (int64, error
 	return count, err
 }
 
+const countCustomFieldsByID = `-- name: CountCustomFieldsByID :one
+SELECT count(*) FROM custom_fields WHERE user_id = $1 AND id = ANY($2::bigint[])
+`
+
+type CountCustomFieldsByIDParams struct {
+	UserID int64
+	Ids    []int64
+}
+
+func (q *Queries) CountCustomFieldsByID(ctx context.Context, arg CountCustomFieldsByIDParams) (int64, error) {
+	row := q.db.QueryRow(ctx, countCustomFieldsByID, arg.UserID, arg.Ids)
+	var count int64
+	err := row.Scan(&count)
+	return count, err
+}
+
 const deleteContacts = `-- name: DeleteContacts :many
 UPDATE contacts SET deleted_at = now(), updated_at = now()
 WHERE id = ANY($1::bigint[]) AND user_id = $2 AND deleted_at IS NULL
-RETURNING id
+RETURNING id, contact_type_id
 `
 
 type DeleteContactsParams struct {
@@ -121,19 +137,24 @@ type DeleteContactsParams struct {
 	UserID int64
 }
 
-func (q *Queries) DeleteContacts(ctx context.Context, arg DeleteContactsParams) ([]int64, error) {
+type DeleteContactsRow struct {
+	ID            int64
+	ContactTypeID int64
+}
+
+func (q *Queries) DeleteContacts(ctx context.Context, arg DeleteContactsParams) ([]DeleteContactsRow, error) {
 	rows, err := q.db.Query(ctx, deleteContacts, arg.Ids, arg.UserID)
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
-	var items []int64
+	var items []DeleteContactsRow
 	for rows.Next() {
-		var id int64
-		if err := rows.Scan(&id); err != nil {
+		var i DeleteContactsRow
+		if err := rows.Scan(&i.ID, &i.ContactTypeID); err != nil {
 			return nil, err
 		}
-		items = append(items, id)
+		items = append(items, i)
 	}
 	if err := rows.Err(); err != nil {
 		return nil, err

@@ -98,6 +98,19 @@ func (q *Queries) ListCustomFields(ctx context.Context, arg ListCustomFieldsPara
 	return items, nil
 }
 
+const lockAccountContactTypes = `-- name: LockAccountContactTypes :exec
+SELECT id FROM contact_types WHERE user_id = $1 ORDER BY id FOR UPDATE
+`
+
+// A custom field delete changes contacts of every type: it takes every
+// type of the account FOR UPDATE, in id order, as the writers that lock
+// them FOR SHARE do, so none of them writes a value of the field while it
+// goes.
+func (q *Queries) LockAccountContactTypes(ctx context.Context, userID int64) error {
+	_, err := q.db.Exec(ctx, lockAccountContactTypes, userID)
+	return err
+}
+
 const removeCustomValues = `-- name: RemoveCustomValues :execrows
 UPDATE contacts SET custom = custom - $1::text
 WHERE user_id = $2 AND custom ? $1::text

@@ -37,7 +37,7 @@ INSERT INTO segments (user_id, contact_type_id, segment_name, select_field, sele
 SELECT t.user_id, t.id, $1::text, $2::text[], $3::text[], $4::text[], $5::text
 FROM contact_types t
 WHERE t.id = $6 AND t.user_id = $7 AND t.deleted_at IS NULL
-FOR SHARE OF t
+FOR UPDATE OF t
 RETURNING id
 `
 
@@ -239,6 +239,26 @@ func (q *Queries) LiveSegmentsOfTypes(ctx context.Context, arg LiveSegmentsOfTyp
 		return nil, err
 	}
 	return items, nil
+}
+
+const lockContactTypesForRebuild = `-- name: LockContactTypesForRebuild :exec
+SELECT id FROM contact_types
+WHERE id = ANY($1::bigint[]) AND user_id = $2
+ORDER BY id
+FOR UPDATE
+`
+
+type LockContactTypesForRebuildParams struct {
+	Ids    []int64
+	UserID int64
+}
+
+// A segment rebuild holds its types FOR UPDATE: contact writers (FOR SHARE)
+// in flight commit first and are seen by the rebuild; later ones wait and
+// then re-evaluate against the new conditions.
+func (q *Queries) LockContactTypesForRebuild(ctx context.Context, arg LockContactTypesForRebuildParams) error {
+	_, err := q.db.Exec(ctx, lockContactTypesForRebuild, arg.Ids, arg.UserID)
+	return err
 }
 
 const lockSegment = `-- name: LockSegment :one

@@ -83,7 +83,7 @@ WHERE id = @id AND user_id = @user_id AND deleted_at IS NULL;
 -- name: DeleteContacts :many
 UPDATE contacts SET deleted_at = now(), updated_at = now()
 WHERE id = ANY(@ids::bigint[]) AND user_id = @user_id AND deleted_at IS NULL
-RETURNING id;
+RETURNING id, contact_type_id;
 
 -- name: CountContacts :one
 SELECT count(*) FROM contacts WHERE user_id = @user_id AND deleted_at IS NULL;
@@ -91,3 +91,6 @@ SELECT count(*) FROM contacts WHERE user_id = @user_id AND deleted_at IS NULL;
 -- name: InsertEvent :exec
 INSERT INTO events (user_id, kind, subject_type, subject_id, payload)
 VALUES (@user_id, @kind, @subject_type, sqlc.narg(subject_id), @payload);
+
+-- name: CountCustomFieldsByID :one
+SELECT count(*) FROM custom_fields WHERE user_id = @user_id AND id = ANY(@ids::bigint[]);

@@ -23,3 +23,10 @@ RETURNING field_name;
 -- included, so a later field of that name starts empty.
 UPDATE contacts SET custom = custom - @field_name::text
 WHERE user_id = @user_id AND custom ? @field_name::text;
+
+-- name: LockAccountContactTypes :exec
+-- A custom field delete changes contacts of every type: it takes every
+-- type of the account FOR UPDATE, in id order, as the writers that lock
+-- them FOR SHARE do, so none of them writes a value of the field while it
+-- goes.
+SELECT id FROM contact_types WHERE user_id = @user_id ORDER BY id FOR UPDATE;

@@ -3,7 +3,7 @@ INSERT INTO segments (user_id, contact_type_id, segment_name, select_field, sele
 SELECT t.user_id, t.id, @segment_name::text, @select_field::text[], @select_operator::text[], @value::text[], sqlc.narg(query_type)::text
 FROM contact_types t
 WHERE t.id = @contact_type_id AND t.user_id = @user_id AND t.deleted_at IS NULL
-FOR SHARE OF t
+FOR UPDATE OF t
 RETURNING id;
 
 -- name: UpdateSegment :execrows
@@ -14,6 +14,15 @@ WHERE s.id = @id AND s.user_id = @user_id AND s.deleted_at IS NULL
   AND t.id = (SELECT l.id FROM contact_types l
               WHERE l.id = @contact_type_id AND l.user_id = @user_id AND l.deleted_at IS NULL
               FOR SHARE);
+
+-- name: LockContactTypesForRebuild :exec
+-- A segment rebuild holds its types FOR UPDATE: contact writers (FOR SHARE)
+-- in flight commit first and are seen by the rebuild; later ones wait and
+-- then re-evaluate against the new conditions.
+SELECT id FROM contact_types
+WHERE id = ANY(@ids::bigint[]) AND user_id = @user_id
+ORDER BY id
+FOR UPDATE;
 
 -- name: SegmentExists :one
 SELECT EXISTS (SELECT 1 FROM segments WHERE id = @id AND user_id = @user_id AND deleted_at IS NULL);
