@@ -80,6 +80,9 @@ type req struct {
 
 type jsonBody string
 
+// rawBody is sent as it is, with its content type.
+type rawBody struct{ contentType, body string }
+
 type multipartBody map[string]string
 
 // fileBody is a multipart upload: fields, then the file (or the file
@@ -101,6 +104,8 @@ func (a *api) do(r req) response {
 		body, ct = strings.NewReader(b.Encode()), "application/x-www-form-urlencoded"
 	case jsonBody:
 		body, ct = strings.NewReader(string(b)), "application/json"
+	case rawBody:
+		body, ct = strings.NewReader(b.body), b.contentType
 	case multipartBody:
 		var buf bytes.Buffer
 		w := multipart.NewWriter(&buf)

@@ -138,17 +138,21 @@ func orInvalidType(err error) error {
 	return mail.Invalid("contact_type_id", "The selected contact type id is invalid.")
 }
 
-// uploadError names the cap when the body outgrew it.
+// uploadError names the cap when the body outgrew it, and answers any
+// other failure to read the multipart body as a 422.
 func (s *Server) uploadError(err error) error {
 	var tooBig *http.MaxBytesError
-	if errors.As(err, &tooBig) {
+	var readErr *mail.ReadError
+	switch {
+	case errors.As(err, &tooBig):
 		return mail.Invalid("file", fmt.Sprintf("The file may not be larger than %d bytes.", tooBig.Limit))
-	}
-	if mail.ErrorCode(err) == mail.EINTERNAL && strings.Contains(err.Error(), "multipart") {
+	case errors.As(err, &readErr), errors.Is(err, io.ErrUnexpectedEOF), mail.ErrorCode(err) == mail.EINTERNAL && isMultipartErr(err):
 		return mail.Invalid("file", "The upload is not a well-formed multipart body.")
 	}
 	return err
 }
+
+func isMultipartErr(err error) bool { return strings.Contains(err.Error(), "multipart") }
 
 // lookupCountry resolves a CSV country cell: id, ISO alpha-2 code or name.
 func (s *Server) lookupCountry(v string) (int32, bool) {

@@ -191,3 +191,23 @@ func TestCSVSample(t *testing.T) {
 	typ := seedType(t, acct, "Sample")
 	upload(a, acct, typ, r.body).expect(t, 200, imported)
 }
+
+// Broken uploads are 422s: a record that never ends (an unclosed quote
+// would otherwise pull the rest of the file into memory) and a multipart
+// body cut short.
+func TestCSVImportBrokenUploads(t *testing.T) {
+	t.Parallel()
+	a := newAPI(t)
+	acct := a.account()
+	typ := seedType(t, acct, "Leads")
+	huge := "email,first_name\na@example.com,ok\nb@example.com,\"never closed\n" + strings.Repeat("x", 2<<20) + "\n"
+	upload(a, acct, typ, huge).
+		expect(t, 422, `{"status":"failed","errors":{"file":["Line 3: a record is longer than 1048576 bytes (is a closing quote missing?)."]}}`)
+	cut := "--XYZ\r\nContent-Disposition: form-data; name=\"contact_type_id\"\r\n\r\n" + fmt.Sprint(typ) +
+		"\r\n--XYZ\r\nContent-Disposition: form-data; name=\"file\"; filename=\"c.csv\"\r\nContent-Type: text/csv\r\n\r\nemail\na@example.com\nb@exa"
+	a.do(req{method: "POST", path: "/api/contacts/upload-csv", acct: &acct, body: rawBody{"multipart/form-data; boundary=XYZ", cut}}).
+		expect(t, 422, `{"status":"failed","errors":{"file":["The upload is not a well-formed multipart body."]}}`)
+	if got := storedContacts(t, acct, typ); len(got) != 0 {
+		t.Fatalf("broken uploads wrote %v", got)
+	}
+}

@@ -312,3 +312,29 @@ func TestBodyCap(t *testing.T) {
 	}
 	upload(a, acct, typ, b.String()).expect(t, 200, imported)
 }
+
+// Text PostgreSQL cannot store is refused at the edge, never a 500.
+func TestUnstorableText(t *testing.T) {
+	t.Parallel()
+	a := newAPI(t)
+	acct := a.account()
+	typ := seedType(t, acct, "Leads")
+	seedField(t, acct, "note", "text")
+	base := func(k, v string) url.Values {
+		b := url.Values{"contact_type_id": {fmt.Sprint(typ)}, "email": {"a@example.com"}, "country": {"276"}}
+		b.Set(k, v)
+		return b
+	}
+	a.do(req{method: "POST", path: "/api/contacts/add", acct: &acct, body: base("first_name", "A\x00B")}).
+		expect(t, 422, `{"status":"failed","errors":{"first_name":["The first name must be UTF-8 text without NUL characters."]}}`)
+	a.do(req{method: "POST", path: "/api/contacts/add", acct: &acct, body: base("custom_field[note]", "\xff\xfe")}).
+		expect(t, 422, `{"status":"failed","errors":{"custom_field.note":["The custom field note must be UTF-8 text without NUL characters."]}}`)
+	a.do(req{method: "POST", path: "/api/contacts-type/add", acct: &acct, body: multipartBody{"name": "Na\x00me"}}).
+		expect(t, 422, `{"status":"failed","errors":{"name":["The name must be UTF-8 text without NUL characters."]}}`)
+	upload(a, acct, typ, "email,first_name\na@example.com,A\x00\n").
+		expect(t, 422, `{"status":"failed","errors":{"file":["Line 2 contains a NUL character."]}}`)
+	a.do(req{method: "GET", path: "/api/contacts/list", header: map[string]string{"PublicKey": "\xff\xfe", "SecretKey": acct.secret}}).
+		expect(t, 401, `{"status":"failed","errors":"The public key or secret key is invalid."}`)
+	a.do(req{method: "GET", path: "/api/contacts/list", acct: &acct}).
+		expect(t, 200, `{"status":"success","message":{"contacts":[]}}`)
+}

@@ -11,6 +11,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/gin-gonic/gin"
 
@@ -71,7 +72,23 @@ func readForm(c *gin.Context) (form, error) {
 	for k, vs := range c.Request.URL.Query() {
 		f[k] = append(f[k], vs...)
 	}
-	return f, nil
+	return f, f.checkText()
+}
+
+// checkText refuses values PostgreSQL cannot store as text: invalid UTF-8
+// and NUL characters.
+func (f form) checkText() error {
+	var p mail.Problems
+	for k, vs := range f {
+		for _, v := range vs {
+			if !utf8.ValidString(v) || strings.IndexByte(v, 0) >= 0 {
+				name := strings.NewReplacer("][", ".", "[", ".", "]", "").Replace(k)
+				p.Add(name, "The "+mail.Label(name)+" must be UTF-8 text without NUL characters.")
+				break
+			}
+		}
+	}
+	return p.Err()
 }
 
 func bodyError(err error) error {

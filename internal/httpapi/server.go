@@ -153,12 +153,30 @@ func (s *Server) authenticate(c *gin.Context) {
 		s.fail(c, err)
 		return
 	}
+	if !plausibleKey(public) || !plausibleKey(secret) {
+		s.fail(c, mail.Errorf(mail.EUNAUTHORIZED, "The public key or secret key is invalid."))
+		return
+	}
 	acct, err := s.db.Authenticate(c.Request.Context(), public, secret)
 	if err != nil {
 		s.fail(c, err)
 		return
 	}
 	c.Request = c.Request.WithContext(context.WithValue(c.Request.Context(), accountKey{}, acct))
+}
+
+// plausibleKey is false for what no key can be (keys are short URL-safe
+// base64), so such a header never reaches the database.
+func plausibleKey(k string) bool {
+	if len(k) > 256 {
+		return false
+	}
+	for i := 0; i < len(k); i++ {
+		if c := k[i]; c <= ' ' || c >= 0x7f {
+			return false
+		}
+	}
+	return true
 }
 
 // userID is the authenticated account's id; every query filters by it.

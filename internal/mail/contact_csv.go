@@ -48,6 +48,8 @@ type ContactRow struct {
 // naming the line, and the caller must discard the whole file.
 type ContactCSV struct {
 	r       *csv.Reader
+	limit   *recordLimiter
+	line    int // the line of the last record read
 	country func(string) (int32, bool)
 
 	reserved [numReserved]int // column of each reserved field, -1 when absent
@@ -71,9 +73,10 @@ func NewContactCSV(r io.Reader, fields []CustomField, country func(string) (int3
 	if bom, err := br.Peek(3); err == nil && bytes.Equal(bom, []byte("\xEF\xBB\xBF")) {
 		br.Discard(3)
 	}
-	cr := csv.NewReader(br)
+	limit := &recordLimiter{r: br}
+	cr := csv.NewReader(limit)
 	cr.ReuseRecord = true
-	c := &ContactCSV{r: cr, country: country}
+	c := &ContactCSV{r: cr, limit: limit, country: country}
 	for i := range c.reserved {
 		c.reserved[i] = -1
 	}
@@ -82,8 +85,10 @@ func NewContactCSV(r io.Reader, fields []CustomField, country func(string) (int3
 		return nil, fileError("The file is empty.")
 	}
 	if err != nil {
-		return nil, csvError(err)
+		return nil, c.csvError(err)
 	}
+	c.line = 1
+	limit.n = 0
 	byName := map[string]int{}
 	for _, f := range ReservedFields {
 		byName[f.Name] = int(f.ID - 1)
@@ -96,6 +101,9 @@ func NewContactCSV(r io.Reader, fields []CustomField, country func(string) (int3
 	for col, raw := range header {
 		if !utf8.ValidString(raw) {
 			return nil, fileError("Line 1 is not valid UTF-8.")
+		}
+		if strings.IndexByte(raw, 0) >= 0 {
+			return nil, fileError("Line 1 contains a NUL character.")
 		}
 		name := strings.ToLower(strings.TrimSpace(raw))
 		if name == "" {
@@ -158,13 +166,18 @@ func (c *ContactCSV) Next() (*ContactRow, error) {
 			return nil, io.EOF
 		}
 		if err != nil {
-			return nil, csvError(err)
+			return nil, c.csvError(err)
 		}
 		c.rows++
+		c.limit.n = 0
 		line, _ := c.r.FieldPos(0)
+		c.line = line
 		for _, v := range rec {
 			if !utf8.ValidString(v) {
 				return nil, fileError(fmt.Sprintf("Line %d is not valid UTF-8.", line))
+			}
+			if strings.IndexByte(v, 0) >= 0 {
+				return nil, fileError(fmt.Sprintf("Line %d contains a NUL character.", line))
 			}
 		}
 		row := &c.row
@@ -240,10 +253,14 @@ func (c *ContactCSV) encodeCustom(rec []string, line int) error {
 
 func fileError(msg string) error { return Invalid("file", msg) }
 
-// csvError names the line of a malformed-CSV error.
-func csvError(err error) error {
+// csvError names the line of a malformed-CSV error. An error of the
+// underlying reader (the upload itself) comes back as a *ReadError.
+func (c *ContactCSV) csvError(err error) error {
 	var pe *csv.ParseError
-	if errors.As(err, &pe) {
+	switch {
+	case errors.Is(err, errRecordTooLong):
+		return fileError(fmt.Sprintf("Line %d: a record is longer than %d bytes (is a closing quote missing?).", c.line+1, maxRecordBytes))
+	case errors.As(err, &pe):
 		switch {
 		case errors.Is(pe.Err, csv.ErrFieldCount):
 			return fileError(fmt.Sprintf("Line %d has a different number of fields than the header.", pe.StartLine))
@@ -252,5 +269,36 @@ func csvError(err error) error {
 		}
 		return fileError(fmt.Sprintf("Line %d: %v.", pe.StartLine, pe.Err))
 	}
-	return err
+	return &ReadError{Err: err}
+}
+
+// ReadError is a failure to read the file itself (a broken or oversized
+// upload), as opposed to a problem with its content.
+type ReadError struct{ Err error }
+
+func (e *ReadError) Error() string { return "mail: reading the file: " + e.Err.Error() }
+func (e *ReadError) Unwrap() error { return e.Err }
+
+// maxRecordBytes caps one CSV record. encoding/csv holds a whole record in
+// memory, so without a cap an unclosed quote would read the rest of the
+// file into one.
+const maxRecordBytes = 1 << 20
+
+var errRecordTooLong = errors.New("csv record too long")
+
+// recordLimiter fails a read once n, the bytes read since the last record
+// ended (reset by ContactCSV), passes maxRecordBytes; encoding/csv reads
+// ahead at most its 4 KB buffer, so the cap is close to exact.
+type recordLimiter struct {
+	r io.Reader
+	n int
+}
+
+func (l *recordLimiter) Read(p []byte) (int, error) {
+	if l.n > maxRecordBytes {
+		return 0, errRecordTooLong
+	}
+	n, err := l.r.Read(p)
+	l.n += n
+	return n, err
 }

@@ -125,7 +125,7 @@ func Label(field string) string {
 	b := make([]byte, 0, len(field)+4)
 	for i := 0; i < len(field); i++ {
 		switch c := field[i]; {
-		case c == '_':
+		case c == '_' || c == '.':
 			b = append(b, ' ')
 		case c >= 'A' && c <= 'Z':
 			if i > 0 && field[i-1] != '_' {
