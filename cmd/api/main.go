@@ -147,6 +147,7 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger) error {
 	h := httpapi.New(httpapi.Config{
 		MaxBodyBytes:       cfg.MaxBodyBytes,
 		MaxUploadBytes:     cfg.MaxUploadBytes,
+		MaxImports:         cfg.MaxImports,
 		MonitoringUser:     cfg.MonitoringUser,
 		MonitoringPassword: cfg.MonitoringPassword,
 	}, httpapi.Deps{

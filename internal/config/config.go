@@ -26,6 +26,7 @@ type Config struct {
 	MaxBodyBytes           int64         // MAX_BODY_BYTES: cap on a request body
 	MaxUploadBytes         int64         // MAX_UPLOAD_BYTES: cap on a CSV upload
 	WorkerConcurrency      int           // WORKER_CONCURRENCY
+	MaxImports             int           // MAX_CONCURRENT_IMPORTS: CSV imports at once per API process
 	ShutdownTimeout        time.Duration // SHUTDOWN_TIMEOUT: HTTP drain and asynq shutdown
 	LogLevel               string        // LOG_LEVEL: debug, info, warn, error
 }
@@ -77,6 +78,7 @@ func Load(getenv func(string) string) (Config, error) {
 		MaxBodyBytes:       size("MAX_BODY_BYTES", 10<<20),
 		MaxUploadBytes:     size("MAX_UPLOAD_BYTES", 2<<30),
 		WorkerConcurrency:  integer("WORKER_CONCURRENCY", 20),
+		MaxImports:         integer("MAX_CONCURRENT_IMPORTS", 4),
 		LogLevel:           strings.ToLower(str("LOG_LEVEL", "info")),
 	}
 

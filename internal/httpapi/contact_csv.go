@@ -94,7 +94,15 @@ func (s *Server) uploadContacts(c *gin.Context) {
 				s.fail(c, mail.Invalid("file", "The file must be a file of type: csv."))
 				return
 			}
-			if src, err = mail.NewContactCSV(part, fields, s.lookupCountry); err != nil {
+			select {
+			case s.imports <- struct{}{}:
+				defer func() { <-s.imports }()
+			default:
+				s.fail(c, &mail.Error{Code: mail.ETOOMANY})
+				return
+			}
+			body := idleReader{r: part, rc: http.NewResponseController(c.Writer)}
+			if src, err = mail.NewContactCSV(body, fields, s.lookupCountry); err != nil {
 				s.fail(c, s.uploadError(err))
 				return
 			}
@@ -129,6 +137,23 @@ func (s *Server) uploadContacts(c *gin.Context) {
 		"rows", res.Rows, "added", res.Added, "updated", res.Updated, "skipped", res.Skipped,
 		"copy", copyTime, "merge", time.Since(mergeStart))
 	ok(c, "Imported Successfully")
+}
+
+// uploadIdle is how long an upload may send nothing before it is dropped:
+// its import holds a transaction open.
+const uploadIdle = time.Minute
+
+// idleReader moves the connection's read deadline before every read, so a
+// client that stops sending is cut after uploadIdle however long the
+// upload as a whole takes.
+type idleReader struct {
+	r  io.Reader
+	rc *http.ResponseController
+}
+
+func (r idleReader) Read(p []byte) (int, error) {
+	r.rc.SetReadDeadline(time.Now().Add(uploadIdle)) // not supported by test recorders: no deadline there
+	return r.r.Read(p)
 }
 
 func orInvalidType(err error) error {

@@ -4,11 +4,15 @@ import (
 	"bufio"
 	"bytes"
 	"net/http"
+	"time"
 
 	"github.com/gin-gonic/gin"
 
 	"github.com/mailroom/mailroom/internal/mail"
 )
+
+// listIdle bounds how long a client may take to read 1000 list elements.
+const listIdle = 2 * time.Minute
 
 // listWriter streams {"status":"success","message":{"<key>":[…]}} one
 // element at a time, so a list's memory does not grow with the account.
@@ -16,6 +20,7 @@ import (
 // answered with the failure envelope.
 type listWriter struct {
 	c       *gin.Context
+	rc      *http.ResponseController
 	key     string
 	w       *bufio.Writer
 	buf     bytes.Buffer
@@ -29,6 +34,7 @@ func newListWriter(c *gin.Context, key string) *listWriter {
 
 func (l *listWriter) start() {
 	l.started = true
+	l.rc = http.NewResponseController(l.c.Writer)
 	l.c.Header("Content-Type", "application/json; charset=utf-8")
 	l.c.Status(http.StatusOK)
 	l.w = bufio.NewWriterSize(l.c.Writer, 32<<10)
@@ -43,6 +49,10 @@ func (l *listWriter) start() {
 func (l *listWriter) add(v any) error {
 	if !l.started {
 		l.start()
+	}
+	if l.n%1000 == 0 {
+		// A client that reads nothing for listIdle is dropped.
+		l.rc.SetWriteDeadline(time.Now().Add(listIdle))
 	}
 	if l.n > 0 {
 		l.w.WriteByte(',')

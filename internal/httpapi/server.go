@@ -21,6 +21,7 @@ import (
 type Config struct {
 	MaxBodyBytes       int64
 	MaxUploadBytes     int64
+	MaxImports         int // CSV imports at once; more answer 429
 	MonitoringUser     string
 	MonitoringPassword string
 }
@@ -36,6 +37,8 @@ type Server struct {
 	redisPing func(context.Context) error
 	// monitoring is asynqmon's UI, mounted at /monitoring when set.
 	monitoring http.Handler
+	// imports holds a token per CSV import running.
+	imports chan struct{}
 }
 
 // Deps are the Server's collaborators, built by the main.
@@ -49,12 +52,20 @@ type Deps struct {
 
 // New builds the router.
 func New(cfg Config, d Deps) http.Handler {
-	gin.SetMode(gin.ReleaseMode)
-	s := &Server{db: d.DB, geo: newGeoResponse(d.Geo), log: d.Log, cfg: cfg, redisPing: d.RedisPing, monitoring: d.Monitoring}
+	return newServer(cfg, d).router()
+}
 
+func newServer(cfg Config, d Deps) *Server {
+	return &Server{db: d.DB, geo: newGeoResponse(d.Geo), log: d.Log, cfg: cfg, redisPing: d.RedisPing, monitoring: d.Monitoring,
+		imports: make(chan struct{}, max(cfg.MaxImports, 1))}
+}
+
+func (s *Server) router() *gin.Engine {
+	gin.SetMode(gin.ReleaseMode)
+	cfg := s.cfg
 	r := gin.New()
 	r.ContextWithFallback = true
-	r.Use(s.logRequests, gin.CustomRecoveryWithWriter(nil, s.recovered))
+	r.Use(s.logRequests, s.recover)
 	r.NoRoute(func(c *gin.Context) { failed(c, http.StatusNotFound, "Not Found") })
 	r.NoMethod(func(c *gin.Context) { failed(c, http.StatusNotFound, "Not Found") })
 
@@ -83,11 +94,26 @@ func (s *Server) routes(api *gin.RouterGroup) {
 	s.notificationRoutes(api)
 }
 
-// recovered turns a panic into a logged 500.
-func (s *Server) recovered(c *gin.Context, err any) {
-	s.log.ErrorContext(c.Request.Context(), "panic", slog.String("method", c.Request.Method),
-		slog.String("path", c.Request.URL.Path), slog.Any("panic", err))
-	failed(c, http.StatusInternalServerError, "Internal Server Error")
+// recover turns a panic into a logged 500, except http.ErrAbortHandler,
+// which it passes on so that net/http cuts the connection (a list that
+// failed after its first rows must not end like a whole one).
+func (s *Server) recover(c *gin.Context) {
+	defer func() {
+		err := recover()
+		if err == nil {
+			return
+		}
+		if err == http.ErrAbortHandler {
+			panic(err)
+		}
+		s.log.ErrorContext(c.Request.Context(), "panic", slog.String("method", c.Request.Method),
+			slog.String("path", c.Request.URL.Path), slog.Any("panic", err))
+		if c.Writer.Written() {
+			panic(http.ErrAbortHandler) // part of a response is out: cut it
+		}
+		failed(c, http.StatusInternalServerError, "Internal Server Error")
+	}()
+	c.Next()
 }
 
 func (s *Server) logRequests(c *gin.Context) {

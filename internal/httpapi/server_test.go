@@ -2,9 +2,12 @@ package httpapi
 
 import (
 	"bytes"
+	"context"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
+	"mime/multipart"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -13,6 +16,7 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/mailroom/mailroom/internal/mail"
+	"github.com/mailroom/mailroom/internal/testdb"
 )
 
 func TestPanicIsLogged500(t *testing.T) {
@@ -99,5 +103,71 @@ func TestMonitoringNeedsBasicAuth(t *testing.T) {
 	off.ServeHTTP(rec, r)
 	if rec.Code != 404 {
 		t.Errorf("monitoring without a user: %d", rec.Code)
+	}
+}
+
+// A handler that panics with http.ErrAbortHandler after writing part of a
+// response gets its connection cut, so the client cannot take the part for
+// the whole.
+func TestAbortCutsTheConnection(t *testing.T) {
+	t.Parallel()
+	r := newServer(Config{MaxBodyBytes: 1 << 10}, Deps{Log: slog.New(slog.NewTextHandler(io.Discard, nil))}).router()
+	r.GET("/half", func(c *gin.Context) {
+		c.Writer.WriteString(`{"status":"success","message":{"contacts":[`)
+		c.Writer.Flush()
+		panic(http.ErrAbortHandler)
+	})
+	srv := httptest.NewServer(r)
+	defer srv.Close()
+	resp, err := http.Get(srv.URL + "/half")
+	if err != nil {
+		return // cut before the headers: also not a whole response
+	}
+	defer resp.Body.Close()
+	if _, err := io.ReadAll(resp.Body); err == nil {
+		t.Fatal("the truncated response read as complete")
+	}
+}
+
+// Past MaxImports CSV imports at once, an upload answers 429.
+func TestImportSlots(t *testing.T) {
+	t.Parallel()
+	d := testdb.New(t)
+	s := newServer(Config{MaxBodyBytes: 1 << 20, MaxUploadBytes: 1 << 20, MaxImports: 1},
+		Deps{DB: d, Geo: testdb.Geo(t), Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	h := s.router()
+	id, keys, err := d.CreateAccount(context.Background(), "slots")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var typ int64
+	if err := d.Pool.QueryRow(context.Background(), "INSERT INTO contact_types (user_id, name) VALUES ($1, 'x') RETURNING id", id).Scan(&typ); err != nil {
+		t.Fatal(err)
+	}
+	upload := func() *httptest.ResponseRecorder {
+		var body bytes.Buffer
+		w := multipart.NewWriter(&body)
+		w.WriteField("contact_type_id", fmt.Sprint(typ))
+		fw, _ := w.CreateFormFile("file", "c.csv")
+		io.WriteString(fw, "email\na@example.com\n")
+		w.Close()
+		r := httptest.NewRequest("POST", "/api/contacts/upload-csv", &body)
+		r.Header.Set("Content-Type", w.FormDataContentType())
+		r.Header.Set("PublicKey", keys.Public)
+		r.Header.Set("SecretKey", keys.Secret)
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, r)
+		return rec
+	}
+	s.imports <- struct{}{} // an import running
+	if rec := upload(); rec.Code != 429 || rec.Body.String() != `{"status":"failed","errors":"Too Many Requests."}` {
+		t.Fatalf("busy: %d %s", rec.Code, rec.Body)
+	}
+	<-s.imports
+	if rec := upload(); rec.Code != 200 {
+		t.Fatalf("free: %d %s", rec.Code, rec.Body)
+	}
+	if len(s.imports) != 0 {
+		t.Fatal("the import kept its slot")
 	}
 }

@@ -182,52 +182,36 @@ func (d *DB) DeleteContacts(ctx context.Context, userID int64, ids []int64) erro
 	})
 }
 
-// listContactsSQL reads the account's live contacts with their types, in id
-// order. A LIMIT of NULL (from -1) returns every row.
-const listContactsSQL = `
+// listContactsSQL reads the account's live contacts with their types.
+var listContactsSQL = `
 SELECT c.id, c.user_id, c.contact_type_id, c.first_name, c.last_name, c.email, c.alt_email, c.country,
     c.state, c.city, c.address_line1, c.address_line2, c.state_province_region, c.postal_code, c.custom,
     c.deleted_at, c.created_at, c.updated_at,
     t.id, t.user_id, t.name, t.deleted_at, t.created_at, t.updated_at
 FROM contacts c JOIN contact_types t ON t.id = c.contact_type_id
-WHERE c.user_id = $1 AND c.deleted_at IS NULL
-ORDER BY c.id
-LIMIT NULLIF($2::bigint, -1) OFFSET $3`
+WHERE c.user_id = $1 AND c.deleted_at IS NULL AND ` + keyset("c.id", 1)
 
-// ListContacts calls fn with each live contact of the account, streaming
-// from the database, and returns the account's contact count when paged.
+// ListContacts calls fn with each live contact of the account, in id
+// order, and returns the account's contact count when paged.
 func (d *DB) ListContacts(ctx context.Context, userID int64, page *mail.Page, fn func(*Contact) error) (total int64, err error) {
-	limit, offset := int64(-1), int64(0)
 	if page != nil {
-		limit, offset = page.Size, page.Offset()
 		if total, err = d.q.CountContacts(ctx, userID); err != nil {
 			return 0, err
 		}
 	}
-	rows, err := d.Pool.Query(ctx, listContactsSQL, userID, limit, offset)
-	if err != nil {
-		return 0, err
-	}
-	defer rows.Close()
-	var c Contact
 	var custom []byte
-	for rows.Next() {
-		c.Custom = nil
+	err = streamList(ctx, d, listContactsSQL, []any{userID}, page, func(rows pgx.Rows, c *Contact) error {
 		t := &c.Type
 		if err := rows.Scan(&c.ID, &c.UserID, &c.ContactTypeID, &c.FirstName, &c.LastName, &c.Email, &c.AltEmail,
 			&c.Country, &c.State, &c.City, &c.AddressLine1, &c.AddressLine2, &c.StateProvinceRegion, &c.PostalCode,
 			&custom, &c.DeletedAt, &c.CreatedAt, &c.UpdatedAt,
 			&t.ID, &t.UserID, &t.Name, &t.DeletedAt, &t.CreatedAt, &t.UpdatedAt); err != nil {
-			return 0, err
+			return err
 		}
-		if c.Custom, err = decodeCustom(custom); err != nil {
-			return 0, err
-		}
-		if err := fn(&c); err != nil {
-			return 0, err
-		}
-	}
-	return total, rows.Err()
+		c.Custom, err = decodeCustom(custom)
+		return err
+	}, func(c *Contact) int64 { return c.ID }, fn)
+	return total, err
 }
 
 // decodeCustom reads a contact's custom values, numbers as json.Number so

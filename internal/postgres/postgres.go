@@ -22,6 +22,9 @@ import (
 	"github.com/mailroom/mailroom/migrations"
 )
 
+// defaultMaxConns is the pool size unless DATABASE_URL sets pool_max_conns.
+const defaultMaxConns = 20
+
 // DB is the storage handle: one pool shared by every request and task.
 type DB struct {
 	Pool *pgxpool.Pool
@@ -37,6 +40,11 @@ func Open(ctx context.Context, dsn string, log *slog.Logger) (*DB, error) {
 	cfg, err := pgxpool.ParseConfig(dsn)
 	if err != nil {
 		return nil, fmt.Errorf("postgres: parse DATABASE_URL: %w", err)
+	}
+	if !strings.Contains(dsn, "pool_max_conns") {
+		// pgx's default, max(4, NumCPU), is too few for an API whose lists
+		// and imports each hold a connection for a while.
+		cfg.MaxConns = defaultMaxConns
 	}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {

@@ -139,18 +139,16 @@ func (d *DB) DeleteSegmentRecipient(ctx context.Context, userID, id int64) error
 	return nil
 }
 
-const listSegmentRecipientsSQL = `
+var listSegmentRecipientsSQL = `
 SELECT r.id, r.user_id, r.segment_id, r.contact_id,
     COALESCE(c.first_name, r.first_name, ''), COALESCE(c.last_name, r.last_name, ''), COALESCE(c.email, r.email, ''),
     c.country, c.state, c.city, c.address_line1, r.created_at, r.updated_at
 FROM segment_recipients r
 LEFT JOIN contacts c ON c.id = r.contact_id
-WHERE r.segment_id = $1 AND (r.contact_id IS NULL OR c.deleted_at IS NULL)
-ORDER BY r.id
-LIMIT NULLIF($2::bigint, -1) OFFSET $3`
+WHERE r.segment_id = $1 AND (r.contact_id IS NULL OR c.deleted_at IS NULL) AND ` + keyset("r.id", 1)
 
 // SegmentRecipients calls fn with each recipient of a live segment of the
-// account, streaming; ENOTFOUND when there is no such segment.
+// account, in id order; ENOTFOUND when there is no such segment.
 func (d *DB) SegmentRecipients(ctx context.Context, userID, segmentID int64, page *mail.Page, fn func(*mail.SegmentRecipient) error) (total int64, err error) {
 	ok, err := d.q.SegmentExists(ctx, db.SegmentExistsParams{ID: segmentID, UserID: userID})
 	if err != nil {
@@ -159,29 +157,16 @@ func (d *DB) SegmentRecipients(ctx context.Context, userID, segmentID int64, pag
 	if !ok {
 		return 0, mail.NotFound()
 	}
-	limit, offset := int64(-1), int64(0)
 	if page != nil {
-		limit, offset = page.Size, page.Offset()
 		if total, err = d.q.CountSegmentRecipients(ctx, segmentID); err != nil {
 			return 0, err
 		}
 	}
-	rows, err := d.Pool.Query(ctx, listSegmentRecipientsSQL, segmentID, limit, offset)
-	if err != nil {
-		return 0, err
-	}
-	defer rows.Close()
-	var r mail.SegmentRecipient
-	for rows.Next() {
-		if err := rows.Scan(&r.ID, &r.UserID, &r.SegmentID, &r.ContactID, &r.FirstName, &r.LastName, &r.Email,
-			&r.Country, &r.State, &r.City, &r.AddressLine1, &r.CreatedAt, &r.UpdatedAt); err != nil {
-			return 0, err
-		}
-		if err := fn(&r); err != nil {
-			return 0, err
-		}
-	}
-	return total, rows.Err()
+	err = streamList(ctx, d, listSegmentRecipientsSQL, []any{segmentID}, page, func(rows pgx.Rows, r *mail.SegmentRecipient) error {
+		return rows.Scan(&r.ID, &r.UserID, &r.SegmentID, &r.ContactID, &r.FirstName, &r.LastName, &r.Email,
+			&r.Country, &r.State, &r.City, &r.AddressLine1, &r.CreatedAt, &r.UpdatedAt)
+	}, func(r *mail.SegmentRecipient) int64 { return r.ID }, fn)
+	return total, err
 }
 
 // membershipSQL re-evaluates one segment for a set of contacts (src: a

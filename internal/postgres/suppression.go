@@ -57,12 +57,10 @@ func (d *DB) DeleteUnsubscribes(ctx context.Context, userID int64, global bool, 
 // listUnsubscribesSQL reads a list of unsubscribes in id order through
 // unsubscribes_list: $2 is the group's id, 0 for the global list. A LIMIT
 // of NULL (from -1) returns every row.
-const listUnsubscribesSQL = `
+var listUnsubscribesSQL = `
 SELECT id, user_id, unsubscribe_groups_id, email_address, created_at, updated_at
 FROM unsubscribes
-WHERE user_id = $1 AND COALESCE(unsubscribe_groups_id, 0) = $2
-ORDER BY id
-LIMIT NULLIF($3::bigint, -1) OFFSET $4`
+WHERE user_id = $1 AND COALESCE(unsubscribe_groups_id, 0) = $2 AND ` + keyset("id", 2)
 
 // ListUnsubscribes calls fn with each address on the account's global list
 // (groupID nil) or in one of its groups, streaming from the database, and
@@ -82,28 +80,15 @@ func (d *DB) ListUnsubscribes(ctx context.Context, userID int64, groupID *int64,
 	if groupID != nil {
 		list = *groupID
 	}
-	limit, offset := int64(-1), int64(0)
 	if page != nil {
-		limit, offset = page.Size, page.Offset()
 		if total, err = d.q.CountUnsubscribes(ctx, db.CountUnsubscribesParams{UserID: userID, GroupID: list}); err != nil {
 			return 0, err
 		}
 	}
-	rows, err := d.Pool.Query(ctx, listUnsubscribesSQL, userID, list, limit, offset)
-	if err != nil {
-		return 0, err
-	}
-	defer rows.Close()
-	var u mail.Unsubscribe
-	for rows.Next() {
-		if err := rows.Scan(&u.ID, &u.UserID, &u.GroupID, &u.Email, &u.CreatedAt, &u.UpdatedAt); err != nil {
-			return 0, err
-		}
-		if err := fn(&u); err != nil {
-			return 0, err
-		}
-	}
-	return total, rows.Err()
+	err = streamList(ctx, d, listUnsubscribesSQL, []any{userID, list}, page, func(rows pgx.Rows, u *mail.Unsubscribe) error {
+		return rows.Scan(&u.ID, &u.UserID, &u.GroupID, &u.Email, &u.CreatedAt, &u.UpdatedAt)
+	}, func(u *mail.Unsubscribe) int64 { return u.ID }, fn)
+	return total, err
 }
 
 // UnsubscribeGroups returns the account's groups by id, each with its

@@ -1,0 +1,61 @@
+package postgres
+
+import (
+	"context"
+	"strconv"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/mailroom/mailroom/internal/mail"
+)
+
+// listChunk is how many rows a streamed list reads per query.
+const listChunk = 1000
+
+// streamList reads a list in id order and calls fn with each row, with no
+// connection held while fn runs (fn writes to a client that may be slow).
+// query must end with "id > $n ORDER BY id LIMIT $n+1 OFFSET $n+2" over
+// the parameters after args. A nil page walks the whole list, listChunk
+// rows per query, resuming after the last id; a page is one query.
+func streamList[T any](ctx context.Context, d *DB, query string, args []any, page *mail.Page,
+	scan func(pgx.Rows, *T) error, id func(*T) int64, fn func(*T) error) error {
+	after, limit, offset := int64(0), int64(listChunk), int64(0)
+	if page != nil {
+		limit, offset = page.Size, page.Offset()
+	}
+	buf := make([]T, 0, min(limit, listChunk))
+	for {
+		rows, err := d.Pool.Query(ctx, query, append(args, after, limit, offset)...)
+		if err != nil {
+			return err
+		}
+		buf = buf[:0]
+		for rows.Next() {
+			var v T
+			if err := scan(rows, &v); err != nil {
+				rows.Close()
+				return err
+			}
+			buf = append(buf, v)
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return err
+		}
+		for i := range buf {
+			if err := fn(&buf[i]); err != nil {
+				return err
+			}
+		}
+		if page != nil || int64(len(buf)) < limit {
+			return nil
+		}
+		after = id(&buf[len(buf)-1])
+	}
+}
+
+// keyset is the tail streamList expects, numbered after n parameters.
+func keyset(column string, n int) string {
+	return column + " > $" + strconv.Itoa(n+1) + " ORDER BY " + column +
+		" LIMIT $" + strconv.Itoa(n+2) + " OFFSET $" + strconv.Itoa(n+3)
+}
