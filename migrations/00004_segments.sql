@@ -38,6 +38,8 @@ CREATE TABLE segment_recipients (
 );
 CREATE UNIQUE INDEX segment_recipients_contact ON segment_recipients (segment_id, contact_id) WHERE contact_id IS NOT NULL;
 CREATE UNIQUE INDEX segment_recipients_manual ON segment_recipients (segment_id, email_lc) WHERE contact_id IS NULL;
+-- A segment's list, its count and its delete.
+CREATE INDEX segment_recipients_segment ON segment_recipients (segment_id, id);
 
 -- +goose Down
 DROP TABLE segment_recipients, segments;

@@ -338,3 +338,28 @@ func TestUnstorableText(t *testing.T) {
 	a.do(req{method: "GET", path: "/api/contacts/list", acct: &acct}).
 		expect(t, 200, `{"status":"success","message":{"contacts":[]}}`)
 }
+
+// An empty alt_email clears it to null, as an import's empty cell does.
+func TestContactClearAltEmail(t *testing.T) {
+	t.Parallel()
+	a := newAPI(t)
+	acct := a.account()
+	typ := seedType(t, acct, "Leads")
+	add := func(alt string) {
+		t.Helper()
+		a.do(req{method: "POST", path: "/api/contacts/add", acct: &acct, body: url.Values{
+			"contact_type_id": {fmt.Sprint(typ)}, "email": {"a@example.com"}, "country": {"276"}, "alt_email": {alt}}}).
+			expect(t, 200, `{"status":"success","message":"Contact Added Successfully"}`)
+	}
+	id := func() string {
+		return fmt.Sprintf("/api/contacts/details?contact_id=%d", contactID(t, acct, "a@example.com"))
+	}
+	add("alt@example.com")
+	if r := a.do(req{method: "GET", path: id(), acct: &acct}); !strings.Contains(r.body, `"alt_email":"alt@example.com"`) {
+		t.Fatal(r.body)
+	}
+	add("")
+	if r := a.do(req{method: "GET", path: id(), acct: &acct}); !strings.Contains(r.body, `"alt_email":null`) {
+		t.Fatal(r.body)
+	}
+}

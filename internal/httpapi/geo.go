@@ -5,13 +5,13 @@ import (
 	"compress/gzip"
 	"crypto/sha256"
 	"encoding/hex"
+	"math"
 	"net/http"
 	"strings"
 
 	"github.com/gin-gonic/gin"
 
 	"github.com/mailroom/mailroom/internal/geo"
-	"github.com/mailroom/mailroom/internal/mail"
 )
 
 // geoResponse is the whole geography answer, rendered and gzipped once per
@@ -80,12 +80,11 @@ func (s *Server) geography(c *gin.Context) {
 			return
 		}
 	}
-	if countryID > 1<<31-1 || stateID > 1<<31-1 {
-		s.fail(c, mail.NotFound())
-		return
-	}
 	body, gz, etag := s.geo.body, s.geo.gz, s.geo.etag
 	if countryID > 0 || stateID > 0 {
+		if countryID > math.MaxInt32 || stateID > math.MaxInt32 {
+			countryID, stateID = -1, 0 // no such place: empty arrays
+		}
 		body, gz = renderGeo(s.geo.set.Filter(int32(countryID), int32(stateID)))
 		sum := sha256.Sum256(body)
 		etag = `"` + hex.EncodeToString(sum[:16]) + `"`

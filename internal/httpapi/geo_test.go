@@ -142,3 +142,13 @@ func BenchmarkGeography(b *testing.B) {
 		})
 	}
 }
+
+func TestGeographyHugeIDs(t *testing.T) {
+	t.Parallel()
+	a := newAPI(t)
+	acct := a.account()
+	for _, q := range []string{"country_id=4294967296", "state_id=99999999999"} {
+		a.do(req{method: "GET", path: "/api/get/country-state-city?" + q, acct: &acct}).
+			expect(t, 200, `{"status":"success","message":{"countries":[],"states":[],"cities":[]}}`)
+	}
+}

@@ -263,7 +263,7 @@ UPDATE contacts AS c SET
     email = $1,
     first_name = COALESCE($2, c.first_name),
     last_name = COALESCE($3, c.last_name),
-    alt_email = COALESCE($4, c.alt_email),
+    alt_email = CASE WHEN $4::text IS NULL THEN c.alt_email ELSE NULLIF($4, '') END,
     country = COALESCE($5, c.country),
     state = COALESCE($6, c.state),
     city = COALESCE($7, c.city),
@@ -327,7 +327,7 @@ const upsertContact = `-- name: UpsertContact :one
 INSERT INTO contacts (user_id, contact_type_id, email, first_name, last_name, alt_email, country,
     state, city, address_line1, address_line2, state_province_region, postal_code, custom)
 SELECT t.user_id, t.id, $1::text, COALESCE($2::text, ''), COALESCE($3::text, ''),
-    $4::text, $5::integer, COALESCE($6::text, ''), COALESCE($7::text, ''),
+    NULLIF($4::text, ''), $5::integer, COALESCE($6::text, ''), COALESCE($7::text, ''),
     COALESCE($8::text, ''), COALESCE($9::text, ''),
     COALESCE($10::text, ''), COALESCE($11::text, ''),
     jsonb_strip_nulls($12::jsonb)
@@ -338,7 +338,7 @@ ON CONFLICT (contact_type_id, email_lc) WHERE deleted_at IS NULL DO UPDATE SET
     email = EXCLUDED.email,
     first_name = COALESCE($2, contacts.first_name),
     last_name = COALESCE($3, contacts.last_name),
-    alt_email = COALESCE($4, contacts.alt_email),
+    alt_email = CASE WHEN $4::text IS NULL THEN contacts.alt_email ELSE NULLIF($4, '') END,
     country = COALESCE($5, contacts.country),
     state = COALESCE($6, contacts.state),
     city = COALESCE($7, contacts.city),

@@ -4,7 +4,7 @@
 INSERT INTO contacts (user_id, contact_type_id, email, first_name, last_name, alt_email, country,
     state, city, address_line1, address_line2, state_province_region, postal_code, custom)
 SELECT t.user_id, t.id, @email::text, COALESCE(sqlc.narg(first_name)::text, ''), COALESCE(sqlc.narg(last_name)::text, ''),
-    sqlc.narg(alt_email)::text, sqlc.narg(country)::integer, COALESCE(sqlc.narg(state)::text, ''), COALESCE(sqlc.narg(city)::text, ''),
+    NULLIF(sqlc.narg(alt_email)::text, ''), sqlc.narg(country)::integer, COALESCE(sqlc.narg(state)::text, ''), COALESCE(sqlc.narg(city)::text, ''),
     COALESCE(sqlc.narg(address_line1)::text, ''), COALESCE(sqlc.narg(address_line2)::text, ''),
     COALESCE(sqlc.narg(state_province_region)::text, ''), COALESCE(sqlc.narg(postal_code)::text, ''),
     jsonb_strip_nulls(@custom::jsonb)
@@ -15,7 +15,7 @@ ON CONFLICT (contact_type_id, email_lc) WHERE deleted_at IS NULL DO UPDATE SET
     email = EXCLUDED.email,
     first_name = COALESCE(sqlc.narg(first_name), contacts.first_name),
     last_name = COALESCE(sqlc.narg(last_name), contacts.last_name),
-    alt_email = COALESCE(sqlc.narg(alt_email), contacts.alt_email),
+    alt_email = CASE WHEN sqlc.narg(alt_email)::text IS NULL THEN contacts.alt_email ELSE NULLIF(sqlc.narg(alt_email), '') END,
     country = COALESCE(sqlc.narg(country), contacts.country),
     state = COALESCE(sqlc.narg(state), contacts.state),
     city = COALESCE(sqlc.narg(city), contacts.city),
@@ -34,7 +34,7 @@ UPDATE contacts AS c SET
     email = @email,
     first_name = COALESCE(sqlc.narg(first_name), c.first_name),
     last_name = COALESCE(sqlc.narg(last_name), c.last_name),
-    alt_email = COALESCE(sqlc.narg(alt_email), c.alt_email),
+    alt_email = CASE WHEN sqlc.narg(alt_email)::text IS NULL THEN c.alt_email ELSE NULLIF(sqlc.narg(alt_email), '') END,
     country = COALESCE(sqlc.narg(country), c.country),
     state = COALESCE(sqlc.narg(state), c.state),
     city = COALESCE(sqlc.narg(city), c.city),
