@@ -69,6 +69,10 @@ CREATE TABLE contacts (
 );
 CREATE UNIQUE INDEX contacts_type_email ON contacts (contact_type_id, email_lc) WHERE deleted_at IS NULL;
 CREATE INDEX contacts_user ON contacts (user_id, id) WHERE deleted_at IS NULL;
+-- Segment conditions that are an exact custom value (a number, a datetime
+-- to the minute) filter through this index; with its pending list it cost
+-- no measurable time in the million-row import benchmark.
+CREATE INDEX contacts_custom ON contacts USING gin (custom jsonb_path_ops);
 
 -- +goose Down
 DROP TABLE contacts, custom_fields, contact_types, events;

@@ -82,6 +82,15 @@ func (p *predicate) expr(f mail.SegmentField) string {
 	return fmt.Sprintf("COALESCE(c.custom ->> %s::text, '')", key)
 }
 
+// contains is "c.custom @> {field: v} AND " for a custom field, so the
+// GIN index on custom can find an exact value; "" for other fields.
+func (p *predicate) contains(f mail.SegmentField, v string) string {
+	if f.Custom == "" {
+		return ""
+	}
+	return "c.custom @> jsonb_build_object(" + p.arg(f.Custom) + "::text, " + v + ") AND "
+}
+
 func (p *predicate) condition(c mail.Condition) string {
 	if c.Operator == "" {
 		return "FALSE"
@@ -141,7 +150,7 @@ func (p *predicate) number(e string, c mail.Condition) string {
 	case mail.OpNotEmpty:
 		return e + " IS NOT NULL"
 	case mail.OpIs:
-		return e + " = " + num(0)
+		return p.contains(c.Field, num(0)) + e + " = " + num(0)
 	case mail.OpIsNot:
 		return e + " IS DISTINCT FROM " + num(0)
 	case mail.OpGreater:
@@ -173,6 +182,11 @@ func (p *predicate) datetime(e string, c mail.Condition) string {
 	case mail.OpNotEmpty:
 		return e + " IS NOT NULL"
 	case mail.OpIs:
+		if !c.Operands[0].Day {
+			// A minute is a stored value exactly (YYYY-MM-DDTHH:MM).
+			v := p.arg(c.Operands[0].Time.Format("2006-01-02T15:04")) + "::text"
+			return p.contains(c.Field, v) + e + " >= " + at(0) + " AND " + e + " < " + end(0)
+		}
 		return e + " >= " + at(0) + " AND " + e + " < " + end(0)
 	case mail.OpIsNot:
 		return "NOT COALESCE(" + e + " >= " + at(0) + " AND " + e + " < " + end(0) + ", false)"
