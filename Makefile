@@ -36,6 +36,7 @@ generate:
 lint:
 	@test -z "$$(gofmt -l .)" || (gofmt -l .; exit 1)
 	$(GO) vet ./...
+	$(GO) run honnef.co/go/tools/cmd/staticcheck@v0.6.1 ./...
 
 clean:
 	rm -rf $(BIN) var

@@ -124,24 +124,10 @@ func flatten(f form, key string, v any) {
 	}
 }
 
-// has reports whether key was sent at all.
-func (f form) has(key string) bool {
-	_, ok := f[key]
-	return ok
-}
-
 // str returns key's first value, trimmed ("" when absent).
 func (f form) str(key string) string {
 	if vs := f[key]; len(vs) > 0 {
 		return strings.TrimSpace(vs[0])
-	}
-	return ""
-}
-
-// raw returns key's first value untouched.
-func (f form) raw(key string) string {
-	if vs := f[key]; len(vs) > 0 {
-		return vs[0]
 	}
 	return ""
 }

@@ -1,7 +1,6 @@
 package mail
 
 import (
-	"fmt"
 	netmail "net/mail"
 	"regexp"
 	"strconv"
@@ -143,17 +142,17 @@ func (f CustomField) ParseCustomValue(v string) (any, error) {
 		}
 		n, err := strconv.ParseFloat(v, 64)
 		if err != nil || n != n || n > 1e300 || n < -1e300 {
-			return nil, fmt.Errorf("The %s must be a number.", Label(f.Name))
+			return nil, messagef("The %s must be a number.", Label(f.Name))
 		}
 		return n, nil
 	case FieldDatetime:
 		if _, err := time.Parse(datetimeLayout, v); err != nil {
-			return nil, fmt.Errorf("The %s must be a date and time as YYYY-MM-DDTHH:MM.", Label(f.Name))
+			return nil, messagef("The %s must be a date and time as YYYY-MM-DDTHH:MM.", Label(f.Name))
 		}
 		return v, nil
 	default:
 		if !utf8.ValidString(v) {
-			return nil, fmt.Errorf("The %s must be UTF-8 text.", Label(f.Name))
+			return nil, messagef("The %s must be UTF-8 text.", Label(f.Name))
 		}
 		return v, nil
 	}

@@ -57,6 +57,15 @@ func (e *Error) Error() string {
 	return fmt.Sprintf("mail: %s: %v", e.Code, e.FieldNames())
 }
 
+// Message is a validation message for the API user, carried as an error:
+// it is shown as it is, capitalized and with its final period, under the
+// field its caller names.
+type Message string
+
+func (m Message) Error() string { return string(m) }
+
+func messagef(format string, args ...any) error { return Message(fmt.Sprintf(format, args...)) }
+
 // Errorf returns an *Error with the given code and formatted message.
 func Errorf(code, format string, args ...any) *Error {
 	return &Error{Code: code, Message: fmt.Sprintf(format, args...)}

@@ -185,7 +185,7 @@ func ParseSegment(f SegmentForm, fields []CustomField) (SegmentInput, error) {
 func parseSegmentField(v string, fields []CustomField) (SegmentField, error) {
 	id, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
 	if err != nil {
-		return SegmentField{}, fmt.Errorf("The selected field is invalid.")
+		return SegmentField{}, messagef("The selected field is invalid.")
 	}
 	if id == CreatedAtFieldID {
 		return SegmentField{ID: 0, Kind: KindDatetime, Column: "created_at"}, nil
@@ -207,7 +207,7 @@ func parseSegmentField(v string, fields []CustomField) (SegmentField, error) {
 			return SegmentField{ID: id, Kind: kind, Custom: c.Name}, nil
 		}
 	}
-	return SegmentField{}, fmt.Errorf("The selected field is invalid.")
+	return SegmentField{}, messagef("The selected field is invalid.")
 }
 
 // SegmentFieldByID resolves a stored condition's field id against the
@@ -249,26 +249,26 @@ func parseOperands(f SegmentField, op string, raw []string) ([]Operand, []string
 	}
 	if len(vals) != want || (want == 1 && vals[0] == "") || (want == 2 && (vals[0] == "" || vals[1] == "")) {
 		if want == 2 {
-			return nil, nil, fmt.Errorf("The value must hold two values for %q.", op)
+			return nil, nil, messagef("The value must hold two values for %q.", op)
 		}
-		return nil, nil, fmt.Errorf("The value field is required.")
+		return nil, nil, messagef("The value field is required.")
 	}
 	out := make([]Operand, want)
 	for i, v := range vals {
 		if len(v) > 1000 {
-			return nil, nil, fmt.Errorf("The value may not be greater than 1000 characters.")
+			return nil, nil, messagef("The value may not be greater than 1000 characters.")
 		}
 		switch {
 		case op == OpWithinLastDay:
 			n, err := strconv.Atoi(v)
 			if err != nil || n < 0 || n > 36500 {
-				return nil, nil, fmt.Errorf("The value must be a number of days.")
+				return nil, nil, messagef("The value must be a number of days.")
 			}
 			out[i].Days = n
 		case f.Kind == KindNumber:
 			n, err := strconv.ParseFloat(v, 64)
 			if err != nil || n != n || n > 1e300 || n < -1e300 {
-				return nil, nil, fmt.Errorf("The value must be a number.")
+				return nil, nil, messagef("The value must be a number.")
 			}
 			out[i].Number = n
 		case f.Kind == KindDatetime:
@@ -280,11 +280,11 @@ func parseOperands(f SegmentField, op string, raw []string) ([]Operand, []string
 				}
 			}
 			if !ok {
-				return nil, nil, fmt.Errorf("The value must be a date (YYYY-MM-DD) or a date and time (YYYY-MM-DDTHH:MM).")
+				return nil, nil, messagef("The value must be a date (YYYY-MM-DD) or a date and time (YYYY-MM-DDTHH:MM).")
 			}
 		default:
 			if !utf8.ValidString(v) {
-				return nil, nil, fmt.Errorf("The value must be UTF-8 text.")
+				return nil, nil, messagef("The value must be UTF-8 text.")
 			}
 			out[i].Text = v
 		}
