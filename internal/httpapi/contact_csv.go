@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/gin-gonic/gin"
@@ -30,6 +31,15 @@ func (s *Server) contactCSVRoutes(api *gin.RouterGroup) {
 // before or after the file.
 func (s *Server) uploadContacts(c *gin.Context) {
 	ctx, uid := c.Request.Context(), userID(c)
+	// A slow sender holds an import slot and a transaction: the body must
+	// keep arriving (see slowReader); the deadline is lifted once it is read.
+	rc := http.NewResponseController(c.Writer)
+	idle := s.cfg.UploadIdle
+	if idle <= 0 {
+		idle = uploadIdle
+	}
+	c.Request.Body = &slowReader{r: c.Request.Body, rc: rc, idle: idle}
+	rc.SetReadDeadline(time.Now().Add(idle)) // not supported by test recorders: no deadline there
 	mr, err := c.Request.MultipartReader()
 	if err != nil {
 		// Not multipart: there can be no file.
@@ -94,15 +104,13 @@ func (s *Server) uploadContacts(c *gin.Context) {
 				s.fail(c, mail.Invalid("file", "The file must be a file of type: csv."))
 				return
 			}
-			select {
-			case s.imports <- struct{}{}:
-				defer func() { <-s.imports }()
-			default:
+			release, ok := s.imports.acquire(uid)
+			if !ok {
 				s.fail(c, &mail.Error{Code: mail.ETOOMANY})
 				return
 			}
-			body := idleReader{r: part, rc: http.NewResponseController(c.Writer)}
-			if src, err = mail.NewContactCSV(body, fields, s.lookupCountry); err != nil {
+			defer release()
+			if src, err = mail.NewContactCSV(part, fields, s.lookupCountry); err != nil {
 				s.fail(c, s.uploadError(err))
 				return
 			}
@@ -119,6 +127,14 @@ func (s *Server) uploadContacts(c *gin.Context) {
 			}
 		}
 	}
+	// Read the body to its end (net/http then watches the connection for a
+	// hang-up), and lift the deadline, which would also bound that watch:
+	// the merge may take its time.
+	if _, err := io.Copy(io.Discard, c.Request.Body); err != nil {
+		s.fail(c, s.uploadError(err))
+		return
+	}
+	rc.SetReadDeadline(time.Time{})
 	var fileErr error
 	if !fileSeen {
 		fileErr = mail.Invalid("file", mail.RequiredMessage("file"))
@@ -139,21 +155,66 @@ func (s *Server) uploadContacts(c *gin.Context) {
 	ok(c, "Imported Successfully")
 }
 
-// uploadIdle is how long an upload may send nothing before it is dropped:
-// its import holds a transaction open.
-const uploadIdle = time.Minute
+// An upload must deliver uploadChunk bytes within every uploadIdle (or
+// Config.UploadIdle), about 1 KB/s at the least; a slower one is dropped.
+const (
+	uploadIdle  = time.Minute
+	uploadChunk = 64 << 10
+)
 
-// idleReader moves the connection's read deadline before every read, so a
-// client that stops sending is cut after uploadIdle however long the
-// upload as a whole takes.
-type idleReader struct {
-	r  io.Reader
-	rc *http.ResponseController
+// slowReader moves the connection's read deadline each time another
+// uploadChunk bytes have arrived, so a client trickling a byte at a time
+// cannot keep an import open for ever.
+type slowReader struct {
+	r     io.ReadCloser
+	rc    *http.ResponseController
+	idle  time.Duration
+	since int
 }
 
-func (r idleReader) Read(p []byte) (int, error) {
-	r.rc.SetReadDeadline(time.Now().Add(uploadIdle)) // not supported by test recorders: no deadline there
-	return r.r.Read(p)
+func (r *slowReader) Read(p []byte) (int, error) {
+	n, err := r.r.Read(p)
+	if r.since += n; r.since >= uploadChunk {
+		r.since = 0
+		r.rc.SetReadDeadline(time.Now().Add(r.idle))
+	}
+	return n, err
+}
+
+func (r *slowReader) Close() error { return r.r.Close() }
+
+// importSlots bounds the CSV imports of one process: at most total at once,
+// and at most perAccount for any one account.
+type importSlots struct {
+	mu         sync.Mutex
+	total      int
+	perAccount int
+	running    int
+	byAccount  map[int64]int
+}
+
+func newImportSlots(total int) *importSlots {
+	total = max(total, 1)
+	return &importSlots{total: total, perAccount: max(total/2, 1), byAccount: map[int64]int{}}
+}
+
+// acquire takes a slot for the account, or reports that none is free.
+func (s *importSlots) acquire(account int64) (release func(), ok bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.running >= s.total || s.byAccount[account] >= s.perAccount {
+		return nil, false
+	}
+	s.running++
+	s.byAccount[account]++
+	return func() {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		s.running--
+		if s.byAccount[account]--; s.byAccount[account] == 0 {
+			delete(s.byAccount, account)
+		}
+	}, true
 }
 
 func orInvalidType(err error) error {

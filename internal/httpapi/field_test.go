@@ -78,7 +78,7 @@ func TestCustomFields(t *testing.T) {
 
 	del := req{method: "DELETE", path: fmt.Sprintf("/api/custom-fields/delete?id=%d", ids[0]), acct: &acct}
 	a.do(del).expect(t, 200, deletedOK)
-	for id, want := range map[int64]string{both: `{"notes": "x"}`, notes: `{"notes": "y"}`, deleted: `{}`, theirs: `{"score": 5}`} {
+	for id, want := range map[int64]string{both: `{"notes": "x"}`, notes: `{"notes": "y"}`, deleted: `{"score": 1}`, theirs: `{"score": 5}`} {
 		if got := customValues(t, id); got != want {
 			t.Errorf("contact %d: custom %s, want %s", id, got, want)
 		}

@@ -21,7 +21,8 @@ import (
 type Config struct {
 	MaxBodyBytes       int64
 	MaxUploadBytes     int64
-	MaxImports         int // CSV imports at once; more answer 429
+	MaxImports         int           // CSV imports at once (half of them per account); more answer 429
+	UploadIdle         time.Duration // 0: a minute; see slowReader
 	MonitoringUser     string
 	MonitoringPassword string
 }
@@ -37,8 +38,8 @@ type Server struct {
 	redisPing func(context.Context) error
 	// monitoring is asynqmon's UI, mounted at /monitoring when set.
 	monitoring http.Handler
-	// imports holds a token per CSV import running.
-	imports chan struct{}
+	// imports bounds the CSV imports running.
+	imports *importSlots
 }
 
 // Deps are the Server's collaborators, built by the main.
@@ -57,7 +58,7 @@ func New(cfg Config, d Deps) http.Handler {
 
 func newServer(cfg Config, d Deps) *Server {
 	return &Server{db: d.DB, geo: newGeoResponse(d.Geo), log: d.Log, cfg: cfg, redisPing: d.RedisPing, monitoring: d.Monitoring,
-		imports: make(chan struct{}, max(cfg.MaxImports, 1))}
+		imports: newImportSlots(cfg.MaxImports)}
 }
 
 func (s *Server) router() *gin.Engine {

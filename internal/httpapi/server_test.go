@@ -12,6 +12,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/gin-gonic/gin"
 
@@ -129,45 +130,133 @@ func TestAbortCutsTheConnection(t *testing.T) {
 	}
 }
 
-// Past MaxImports CSV imports at once, an upload answers 429.
+// Past its share of the import slots, an upload answers 429: MaxImports
+// at once per process, half of them per account.
 func TestImportSlots(t *testing.T) {
 	t.Parallel()
 	d := testdb.New(t)
-	s := newServer(Config{MaxBodyBytes: 1 << 20, MaxUploadBytes: 1 << 20, MaxImports: 1},
+	s := newServer(Config{MaxBodyBytes: 1 << 20, MaxUploadBytes: 1 << 20, MaxImports: 2},
 		Deps{DB: d, Geo: testdb.Geo(t), Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	h := s.router()
-	id, keys, err := d.CreateAccount(context.Background(), "slots")
-	if err != nil {
-		t.Fatal(err)
+	type acct struct {
+		id, typ int64
+		keys    mail.Keys
 	}
-	var typ int64
-	if err := d.Pool.QueryRow(context.Background(), "INSERT INTO contact_types (user_id, name) VALUES ($1, 'x') RETURNING id", id).Scan(&typ); err != nil {
-		t.Fatal(err)
+	newAcct := func() acct {
+		id, keys, err := d.CreateAccount(context.Background(), "slots")
+		if err != nil {
+			t.Fatal(err)
+		}
+		a := acct{id: id, keys: keys}
+		if err := d.Pool.QueryRow(context.Background(), "INSERT INTO contact_types (user_id, name) VALUES ($1, 'x') RETURNING id", id).Scan(&a.typ); err != nil {
+			t.Fatal(err)
+		}
+		return a
 	}
-	upload := func() *httptest.ResponseRecorder {
+	upload := func(a acct) *httptest.ResponseRecorder {
 		var body bytes.Buffer
 		w := multipart.NewWriter(&body)
-		w.WriteField("contact_type_id", fmt.Sprint(typ))
+		w.WriteField("contact_type_id", fmt.Sprint(a.typ))
 		fw, _ := w.CreateFormFile("file", "c.csv")
 		io.WriteString(fw, "email\na@example.com\n")
 		w.Close()
 		r := httptest.NewRequest("POST", "/api/contacts/upload-csv", &body)
 		r.Header.Set("Content-Type", w.FormDataContentType())
-		r.Header.Set("PublicKey", keys.Public)
-		r.Header.Set("SecretKey", keys.Secret)
+		r.Header.Set("PublicKey", a.keys.Public)
+		r.Header.Set("SecretKey", a.keys.Secret)
 		rec := httptest.NewRecorder()
 		h.ServeHTTP(rec, r)
 		return rec
 	}
-	s.imports <- struct{}{} // an import running
-	if rec := upload(); rec.Code != 429 || rec.Body.String() != `{"status":"failed","errors":"Too Many Requests."}` {
-		t.Fatalf("busy: %d %s", rec.Code, rec.Body)
+	busy := `{"status":"failed","errors":"Too Many Requests."}`
+	one, two, three := newAcct(), newAcct(), newAcct()
+
+	releaseOne, ok := s.imports.acquire(one.id) // an import of account one running
+	if !ok {
+		t.Fatal("no slot")
 	}
-	<-s.imports
-	if rec := upload(); rec.Code != 200 {
-		t.Fatalf("free: %d %s", rec.Code, rec.Body)
+	if rec := upload(one); rec.Code != 429 || rec.Body.String() != busy {
+		t.Fatalf("account at its share: %d %s", rec.Code, rec.Body)
 	}
-	if len(s.imports) != 0 {
-		t.Fatal("the import kept its slot")
+	if rec := upload(two); rec.Code != 200 {
+		t.Fatalf("another account: %d %s", rec.Code, rec.Body)
+	}
+	releaseTwo, _ := s.imports.acquire(two.id) // the process is full
+	if rec := upload(three); rec.Code != 429 || rec.Body.String() != busy {
+		t.Fatalf("process full: %d %s", rec.Code, rec.Body)
+	}
+	releaseOne()
+	releaseTwo()
+	if rec := upload(one); rec.Code != 200 {
+		t.Fatalf("free again: %d %s", rec.Code, rec.Body)
+	}
+	if s.imports.running != 0 || len(s.imports.byAccount) != 0 {
+		t.Fatalf("slots kept: %+v", s.imports)
+	}
+}
+
+// The upload's read deadline ends with the body: an import whose merge
+// waits longer than the idle limit (here for a writer's lock) still
+// finishes. Over a real connection, as deadlines need one.
+func TestImportOutlastsUploadIdle(t *testing.T) {
+	t.Parallel()
+	d := testdb.New(t)
+	h := newServer(Config{MaxBodyBytes: 1 << 20, MaxUploadBytes: 1 << 20, MaxImports: 2, UploadIdle: 100 * time.Millisecond},
+		Deps{DB: d, Geo: testdb.Geo(t), Log: slog.New(slog.NewTextHandler(io.Discard, nil))}).router()
+	srv := httptest.NewServer(h)
+	defer srv.Close()
+	ctx := context.Background()
+	id, keys, err := d.CreateAccount(ctx, "idle")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var typ int64
+	if err := d.Pool.QueryRow(ctx, "INSERT INTO contact_types (user_id, name) VALUES ($1, 'x') RETURNING id", id).Scan(&typ); err != nil {
+		t.Fatal(err)
+	}
+	// A writer holds the type, so the merge waits.
+	tx, err := d.Pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback(ctx)
+	if _, err := tx.Exec(ctx, "SELECT 1 FROM contact_types WHERE id = $1 FOR SHARE", typ); err != nil {
+		t.Fatal(err)
+	}
+	var body bytes.Buffer
+	w := multipart.NewWriter(&body)
+	w.WriteField("contact_type_id", fmt.Sprint(typ))
+	fw, _ := w.CreateFormFile("file", "c.csv")
+	io.WriteString(fw, "email\na@example.com\n")
+	w.Close()
+	req, _ := http.NewRequest("POST", srv.URL+"/api/contacts/upload-csv", &body)
+	req.Header.Set("Content-Type", w.FormDataContentType())
+	req.Header.Set("PublicKey", keys.Public)
+	req.Header.Set("SecretKey", keys.Secret)
+	type result struct {
+		code int
+		body string
+		err  error
+	}
+	done := make(chan result, 1)
+	go func() {
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			done <- result{err: err}
+			return
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		done <- result{code: resp.StatusCode, body: string(b)}
+	}()
+	// Let the idle limit pass several times over while the merge waits:
+	// the deadline is a timer in net/http, there is no event to wait on.
+	time.Sleep(400 * time.Millisecond)
+	if err := tx.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	r := <-done
+	if r.err != nil || r.code != 200 || r.body != `{"status":"success","message":"Imported Successfully"}` {
+		t.Fatalf("got %d %q %v", r.code, r.body, r.err)
 	}
 }

@@ -3,6 +3,7 @@ package mail
 import (
 	netmail "net/mail"
 	"regexp"
+	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -250,7 +251,13 @@ func ParseContact(f ContactForm, fields []CustomField, knownCountry func(int32) 
 			byName[strings.ToLower(cf.Name)] = cf
 		}
 		in.Custom = make(map[string]any, len(f.Custom))
-		for name, raw := range f.Custom {
+		names := make([]string, 0, len(f.Custom))
+		for name := range f.Custom {
+			names = append(names, name)
+		}
+		sort.Strings(names) // the same report whatever the map's order
+		for _, name := range names {
+			raw := f.Custom[name]
 			cf, ok := byName[strings.ToLower(name)]
 			if !ok {
 				p.Add("custom_field."+name, "The custom field "+name+" does not exist.")
@@ -259,6 +266,10 @@ func ParseContact(f ContactForm, fields []CustomField, knownCountry func(int32) 
 			v, err := cf.ParseCustomValue(raw)
 			if err != nil {
 				p.Add("custom_field."+name, err.Error())
+				continue
+			}
+			if _, twice := in.Custom[cf.Name]; twice {
+				p.Add("custom_field."+name, "The custom field "+cf.Name+" was sent more than once.")
 				continue
 			}
 			in.Custom[cf.Name] = v

@@ -2,6 +2,7 @@ package mail
 
 import (
 	"crypto/rand"
+	"fmt"
 	"math/big"
 	"strconv"
 	"strings"
@@ -83,10 +84,12 @@ func ParseUnsubscribeGroup(name, description, isDisplay string) (UnsubscribeGrou
 // separated by commas (or line breaks); each address is trimmed and must be
 // valid, empty items are skipped. Addresses are returned once each, compared
 // lower-cased, first spelling and order kept. Any invalid address fails the
-// whole list, each one named in its own message.
+// whole list, each one named in its own message (the first
+// maxNamedInvalid, then a count of the rest).
 func ParseEmailList(field string, values []string) ([]Email, error) {
 	var p Problems
 	var out []Email
+	invalid := 0
 	seen := map[string]bool{}
 	for _, v := range values {
 		for _, item := range strings.FieldsFunc(v, func(r rune) bool { return r == ',' || r == '\n' || r == '\r' }) {
@@ -96,7 +99,9 @@ func ParseEmailList(field string, values []string) ([]Email, error) {
 			}
 			e, ok := ParseEmail(item)
 			if !ok {
-				p.Add(field, "The "+Label(field)+` "`+item+`" is not a valid email address.`)
+				if invalid++; invalid <= maxNamedInvalid {
+					p.Add(field, "The "+Label(field)+` "`+item+`" is not a valid email address.`)
+				}
 				continue
 			}
 			if lc := e.Lower(); !seen[lc] {
@@ -104,6 +109,9 @@ func ParseEmailList(field string, values []string) ([]Email, error) {
 				out = append(out, e)
 			}
 		}
+	}
+	if invalid > maxNamedInvalid {
+		p.Add(field, fmt.Sprintf("%d more addresses are not valid email addresses.", invalid-maxNamedInvalid))
 	}
 	if err := p.Err(); err != nil {
 		return nil, err
@@ -113,6 +121,9 @@ func ParseEmailList(field string, values []string) ([]Email, error) {
 	}
 	return out, nil
 }
+
+// maxNamedInvalid caps the invalid addresses an error names one by one.
+const maxNamedInvalid = 20
 
 // NewRandID returns a group's rand_id: 10 random decimal digits, the first
 // not 0 so the string reads as the number it looks like.

@@ -27,6 +27,8 @@ func translate(err error) error {
 			return &mail.Error{Code: mail.EINVALID, Message: "A referenced record does not exist."}
 		case "22P04", "22P02", "22001", "22003": // bad copy data, invalid text, too long, out of range
 			return &mail.Error{Code: mail.EINVALID, Message: pgErr.Message}
+		case "40P01", "40001": // deadlock, serialization failure (after InTx's retries)
+			return &mail.Error{Code: mail.ECONFLICT, Message: "The records changed while this request ran; try again."}
 		case "22021", "22P05": // invalid byte sequence, untranslatable character
 			return &mail.Error{Code: mail.EINVALID, Message: "A value is not valid UTF-8 text."}
 		}

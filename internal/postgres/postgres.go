@@ -136,9 +136,25 @@ func (d *DB) Migrate(ctx context.Context) error {
 	return nil
 }
 
-// InTx runs fn in a transaction, committing when fn returns nil.
+// InTx runs fn in a transaction, committing when fn returns nil. A
+// deadlock or serialization failure (40P01, 40001) rolls back and runs fn
+// again, up to three times in all: fn must do all its work through tx.
 func (d *DB) InTx(ctx context.Context, fn func(tx pgx.Tx, q *db.Queries) error) error {
-	return pgx.BeginFunc(ctx, d.Pool, func(tx pgx.Tx) error {
-		return fn(tx, d.q.WithTx(tx))
-	})
+	var err error
+	for attempt := 0; attempt < 3; attempt++ {
+		err = pgx.BeginFunc(ctx, d.Pool, func(tx pgx.Tx) error {
+			return fn(tx, d.q.WithTx(tx))
+		})
+		if !retryable(err) {
+			return err
+		}
+		d.log.WarnContext(ctx, "transaction retried", "attempt", attempt+1, "err", err)
+	}
+	return translate(err) // still failing: a 409 asking to try again
+}
+
+// retryable reports a failure that running the transaction again can cure.
+func retryable(err error) bool {
+	var pgErr *pgconn.PgError
+	return errors.As(err, &pgErr) && (pgErr.Code == "40P01" || pgErr.Code == "40001")
 }

@@ -113,7 +113,7 @@ func (q *Queries) LockAccountContactTypes(ctx context.Context, userID int64) err
 
 const removeCustomValues = `-- name: RemoveCustomValues :execrows
 UPDATE contacts SET custom = custom - $1::text
-WHERE user_id = $2 AND custom ? $1::text
+WHERE user_id = $2 AND deleted_at IS NULL AND custom ? $1::text
 `
 
 type RemoveCustomValuesParams struct {
@@ -121,8 +121,10 @@ type RemoveCustomValuesParams struct {
 	UserID    int64
 }
 
-// Drops the field's key from every contact of the account, deleted ones
-// included, so a later field of that name starts empty.
+// Drops the field's key from every live contact of the account, so a later
+// field of that name starts empty (deleted contacts are never read again).
+// Live only, so that contacts_user finds the rows: the account's types
+// are locked meanwhile.
 func (q *Queries) RemoveCustomValues(ctx context.Context, arg RemoveCustomValuesParams) (int64, error) {
 	result, err := q.db.Exec(ctx, removeCustomValues, arg.FieldName, arg.UserID)
 	if err != nil {

@@ -19,10 +19,12 @@ DELETE FROM custom_fields WHERE id = @id AND user_id = @user_id
 RETURNING field_name;
 
 -- name: RemoveCustomValues :execrows
--- Drops the field's key from every contact of the account, deleted ones
--- included, so a later field of that name starts empty.
+-- Drops the field's key from every live contact of the account, so a later
+-- field of that name starts empty (deleted contacts are never read again).
+-- Live only, so that contacts_user finds the rows: the account's types
+-- are locked meanwhile.
 UPDATE contacts SET custom = custom - @field_name::text
-WHERE user_id = @user_id AND custom ? @field_name::text;
+WHERE user_id = @user_id AND deleted_at IS NULL AND custom ? @field_name::text;
 
 -- name: LockAccountContactTypes :exec
 -- A custom field delete changes contacts of every type: it takes every
