@@ -363,3 +363,14 @@ func TestContactClearAltEmail(t *testing.T) {
 		t.Fatal(r.body)
 	}
 }
+
+func TestContactCustomFieldTwice(t *testing.T) {
+	t.Parallel()
+	a := newAPI(t)
+	acct := a.account()
+	typ := seedType(t, acct, "Leads")
+	seedField(t, acct, "Score", "number")
+	a.do(req{method: "POST", path: "/api/contacts/add", acct: &acct, body: jsonBody(fmt.Sprintf(
+		`{"contact_type_id":%d,"email":"a@example.com","country":276,"custom_field":{"score":"3","SCORE":"4"}}`, typ))}).
+		expect(t, 422, `{"status":"failed","errors":{"custom_field.score":["The custom field Score was sent more than once."]}}`)
+}

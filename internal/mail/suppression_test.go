@@ -146,3 +146,14 @@ func TestNewRandID(t *testing.T) {
 		t.Fatalf("%d distinct of 1000", len(seen))
 	}
 }
+
+// A list of many bad addresses names the first 20 and counts the rest.
+func TestParseEmailListCapsMessages(t *testing.T) {
+	t.Parallel()
+	_, err := ParseEmailList("email_address", []string{strings.Repeat("x,", 1000) + "ok@example.com"})
+	e, _ := err.(*Error)
+	if e == nil || len(e.Fields["email_address"]) != 21 ||
+		e.Fields["email_address"][20] != "980 more addresses are not valid email addresses." {
+		t.Fatalf("%v", err)
+	}
+}
