@@ -85,13 +85,7 @@ func (s *Server) listContacts(c *gin.Context) {
 	}
 	l := newListWriter(c, "contacts")
 	total, err := s.db.ListContacts(ctx, uid, pg, func(ct *postgres.Contact) error {
-		var country *string
-		if ct.Country != nil {
-			if co, ok := s.geo.set.Country(*ct.Country); ok {
-				country = &co.Name
-			}
-		}
-		out := renderContact(ct, fields, country)
+		out := renderContact(ct, fields, s.countryName(ct.Country))
 		t := renderContactType(ct.Type)
 		out.ContactType = &t
 		return l.add(out)
@@ -122,6 +116,17 @@ func (s *Server) contactDetails(c *gin.Context) {
 		country = &v
 	}
 	ok(c, gin.H{"contact": renderContact(&ct, fields, country)})
+}
+
+// countryName is the name of the country with that id; nil for none.
+func (s *Server) countryName(id *int32) *string {
+	if id == nil {
+		return nil
+	}
+	if co, ok := s.geo.set.Country(*id); ok {
+		return &co.Name
+	}
+	return nil
 }
 
 // parseContact reads and validates a contact write from the request.

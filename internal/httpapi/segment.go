@@ -160,14 +160,8 @@ func (s *Server) listSegmentRecipients(c *gin.Context) {
 	}
 	l := newListWriter(c, "contactEmails")
 	total, err := s.db.SegmentRecipients(c.Request.Context(), userID(c), id, page, func(r *mail.SegmentRecipient) error {
-		var country *string
-		if r.Country != nil {
-			if co, ok := s.geo.set.Country(*r.Country); ok {
-				country = &co.Name
-			}
-		}
 		return l.add(segmentRecipientJSON{ID: r.ID, UserID: r.UserID, SegmentID: r.SegmentID, ContactID: r.ContactID,
-			FirstName: r.FirstName, LastName: r.LastName, Email: r.Email, Country: country, State: r.State, City: r.City,
+			FirstName: r.FirstName, LastName: r.LastName, Email: r.Email, Country: s.countryName(r.Country), State: r.State, City: r.City,
 			AddressLine1: r.AddressLine1, CreatedAt: ts(r.CreatedAt), UpdatedAt: ts(r.UpdatedAt),
 			Fullname: mail.FullName(r.FirstName, r.LastName)})
 	})

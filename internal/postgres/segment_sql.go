@@ -150,7 +150,8 @@ func (p *predicate) number(e string, c mail.Condition) string {
 	case mail.OpNotEmpty:
 		return e + " IS NOT NULL"
 	case mail.OpIs:
-		return p.contains(c.Field, num(0)) + e + " = " + num(0)
+		v := num(0)
+		return p.contains(c.Field, v) + e + " = " + v
 	case mail.OpIsNot:
 		return e + " IS DISTINCT FROM " + num(0)
 	case mail.OpGreater:
@@ -166,15 +167,19 @@ func (p *predicate) number(e string, c mail.Condition) string {
 // datetime compares timestamps in UTC. A value given as a date means the
 // whole day: "is" that day, "after" it, "between" it inclusive.
 func (p *predicate) datetime(e string, c mail.Condition) string {
-	at := func(i int) string {
-		return p.arg(c.Operands[i].Time.Format("2006-01-02 15:04:05")) + "::timestamp"
-	}
-	// end is the first instant after operand i (a day, or a minute).
-	end := func(i int) string {
-		if c.Operands[i].Day {
-			return "(" + at(i) + " + interval '1 day')"
+	// Each operand is one parameter: at is its instant, end the first
+	// instant after it (the next day for a date, else the next minute).
+	var at, end [2]string
+	for i, o := range c.Operands {
+		if c.Operator == mail.OpWithinLastDay {
+			break // its operand is a number of days
 		}
-		return "(" + at(i) + " + interval '1 minute')"
+		at[i] = p.arg(o.Time.Format("2006-01-02 15:04:05")) + "::timestamp"
+		if o.Day {
+			end[i] = "(" + at[i] + " + interval '1 day')"
+		} else {
+			end[i] = "(" + at[i] + " + interval '1 minute')"
+		}
 	}
 	switch c.Operator {
 	case mail.OpEmpty:
@@ -182,20 +187,20 @@ func (p *predicate) datetime(e string, c mail.Condition) string {
 	case mail.OpNotEmpty:
 		return e + " IS NOT NULL"
 	case mail.OpIs:
-		if !c.Operands[0].Day {
-			// A minute is a stored value exactly (YYYY-MM-DDTHH:MM).
-			v := p.arg(c.Operands[0].Time.Format("2006-01-02T15:04")) + "::text"
-			return p.contains(c.Field, v) + e + " >= " + at(0) + " AND " + e + " < " + end(0)
+		within := e + " >= " + at[0] + " AND " + e + " < " + end[0]
+		if c.Operands[0].Day {
+			return within
 		}
-		return e + " >= " + at(0) + " AND " + e + " < " + end(0)
+		// A minute is a stored value exactly (YYYY-MM-DDTHH:MM).
+		return p.contains(c.Field, p.arg(c.Operands[0].Time.Format("2006-01-02T15:04"))+"::text") + within
 	case mail.OpIsNot:
-		return "NOT COALESCE(" + e + " >= " + at(0) + " AND " + e + " < " + end(0) + ", false)"
+		return "NOT COALESCE(" + e + " >= " + at[0] + " AND " + e + " < " + end[0] + ", false)"
 	case mail.OpBefore:
-		return e + " < " + at(0)
+		return e + " < " + at[0]
 	case mail.OpAfter:
-		return e + " >= " + end(0)
+		return e + " >= " + end[0]
 	case mail.OpBetween:
-		return e + " >= " + at(0) + " AND " + e + " < " + end(1)
+		return e + " >= " + at[0] + " AND " + e + " < " + end[1]
 	case mail.OpWithinLastDay:
 		days := p.arg(int32(c.Operands[0].Days))
 		return e + " >= (now() AT TIME ZONE 'UTC') - " + days + "::int * interval '1 day' AND " + e + " <= (now() AT TIME ZONE 'UTC')"
