@@ -137,7 +137,7 @@ func (s *Server) parseContact(c *gin.Context, f form) (mail.ContactInput, error)
 	}
 	return mail.ParseContact(mail.ContactForm{
 		Get: func(name string) (string, bool) {
-			vs, sent := f[name]
+			vs, sent := f.get(name)
 			if !sent || len(vs) == 0 {
 				return "", false
 			}

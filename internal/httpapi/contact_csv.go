@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"mime"
+	"mime/multipart"
 	"net/http"
 	"path/filepath"
 	"strings"
@@ -40,8 +42,8 @@ func (s *Server) uploadContacts(c *gin.Context) {
 	}
 	c.Request.Body = &slowReader{r: c.Request.Body, rc: rc, idle: idle}
 	rc.SetReadDeadline(time.Now().Add(idle)) // not supported by test recorders: no deadline there
-	mr, err := c.Request.MultipartReader()
-	if err != nil {
+	ct, params, _ := mime.ParseMediaType(c.GetHeader("Content-Type"))
+	if ct != "multipart/form-data" || params["boundary"] == "" {
 		// Not multipart: there can be no file.
 		f, ferr := readForm(c)
 		if ferr != nil {
@@ -52,6 +54,8 @@ func (s *Server) uploadContacts(c *gin.Context) {
 		s.fail(c, mail.JoinInvalid(typeErr, mail.Invalid("file", mail.RequiredMessage("file"))))
 		return
 	}
+	body := newCloseWatcher(c.Request.Body, params["boundary"])
+	mr := multipart.NewReader(body, params["boundary"])
 	fields, err := s.db.CustomFieldDefs(ctx, uid)
 	if err != nil {
 		s.fail(c, err)
@@ -77,7 +81,7 @@ func (s *Server) uploadContacts(c *gin.Context) {
 			break
 		}
 		if err != nil {
-			s.fail(c, s.uploadError(err))
+			s.fail(c, s.uploadError(multipartError(err)))
 			return
 		}
 		switch part.FormName() {
@@ -135,6 +139,10 @@ func (s *Server) uploadContacts(c *gin.Context) {
 		return
 	}
 	rc.SetReadDeadline(time.Time{})
+	if !body.closed {
+		s.fail(c, errUpload) // cut off: the parts read may not be all that was sent
+		return
+	}
 	var fileErr error
 	if !fileSeen {
 		fileErr = mail.Invalid("file", mail.RequiredMessage("file"))
@@ -232,13 +240,13 @@ func (s *Server) uploadError(err error) error {
 	switch {
 	case errors.As(err, &tooBig):
 		return mail.Invalid("file", fmt.Sprintf("The file may not be larger than %d bytes.", tooBig.Limit))
-	case errors.As(err, &readErr), errors.Is(err, io.ErrUnexpectedEOF), mail.ErrorCode(err) == mail.EINTERNAL && isMultipartErr(err):
-		return mail.Invalid("file", "The upload is not a well-formed multipart body.")
+	case errors.As(err, &readErr), errors.Is(err, io.ErrUnexpectedEOF), err == errMultipart:
+		return errUpload
 	}
 	return err
 }
 
-func isMultipartErr(err error) bool { return strings.Contains(err.Error(), "multipart") }
+var errUpload = mail.Invalid("file", "The upload is not a well-formed multipart body.")
 
 // lookupCountry resolves a CSV country cell: id, ISO alpha-2 code or name.
 func (s *Server) lookupCountry(v string) (int32, bool) {

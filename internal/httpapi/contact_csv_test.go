@@ -58,7 +58,7 @@ func TestCSVImport(t *testing.T) {
 
 	file := "\xEF\xBB\xBFEmail,First_Name,LAST_NAME,Country,age\r\n" +
 		"ann@example.com,Ann,\"Smith, Jr.\",DE,30\r\n" +
-		"\"bob@example.com\",Bob,\"Multi\nLine\",United States,\r\n" +
+		"\"bob@example.com\",Bob,\"Say \"\"Hi\"\"\",United States,\r\n" +
 		"not-an-address,X,Y,DE,1\r\n" +
 		",Nobody,,,\r\n" +
 		"OLD@example.com,Older,,40,77\r\n" +
@@ -72,7 +72,7 @@ func TestCSVImport(t *testing.T) {
 	de, us, at := int32(276), int32(840), int32(40)
 	for email, want := range map[string]storedContact{
 		"ann@example.com": {email: "ann@example.com", first: "Annie", last: "Smith", country: &de, custom: `{"Age": 31}`},
-		"bob@example.com": {email: "bob@example.com", first: "Bob", last: "Multi\nLine", country: &us, custom: `{}`},
+		"bob@example.com": {email: "bob@example.com", first: "Bob", last: `Say "Hi"`, country: &us, custom: `{}`},
 		"old@example.com": {email: "OLD@example.com", first: "Older", last: "", city: "Bonn", country: &at, custom: `{"Age": 77, "joined": "2020-01-01T00:00"}`},
 	} {
 		g := got[email]

@@ -6,8 +6,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"mime"
+	"mime/multipart"
 	"net/http"
+	"net/url"
 	"sort"
 	"strconv"
 	"strings"
@@ -21,65 +24,394 @@ import (
 // form is a request's input, whatever its encoding: multipart form data,
 // url-encoded form data, JSON, and the query string. JSON is flattened to
 // form keys ({"strIds":[1,2]} is strIds[0]=1, strIds[1]=2; {"m":{"k":"v"}}
-// is m[k]=v), so one set of accessors reads all three encodings. Body
-// values come before query values.
-type form map[string][]string
+// is m[k]=v; true and false are "true" and "false"), so one set of
+// accessors reads all three encodings. Body values come before query
+// values.
+type form struct {
+	vals map[string][]string
+	// objects are the keys whose JSON value was an object, so that ids
+	// can tell {"strIds":{"0":1}} from an array.
+	objects map[string]bool
+}
 
-// maxMemory is what a multipart form keeps in memory before spilling files
-// to disk; bodies are capped separately by MaxBodyBytes.
-const maxMemory = 8 << 20
+func newForm() form { return form{vals: map[string][]string{}, objects: map[string]bool{}} }
+
+// get returns key's values and whether key was sent.
+func (f form) get(key string) ([]string, bool) {
+	vs, ok := f.vals[key]
+	return vs, ok
+}
+
+// Limits on what a body may make the binder build (see docs/limits.md):
+// maxMemory is what one multipart value may hold; maxDepth is how deep
+// JSON may nest (value[i][j] is three levels); and what the values and
+// their keys cost in memory may not pass a small multiple of the body
+// (budgetOf), so a request never costs much more than its size.
+const (
+	maxMemory = 8 << 20
+	maxDepth  = 8
+)
+
+// budget is the memory a body's values may take: each new key costs its
+// length and a map entry, each value its length and a string header.
+type budget struct{ left int }
+
+func budgetOf(body int) *budget { return &budget{left: 16*body + 64<<10} }
+
+// add appends v to key's values, charging the budget.
+func (b *budget) add(f form, key, v string) error {
+	vs, seen := f.vals[key]
+	if !seen {
+		b.left -= len(key) + 64
+	}
+	if b.left -= len(v) + 16; b.left < 0 {
+		return errTooMany
+	}
+	f.vals[key] = append(vs, v)
+	return nil
+}
+
+var (
+	errDepth      = mail.Invalid("body", fmt.Sprintf("The request body may not nest more than %d levels deep.", maxDepth))
+	errTooMany    = mail.Invalid("body", "The request body holds too many fields for its size.")
+	errNotUTF8    = mail.Invalid("body", "The request body must be UTF-8 text.")
+	errNotJSON    = mail.Invalid("body", "The request body is not valid JSON.")
+	errNotObject  = mail.Invalid("body", "The request body must be a JSON object.")
+	errMultipart  = mail.Invalid("body", "The request body is not a well-formed multipart body.")
+	errURLEncoded = mail.Invalid("body", "The request body is not well-formed url-encoded form data.")
+)
 
 // readForm parses c's query string and body into a form.
 func readForm(c *gin.Context) (form, error) {
-	f := form{}
-	ct, _, _ := mime.ParseMediaType(c.GetHeader("Content-Type"))
-	switch {
-	case ct == "application/json":
-		body, err := io.ReadAll(c.Request.Body)
-		if err != nil {
-			return nil, bodyError(err)
-		}
-		if len(bytes.TrimSpace(body)) > 0 {
-			dec := json.NewDecoder(bytes.NewReader(body))
-			dec.UseNumber()
-			var v any
-			if err := dec.Decode(&v); err != nil {
-				return nil, mail.Invalid("body", "The request body is not valid JSON.")
-			}
-			obj, isObj := v.(map[string]any)
-			if !isObj {
-				return nil, mail.Invalid("body", "The request body must be a JSON object.")
-			}
-			for k, val := range obj {
-				flatten(f, k, val)
-			}
-		}
-	case ct == "multipart/form-data":
-		if err := c.Request.ParseMultipartForm(maxMemory); err != nil {
-			return nil, bodyError(err)
-		}
-		for k, vs := range c.Request.MultipartForm.Value {
-			f[k] = append(f[k], vs...)
-		}
-	case ct == "application/x-www-form-urlencoded":
-		if err := c.Request.ParseForm(); err != nil {
-			return nil, bodyError(err)
-		}
-		for k, vs := range c.Request.PostForm {
-			f[k] = append(f[k], vs...)
-		}
+	f := newForm()
+	ct, params, _ := mime.ParseMediaType(c.GetHeader("Content-Type"))
+	var err error
+	switch ct {
+	case "application/json":
+		err = f.readJSON(c.Request.Body)
+	case "multipart/form-data":
+		err = f.readMultipart(c.Request.Body, params["boundary"])
+	case "application/x-www-form-urlencoded":
+		err = f.readURLEncoded(c.Request.Body)
+	}
+	if err != nil {
+		return f, err
 	}
 	for k, vs := range c.Request.URL.Query() {
-		f[k] = append(f[k], vs...)
+		f.vals[k] = append(f.vals[k], vs...)
 	}
 	return f, f.checkText()
+}
+
+// readJSON reads a JSON object, walking its tokens so that nesting and
+// the flattened keys are bounded before anything is built. An array of
+// scalars becomes one key[] list, so an array's elements cost no key each.
+func (f form) readJSON(r io.Reader) error {
+	body, err := io.ReadAll(r)
+	if err != nil {
+		return bodyError(err)
+	}
+	if len(bytes.TrimSpace(body)) == 0 {
+		return nil
+	}
+	if !utf8.Valid(body) || loneSurrogate(body) {
+		return errNotUTF8
+	}
+	w := jsonWalk{f: f, dec: json.NewDecoder(bytes.NewReader(body)), budget: budgetOf(len(body))}
+	w.dec.UseNumber()
+	tok, err := w.dec.Token()
+	if err != nil {
+		return errNotJSON
+	}
+	if d, ok := tok.(json.Delim); !ok || d != '{' {
+		return errNotObject
+	}
+	if err := w.object("", 1); err != nil {
+		return err
+	}
+	if _, err := w.dec.Token(); err != io.EOF {
+		return errNotJSON // trailing data
+	}
+	return nil
+}
+
+// jsonWalk flattens a JSON body into f.
+type jsonWalk struct {
+	f      form
+	dec    *json.Decoder
+	budget *budget
+}
+
+// object reads the members of an object whose '{' was read; prefix is its
+// key ("" for the body itself).
+func (w *jsonWalk) object(prefix string, depth int) error {
+	for w.dec.More() {
+		tok, err := w.dec.Token()
+		if err != nil {
+			return errNotJSON
+		}
+		name, _ := tok.(string)
+		key := name
+		if prefix != "" {
+			key = prefix + "[" + name + "]"
+		}
+		if err := w.value(key, depth); err != nil {
+			return err
+		}
+	}
+	if _, err := w.dec.Token(); err != nil { // '}'
+		return errNotJSON
+	}
+	return nil
+}
+
+// value reads one value named key, at depth (the body object is 1).
+func (w *jsonWalk) value(key string, depth int) error {
+	tok, err := w.dec.Token()
+	if err != nil {
+		return errNotJSON
+	}
+	return w.token(key, tok, depth)
+}
+
+// token stores the value that starts with tok.
+func (w *jsonWalk) token(key string, tok json.Token, depth int) error {
+	d, isDelim := tok.(json.Delim)
+	switch {
+	case !isDelim:
+		v, present := scalar(tok)
+		if !present && !strings.HasSuffix(key, "]") {
+			return nil // a top-level null is absent
+		}
+		return w.budget.add(w.f, key, v)
+	case depth >= maxDepth:
+		return errDepth
+	case d == '{':
+		w.f.objects[key] = true
+		return w.object(key, depth+1)
+	}
+	return w.array(key, depth+1)
+}
+
+// array reads an array whose '[' was read: scalars as key[] in order,
+// until an element is an array or object; from then on (and for the
+// scalars before it) every element is key[i].
+func (w *jsonWalk) array(key string, depth int) error {
+	indexed := false
+	var n int // elements so far
+	for ; w.dec.More(); n++ {
+		tok, err := w.dec.Token()
+		if err != nil {
+			return errNotJSON
+		}
+		if _, isDelim := tok.(json.Delim); isDelim && !indexed {
+			// Move the scalars read so far to key[0]…key[n-1].
+			indexed = true
+			list := w.f.vals[key+"[]"]
+			delete(w.f.vals, key+"[]")
+			for i, v := range list {
+				if err := w.budget.add(w.f, key+"["+strconv.Itoa(i)+"]", v); err != nil {
+					return err
+				}
+			}
+		}
+		if !indexed {
+			v, _ := scalar(tok) // null is an empty element
+			if err := w.budget.add(w.f, key+"[]", v); err != nil {
+				return err
+			}
+			continue
+		}
+		if err := w.token(key+"["+strconv.Itoa(n)+"]", tok, depth); err != nil {
+			return err
+		}
+	}
+	if _, err := w.dec.Token(); err != nil { // ']'
+		return errNotJSON
+	}
+	return nil
+}
+
+// scalar is a JSON scalar as form text: true and false as words; false
+// when it is null.
+func scalar(tok json.Token) (string, bool) {
+	switch t := tok.(type) {
+	case string:
+		return t, true
+	case json.Number:
+		return t.String(), true
+	case bool:
+		return strconv.FormatBool(t), true
+	}
+	return "", false
+}
+
+// loneSurrogate reports whether a JSON text escapes half of a UTF-16
+// surrogate pair (\ud800 alone), which the decoder would silently turn
+// into U+FFFD.
+func loneSurrogate(b []byte) bool {
+	inString := false
+	pendingHigh := false
+	for i := 0; i < len(b); i++ {
+		c := b[i]
+		if !inString {
+			if c == '"' {
+				inString = true
+			}
+			continue
+		}
+		switch c {
+		case '"':
+			if pendingHigh {
+				return true
+			}
+			inString = false
+		case '\\':
+			if i+1 >= len(b) {
+				return false // invalid JSON: the decoder says so
+			}
+			if b[i+1] != 'u' || i+5 >= len(b) {
+				if pendingHigh {
+					return true
+				}
+				i++
+				continue
+			}
+			n, err := strconv.ParseUint(string(b[i+2:i+6]), 16, 16)
+			if err != nil {
+				return false // invalid JSON: the decoder says so
+			}
+			high, low := n >= 0xD800 && n <= 0xDBFF, n >= 0xDC00 && n <= 0xDFFF
+			switch {
+			case pendingHigh && !low, !pendingHigh && low:
+				return true
+			}
+			pendingHigh = high
+			i += 5
+		default:
+			if pendingHigh {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// readMultipart reads a multipart body's values; file parts are skipped
+// (only the CSV upload takes a file, and it streams its own body). A body
+// must end with its closing delimiter: one cut off, even inside a part's
+// headers, is refused rather than read as the parts before the cut.
+func (f form) readMultipart(r io.Reader, boundary string) error {
+	if boundary == "" {
+		return errMultipart
+	}
+	cw := newCloseWatcher(r, boundary)
+	mr := multipart.NewReader(cw, boundary)
+	b := &budget{left: math.MaxInt}
+	for {
+		part, err := mr.NextPart()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return multipartError(err)
+		}
+		name := part.FormName()
+		if part.FileName() != "" || name == "" {
+			if _, err := io.Copy(io.Discard, part); err != nil {
+				return multipartError(err)
+			}
+			continue
+		}
+		v, err := io.ReadAll(io.LimitReader(part, maxMemory+1))
+		if err != nil {
+			return multipartError(err)
+		}
+		if len(v) > maxMemory {
+			return mail.Invalid(name, fmt.Sprintf("The %s may not be larger than %d bytes.", mail.Label(name), maxMemory))
+		}
+		if err := b.add(f, name, string(v)); err != nil {
+			return err
+		}
+	}
+	if !cw.closed {
+		return errMultipart
+	}
+	return nil
+}
+
+// multipartError is a failure reading a multipart body: the cap, or a
+// malformed body.
+func multipartError(err error) error {
+	var tooBig *http.MaxBytesError
+	if errors.As(err, &tooBig) {
+		return bodyError(err)
+	}
+	return errMultipart
+}
+
+// closeWatcher passes a multipart body through and notes whether its
+// close delimiter ("--boundary--" at the start of a line) went by.
+type closeWatcher struct {
+	r      io.Reader
+	delim  []byte // "\n--boundary--"
+	tail   []byte // the last len(delim)-1 bytes read, then the new ones
+	closed bool
+}
+
+func newCloseWatcher(r io.Reader, boundary string) *closeWatcher {
+	// A body may open with its close delimiter (no parts): the tail starts
+	// as a line break.
+	return &closeWatcher{r: r, delim: []byte("\n--" + boundary + "--"), tail: []byte("\n")}
+}
+
+func (w *closeWatcher) Read(p []byte) (int, error) {
+	n, err := w.r.Read(p)
+	if n > 0 && !w.closed {
+		w.tail = append(w.tail, p[:n]...)
+		if bytes.Contains(w.tail, w.delim) {
+			w.closed = true
+		}
+		if keep := len(w.delim) - 1; len(w.tail) > keep {
+			w.tail = append(w.tail[:0], w.tail[len(w.tail)-keep:]...)
+		}
+	}
+	return n, err
+}
+
+// readURLEncoded reads application/x-www-form-urlencoded data. It is
+// parsed here rather than by net/url, which refuses more than 10,000
+// values: a bulk delete may send 100,000 ids.
+func (f form) readURLEncoded(r io.Reader) error {
+	body, err := io.ReadAll(r)
+	if err != nil {
+		return bodyError(err)
+	}
+	b := budgetOf(len(body))
+	for rest := string(body); rest != ""; {
+		var pair string
+		pair, rest, _ = strings.Cut(rest, "&")
+		if pair == "" {
+			continue
+		}
+		k, v, _ := strings.Cut(pair, "=")
+		k, err1 := url.QueryUnescape(k)
+		v, err2 := url.QueryUnescape(v)
+		if err1 != nil || err2 != nil {
+			return errURLEncoded
+		}
+		if err := b.add(f, k, v); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // checkText refuses values PostgreSQL cannot store as text: invalid UTF-8
 // and NUL characters.
 func (f form) checkText() error {
 	var p mail.Problems
-	for k, vs := range f {
+	for k, vs := range f.vals {
 		for _, v := range vs {
 			if !utf8.ValidString(v) || strings.IndexByte(v, 0) >= 0 {
 				name := strings.NewReplacer("][", ".", "[", ".", "]", "").Replace(k)
@@ -99,34 +431,9 @@ func bodyError(err error) error {
 	return mail.Invalid("body", "The request body could not be read.")
 }
 
-func flatten(f form, key string, v any) {
-	switch v := v.(type) {
-	case nil:
-		// JSON null: absent.
-	case map[string]any:
-		for k, x := range v {
-			flatten(f, key+"["+k+"]", x)
-		}
-	case []any:
-		for i, x := range v {
-			flatten(f, key+"["+strconv.Itoa(i)+"]", x)
-		}
-	case string:
-		f[key] = append(f[key], v)
-	case json.Number:
-		f[key] = append(f[key], v.String())
-	case bool:
-		if v {
-			f[key] = append(f[key], "1")
-		} else {
-			f[key] = append(f[key], "0")
-		}
-	}
-}
-
 // str returns key's first value, trimmed ("" when absent).
 func (f form) str(key string) string {
-	if vs := f[key]; len(vs) > 0 {
+	if vs := f.vals[key]; len(vs) > 0 {
 		return strings.TrimSpace(vs[0])
 	}
 	return ""
@@ -141,7 +448,7 @@ func (f form) list(key string) []string {
 	}
 	var items []item
 	prefix := key + "["
-	for k, vs := range f {
+	for k, vs := range f.vals {
 		if !strings.HasPrefix(k, prefix) || !strings.HasSuffix(k, "]") {
 			continue
 		}
@@ -164,7 +471,7 @@ func (f form) list(key string) []string {
 		}
 	}
 	if len(items) == 0 {
-		return f[key]
+		return f.vals[key]
 	}
 	sort.SliceStable(items, func(a, b int) bool { return items[a].i < items[b].i })
 	out := make([]string, len(items))
@@ -178,7 +485,7 @@ func (f form) list(key string) []string {
 func (f form) dict(key string) map[string]string {
 	prefix := key + "["
 	out := map[string]string{}
-	for k, vs := range f {
+	for k, vs := range f.vals {
 		if strings.HasPrefix(k, prefix) && strings.HasSuffix(k, "]") && len(vs) > 0 {
 			name := k[len(prefix) : len(k)-1]
 			if !strings.ContainsAny(name, "[]") {
@@ -189,18 +496,50 @@ func (f form) dict(key string) map[string]string {
 	return out
 }
 
-// ids parses key's array of record ids; an element that is not a positive
-// integer is a validation failure.
+// ids parses key's array of record ids. Only an array is ids: key[0],
+// key[1]… or key[] in a form, a JSON array; each element an integer or a
+// numeric string, positive. A scalar, an object, a boolean, a nested array
+// or a null element is a validation failure, never an id.
 func (f form) ids(key string) ([]int64, error) {
-	vals := f.list(key)
-	if len(vals) == 0 {
+	bad := mail.Invalid(key, fmt.Sprintf("The %s must be an array of integers.", mail.Label(key)))
+	if _, scalar := f.vals[key]; scalar || f.objects[key] {
+		return nil, bad
+	}
+	type item struct {
+		i int
+		v string
+	}
+	var items []item
+	prefix := key + "["
+	for k, vs := range f.vals {
+		if !strings.HasPrefix(k, prefix) {
+			continue
+		}
+		inner, ok := strings.CutSuffix(k[len(prefix):], "]")
+		if !ok || strings.ContainsAny(inner, "[]") || f.objects[k] {
+			return nil, bad // key[a, key[0][1]…: not a flat array
+		}
+		i := 1 << 62 // key[]: after the indexed ones, in order
+		if inner != "" {
+			n, err := strconv.Atoi(inner)
+			if err != nil || n < 0 {
+				return nil, bad
+			}
+			i = n
+		}
+		for _, v := range vs {
+			items = append(items, item{i, v})
+		}
+	}
+	if len(items) == 0 {
 		return nil, mail.Invalid(key, mail.RequiredMessage(key))
 	}
-	out := make([]int64, 0, len(vals))
-	for _, v := range vals {
-		n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+	sort.SliceStable(items, func(a, b int) bool { return items[a].i < items[b].i })
+	out := make([]int64, 0, len(items))
+	for _, it := range items {
+		n, err := strconv.ParseInt(strings.TrimSpace(it.v), 10, 64)
 		if err != nil || n <= 0 {
-			return nil, mail.Invalid(key, fmt.Sprintf("The %s must be an array of integers.", mail.Label(key)))
+			return nil, bad
 		}
 		out = append(out, n)
 	}
@@ -233,7 +572,7 @@ func (f form) nested(key string) [][]string {
 	cells := map[cell]string{}
 	maxI := -1
 	prefix := key + "["
-	for k, vs := range f {
+	for k, vs := range f.vals {
 		if !strings.HasPrefix(k, prefix) || len(vs) == 0 {
 			continue
 		}
@@ -244,6 +583,13 @@ func (f form) nested(key string) [][]string {
 			continue
 		}
 		j := -1
+		if rest == "[]" { // key[i][]: the element's values in order
+			for j, v := range vs[:min(len(vs), 101)] {
+				cells[cell{i, j}] = v
+			}
+			maxI = max(maxI, i)
+			continue
+		}
 		if rest != "" {
 			js, tail, ok := strings.Cut(strings.TrimPrefix(rest, "["), "]")
 			n, err := strconv.Atoi(js)

@@ -2,10 +2,12 @@ package httpapi
 
 import (
 	"bytes"
+	"fmt"
 	"mime/multipart"
 	"net/http/httptest"
 	"net/url"
 	"reflect"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -70,20 +72,23 @@ func TestReadFormEncodings(t *testing.T) {
 	}
 }
 
+// vf is a form's values, for test tables.
+type vf map[string][]string
+
 func TestFormListForms(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
 		name string
-		f    form
+		f    vf
 		want []string
 	}{
-		{"indexed, out of order", form{"strIds[10]": {"c"}, "strIds[2]": {"b"}, "strIds[0]": {"a"}}, []string{"a", "b", "c"}},
-		{"brackets", form{"strIds[]": {"a", "b"}}, []string{"a", "b"}},
-		{"repeated", form{"strIds": {"a", "b"}}, []string{"a", "b"}},
-		{"absent", form{"other": {"x"}}, nil},
+		{"indexed, out of order", vf{"strIds[10]": {"c"}, "strIds[2]": {"b"}, "strIds[0]": {"a"}}, []string{"a", "b", "c"}},
+		{"brackets", vf{"strIds[]": {"a", "b"}}, []string{"a", "b"}},
+		{"repeated", vf{"strIds": {"a", "b"}}, []string{"a", "b"}},
+		{"absent", vf{"other": {"x"}}, nil},
 	}
 	for _, tt := range tests {
-		if got := tt.f.list("strIds"); !reflect.DeepEqual(got, tt.want) {
+		if got := (form{vals: tt.f}).list("strIds"); !reflect.DeepEqual(got, tt.want) {
 			t.Errorf("%s: list = %q, want %q", tt.name, got, tt.want)
 		}
 	}
@@ -91,8 +96,9 @@ func TestFormListForms(t *testing.T) {
 
 func TestFormIDs(t *testing.T) {
 	t.Parallel()
-	for _, f := range []form{{"strIds[0]": {"1"}, "strIds[1]": {"x"}}, {"strIds[]": {"-1"}}, {"strIds": {"1.5"}}} {
-		if _, err := f.ids("strIds"); err == nil || err.Error() != "mail: invalid: [strIds]" {
+	for _, f := range []vf{{"strIds[0]": {"1"}, "strIds[1]": {"x"}}, {"strIds[]": {"-1"}}, {"strIds": {"1.5"}},
+		{"strIds": {"5"}}, {"strIds[a]": {"5"}}, {"strIds[0][0]": {"5"}}, {"strIds[0]": {"true"}}, {"strIds[0]": {""}}} {
+		if _, err := (form{vals: f}).ids("strIds"); err == nil || err.Error() != "mail: invalid: [strIds]" {
 			t.Errorf("ids(%v) err = %v", f, err)
 		}
 	}
@@ -120,4 +126,49 @@ func TestAcceptsGzip(t *testing.T) {
 func TestMain(m *testing.M) {
 	gin.SetMode(gin.ReleaseMode)
 	m.Run()
+}
+
+// readForm costs a small multiple of the body in memory, whatever its
+// shape, accepted or refused. Not parallel: it reads the process's
+// allocation counter.
+func TestReadFormMemoryBound(t *testing.T) {
+	ids := strings.Repeat("1,", 200000) + "1"
+	var pairs, keys strings.Builder
+	for i := range 100000 {
+		fmt.Fprintf(&pairs, "strIds%%5B%%5D=%d&", i)
+		fmt.Fprintf(&keys, "k%d&", i)
+	}
+	bodies := []struct{ name, ct, body string }{
+		{"deep arrays", "application/json", `{"name":` + strings.Repeat("[", 4000) + ids + strings.Repeat("]", 4000) + "}"},
+		{"flat ids", "application/json", `{"strIds":[` + ids + `]}`},
+		{"nested ids", "application/json", `{"value":[` + strings.Repeat(`["a","b"],`, 40000) + `["a","b"]]}`},
+		{"long name, arrays of arrays", "application/json", `{"` + strings.Repeat("n", 50000) + `":[` + strings.Repeat("[1],", 20000) + `[1]]}`},
+		{"objects", "application/json", `{"m":{` + strings.Repeat(`"a":1,`, 60000) + `"b":2}}`},
+		{"url-encoded ids", "application/x-www-form-urlencoded", pairs.String()},
+		{"url-encoded keys", "application/x-www-form-urlencoded", keys.String()},
+	}
+	for _, b := range bodies {
+		c, _ := gin.CreateTestContext(httptest.NewRecorder())
+		c.Request = httptest.NewRequest("POST", "/x", strings.NewReader(b.body))
+		c.Request.Header.Set("Content-Type", b.ct)
+		var before, after runtime.MemStats
+		runtime.GC()
+		runtime.ReadMemStats(&before)
+		f, err := readForm(c)
+		runtime.GC()
+		runtime.ReadMemStats(&after)
+		runtime.KeepAlive(f)
+		retained := int64(after.HeapAlloc) - int64(before.HeapAlloc)
+		allocated := after.TotalAlloc - before.TotalAlloc
+		t.Logf("%s: %d bytes body, %d retained (%.1fx), %d allocated (%.1fx), err %v", b.name, len(b.body),
+			retained, float64(retained)/float64(len(b.body)), allocated, float64(allocated)/float64(len(b.body)), err)
+		// What a request keeps is bounded by budgetOf; what it churns
+		// through on the way is garbage of a bounded multiple too.
+		if limit := int64(24*len(b.body) + 1<<20); retained > limit {
+			t.Errorf("%s: %d bytes retained for a %d-byte body", b.name, retained, len(b.body))
+		}
+		if limit := uint64(200*len(b.body) + 1<<20); allocated > limit {
+			t.Errorf("%s: %d bytes allocated for a %d-byte body", b.name, allocated, len(b.body))
+		}
+	}
 }

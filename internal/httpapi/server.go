@@ -66,7 +66,7 @@ func (s *Server) router() *gin.Engine {
 	cfg := s.cfg
 	r := gin.New()
 	r.ContextWithFallback = true
-	r.Use(s.logRequests, s.recover)
+	r.Use(noSniff, s.logRequests, s.recover)
 	r.NoRoute(func(c *gin.Context) { failed(c, http.StatusNotFound, "Not Found") })
 	r.NoMethod(func(c *gin.Context) { failed(c, http.StatusNotFound, "Not Found") })
 
@@ -115,6 +115,11 @@ func (s *Server) recover(c *gin.Context) {
 		failed(c, http.StatusInternalServerError, "Internal Server Error")
 	}()
 	c.Next()
+}
+
+// noSniff tells browsers to take every answer as the type it declares.
+func noSniff(c *gin.Context) {
+	c.Header("X-Content-Type-Options", "nosniff")
 }
 
 func (s *Server) logRequests(c *gin.Context) {

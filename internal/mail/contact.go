@@ -17,7 +17,7 @@ type Email string
 // brackets) whose domain has a dot, at most 254 characters long.
 func ParseEmail(s string) (Email, bool) {
 	s = strings.TrimSpace(s)
-	if s == "" || len(s) > 254 || !utf8.ValidString(s) {
+	if s == "" || len(s) > 254 || !utf8.ValidString(s) || hasControl(s, false) {
 		return "", false
 	}
 	at := strings.LastIndexByte(s, '@')
@@ -97,8 +97,26 @@ func IsDynamicName(name string) bool {
 	return false
 }
 
+// ComputedNames are the dynamic-content names the renderer computes rather
+// than reads from a field: no custom field may take one. The other
+// dynamic-content names that are not reserved fields (father_name,
+// designation, age, company_name, birth_date, join_date) read the custom
+// field of that name, so they are allowed.
+var ComputedNames = []string{"full_name", "sender_name", "sender_address", "unsubscribe_preferences"}
+
+// IsComputedName reports whether name (any case) is one of ComputedNames.
+func IsComputedName(name string) bool {
+	for _, c := range ComputedNames {
+		if strings.EqualFold(c, name) {
+			return true
+		}
+	}
+	return false
+}
+
 // ParseCustomField validates a new custom field's name and type. Reserved
-// and dynamic-content names are refused, in any case.
+// field names and the dynamic-content names the renderer computes are
+// refused, in any case.
 func ParseCustomField(name, typ string) (CustomField, error) {
 	var p Problems
 	name = strings.TrimSpace(name)
@@ -112,7 +130,7 @@ func ParseCustomField(name, typ string) (CustomField, error) {
 		p.Add("field_name", "The field name may only contain letters, numbers, and underscores.")
 	case IsReservedName(name):
 		p.Add("field_name", "The field name may not be a reserved field name.")
-	case IsDynamicName(name):
+	case IsComputedName(name):
 		p.Add("field_name", "The field name may not be a dynamic content name.")
 	}
 	switch typ {
@@ -147,13 +165,19 @@ func (f CustomField) ParseCustomValue(v string) (any, error) {
 		}
 		return n, nil
 	case FieldDatetime:
-		if _, err := time.Parse(datetimeLayout, v); err != nil {
+		t, err := time.Parse(datetimeLayout, v)
+		if err != nil {
 			return nil, messagef("The %s must be a date and time as YYYY-MM-DDTHH:MM.", Label(f.Name))
 		}
-		return v, nil
+		if !InYearRange(t) {
+			return nil, messagef("The %s must be a date and time from year 0001 to 9999.", Label(f.Name))
+		}
+		// Stored canonical (time.Parse takes a one-digit hour), so
+		// segments compare every value.
+		return t.Format(datetimeLayout), nil
 	default:
-		if !utf8.ValidString(v) {
-			return nil, messagef("The %s must be UTF-8 text.", Label(f.Name))
+		if msg := LineProblem(f.Name, v); msg != "" {
+			return nil, Message(msg)
 		}
 		return v, nil
 	}
@@ -238,8 +262,7 @@ func ParseContact(f ContactForm, fields []CustomField, knownCountry func(int32) 
 	} {
 		if v, sent := f.Get(opt.name); sent {
 			v = strings.TrimSpace(v)
-			if len(v) > 255 {
-				p.Add(opt.name, "The "+Label(opt.name)+" may not be greater than 255 characters.")
+			if !p.checkLine(opt.name, v) {
 				continue
 			}
 			*opt.dst = &v

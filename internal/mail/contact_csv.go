@@ -189,6 +189,13 @@ func (c *ContactCSV) Next() (*ContactRow, error) {
 				row.Fields[i] = ""
 			}
 		}
+		for i, v := range row.Fields {
+			if i != ColEmail && i != ColAltEmail && i != ColCountry && v != "" {
+				if msg := LineProblem(ReservedFields[i].Name, v); msg != "" {
+					return nil, fileError(fmt.Sprintf("Line %d: %s", line, msg))
+				}
+			}
+		}
 		email, ok := ParseEmail(row.Fields[ColEmail])
 		if !ok {
 			c.skipped++

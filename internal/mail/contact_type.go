@@ -21,7 +21,7 @@ type ContactType struct {
 // Bounds of a contact type's name, in characters.
 const (
 	ContactTypeNameMin = 2
-	ContactTypeNameMax = 255
+	ContactTypeNameMax = MaxLine
 )
 
 // ParseContactTypeName validates a contact type's name: trimmed, 2 to 255
@@ -32,12 +32,10 @@ func ParseContactTypeName(s string) (string, error) {
 	switch {
 	case s == "":
 		return "", Invalid("name", RequiredMessage("name"))
-	case !utf8.ValidString(s):
-		return "", Invalid("name", "The name must be UTF-8 text.")
+	case LineProblem("name", s) != "":
+		return "", Invalid("name", LineProblem("name", s))
 	case n < ContactTypeNameMin:
 		return "", Invalid("name", "The name must be at least 2 characters.")
-	case n > ContactTypeNameMax:
-		return "", Invalid("name", "The name may not be greater than 255 characters.")
 	}
 	return s, nil
 }

@@ -2,6 +2,7 @@ package mail
 
 import (
 	"reflect"
+	"strings"
 	"testing"
 )
 
@@ -42,6 +43,44 @@ func TestLabel(t *testing.T) {
 	for in, want := range map[string]string{"email": "email", "contact_type_id": "contact type id", "strIds": "str ids", "PublicKey": "public key"} {
 		if got := Label(in); got != want {
 			t.Errorf("Label(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+func TestLineProblem(t *testing.T) {
+	t.Parallel()
+	for v, want := range map[string]string{
+		"Jane":                   "",
+		"Zoë Ñandú 東京":           "",
+		strings.Repeat("é", 255): "",
+		strings.Repeat("é", 256): "The first name may not be greater than 255 characters.",
+		"a\r\nb":                 "The first name may not contain line breaks or control characters.",
+		"a\tb":                   "The first name may not contain line breaks or control characters.",
+		"é\nb":                   "The first name may not contain line breaks or control characters.",
+		"a\u0085b":               "The first name may not contain line breaks or control characters.",
+		"a\u2028b":               "The first name may not contain line breaks or control characters.",
+		"a\u2029b":               "The first name may not contain line breaks or control characters.",
+		"a\x00b":                 "The first name may not contain line breaks or control characters.",
+		"a\x7fb":                 "The first name may not contain line breaks or control characters.",
+		"a\xffb":                 "The first name must be UTF-8 text.",
+	} {
+		if got := LineProblem("first_name", v); got != want {
+			t.Errorf("LineProblem(%q) = %q, want %q", v, got, want)
+		}
+	}
+	for _, tc := range []struct {
+		v    string
+		max  int
+		want string
+	}{
+		{"one\r\ntwo\tthree", 100, ""},
+		{"é\nb", 100, ""},
+		{"bell\x07", 100, "The description may not contain control characters."},
+		{"é\u2028", 100, "The description may not contain control characters."},
+		{"abcd", 3, "The description may not be greater than 3 characters."},
+	} {
+		if got := TextProblem("description", tc.v, tc.max); got != tc.want {
+			t.Errorf("TextProblem(%q) = %q, want %q", tc.v, got, tc.want)
 		}
 	}
 }

@@ -3,7 +3,6 @@ package mail
 import (
 	"strings"
 	"time"
-	"unicode/utf8"
 )
 
 // NotificationRecipient is an address mailed for every event of its account.
@@ -23,7 +22,7 @@ type NotificationRecipientInput struct {
 }
 
 // OwnerMax bounds a notification recipient's email_owner, in characters.
-const OwnerMax = 255
+const OwnerMax = MaxLine
 
 // ParseNotificationRecipient validates a notification recipient save. A
 // missing email_owner is "The name field is required", without a final
@@ -42,10 +41,8 @@ func ParseNotificationRecipient(email, owner string) (NotificationRecipientInput
 	switch {
 	case in.Owner == "":
 		p.Add("email_owner", "The name field is required")
-	case !utf8.ValidString(in.Owner):
-		p.Add("email_owner", "The name must be UTF-8 text.")
-	case utf8.RuneCountInString(in.Owner) > OwnerMax:
-		p.Add("email_owner", "The name may not be greater than 255 characters.")
+	case LineProblem("name", in.Owner) != "":
+		p.Add("email_owner", LineProblem("name", in.Owner))
 	}
 	return in, p.Err()
 }

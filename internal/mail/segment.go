@@ -118,8 +118,8 @@ func ParseSegment(f SegmentForm, fields []CustomField) (SegmentInput, error) {
 	switch {
 	case in.Name == "":
 		p.Required("segment_name")
-	case utf8.RuneCountInString(in.Name) > 255:
-		p.Add("segment_name", "The segment name may not be greater than 255 characters.")
+	default:
+		p.checkLine("segment_name", in.Name)
 	}
 	if len(f.Fields) == 0 {
 		p.Required("select_field")
@@ -234,6 +234,15 @@ var timeLayouts = []struct {
 	{time.RFC3339, false},
 }
 
+// InYearRange reports whether t falls in the years 1 to 9999 (of its own
+// location: convert to UTC first), the dates PostgreSQL's timestamp and
+// its ISO text form share: year 0 is out of range there, and a year past
+// 9999 would not be YYYY.
+func InYearRange(t time.Time) bool {
+	y := t.Year()
+	return y >= 1 && y <= 9999
+}
+
 func parseOperands(f SegmentField, op string, raw []string) ([]Operand, []string, error) {
 	want := Arity(op)
 	vals := make([]string, 0, len(raw))
@@ -282,9 +291,15 @@ func parseOperands(f SegmentField, op string, raw []string) ([]Operand, []string
 			if !ok {
 				return nil, nil, messagef("The value must be a date (YYYY-MM-DD) or a date and time (YYYY-MM-DDTHH:MM).")
 			}
+			if !InYearRange(out[i].Time) {
+				return nil, nil, messagef("The value must be a date from year 0001 to 9999 (UTC).")
+			}
 		default:
 			if !utf8.ValidString(v) {
 				return nil, nil, messagef("The value must be UTF-8 text.")
+			}
+			if strings.IndexByte(v, 0) >= 0 {
+				return nil, nil, messagef("The value may not contain a NUL character.")
 			}
 			out[i].Text = v
 		}
@@ -332,9 +347,13 @@ func ParseSegmentRecipient(segmentID, first, last, email string) (SegmentRecipie
 	}
 	if in.FirstName = strings.TrimSpace(first); in.FirstName == "" {
 		p.Required("first_name")
+	} else {
+		p.checkLine("first_name", in.FirstName)
 	}
 	if in.LastName = strings.TrimSpace(last); in.LastName == "" {
 		p.Required("last_name")
+	} else {
+		p.checkLine("last_name", in.LastName)
 	}
 	if v := strings.TrimSpace(email); v == "" {
 		p.Required("email")

@@ -4,10 +4,8 @@ import (
 	"crypto/rand"
 	"fmt"
 	"math/big"
-	"strconv"
 	"strings"
 	"time"
-	"unicode/utf8"
 )
 
 // Unsubscribe is a suppressed address: on the account's global list when
@@ -45,8 +43,8 @@ type UnsubscribeGroupInput struct {
 
 // Bounds of a group's texts, in characters.
 const (
-	GroupNameMax        = 255
-	GroupDescriptionMax = 1000
+	GroupNameMax        = MaxLine
+	GroupDescriptionMax = MaxText
 )
 
 // ParseUnsubscribeGroup validates a group save or update: group_name and
@@ -55,18 +53,17 @@ const (
 func ParseUnsubscribeGroup(name, description, isDisplay string) (UnsubscribeGroupInput, error) {
 	var p Problems
 	in := UnsubscribeGroupInput{Name: strings.TrimSpace(name), Description: strings.TrimSpace(description)}
-	for _, f := range []struct {
-		field, v string
-		max      int
-	}{{"group_name", in.Name, GroupNameMax}, {"description", in.Description, GroupDescriptionMax}} {
-		switch {
-		case f.v == "":
-			p.Required(f.field)
-		case !utf8.ValidString(f.v):
-			p.Add(f.field, "The "+Label(f.field)+" must be UTF-8 text.")
-		case utf8.RuneCountInString(f.v) > f.max:
-			p.Add(f.field, "The "+Label(f.field)+" may not be greater than "+strconv.Itoa(f.max)+" characters.")
-		}
+	switch {
+	case in.Name == "":
+		p.Required("group_name")
+	default:
+		p.checkLine("group_name", in.Name)
+	}
+	switch {
+	case in.Description == "":
+		p.Required("description")
+	case TextProblem("description", in.Description, GroupDescriptionMax) != "":
+		p.Add("description", TextProblem("description", in.Description, GroupDescriptionMax))
 	}
 	switch strings.ToLower(strings.TrimSpace(isDisplay)) {
 	case "":
