@@ -172,3 +172,36 @@ func TestCustomFieldsAreTheAccounts(t *testing.T) {
 		`{"status":"success","message":{"customFields":[{"id":%d,"user_id":%d,"field_name":"score","field_type":"text","is_reserved":0,"created_at":"<timestamp>","updated_at":"<timestamp>"}]}}`,
 		idB, acctB.id))
 }
+
+// A custom datetime value must fall in the years 0001-9999, on add and in
+// a CSV import, and is stored as YYYY-MM-DDTHH:MM.
+func TestCustomDatetimeValueRange(t *testing.T) {
+	t.Parallel()
+	a := newAPI(t)
+	acct := a.account()
+	typ := seedType(t, acct, "All")
+	seedField(t, acct, "joined", "datetime-local")
+	add := func(v string) response {
+		return a.do(req{method: "POST", path: "/api/contacts/add", acct: &acct, body: url.Values{
+			"contact_type_id": {fmt.Sprint(typ)}, "email": {"a@example.com"}, "country": {"276"}, "custom_field[joined]": {v}}})
+	}
+	const outOfRange = `{"status":"failed","errors":{"custom_field.joined":["The joined must be a date and time from year 0001 to 9999."]}}`
+	add("0000-01-01T00:00").expect(t, 422, outOfRange)
+	add("0000-12-31T23:59").expect(t, 422, outOfRange)
+	add("2023-02-31T00:00").expect(t, 422, `{"status":"failed","errors":{"custom_field.joined":["The joined must be a date and time as YYYY-MM-DDTHH:MM."]}}`)
+	upload(a, acct, typ, "email,joined\nb@example.com,0000-01-01T00:00\n").
+		expect(t, 422, `{"status":"failed","errors":{"file":["Line 2: The joined must be a date and time from year 0001 to 9999."]}}`)
+
+	add("0001-01-01T00:00").expect(t, 200, `{"status":"success","message":"Contact Added Successfully"}`)
+	if got := customValues(t, contactID(t, acct, "a@example.com")); got != `{"joined": "0001-01-01T00:00"}` {
+		t.Fatalf("stored %s", got)
+	}
+	add("9999-12-31T9:05").expect(t, 200, `{"status":"success","message":"Contact Added Successfully"}`)
+	if got := customValues(t, contactID(t, acct, "a@example.com")); got != `{"joined": "9999-12-31T09:05"}` {
+		t.Fatalf("stored %s", got)
+	}
+	upload(a, acct, typ, "email,joined\nb@example.com,2024-02-29T7:30\n").expect(t, 200, imported)
+	if got := customValues(t, contactID(t, acct, "b@example.com")); got != `{"joined": "2024-02-29T07:30"}` {
+		t.Fatalf("imported %s", got)
+	}
+}

@@ -435,3 +435,126 @@ func TestCSVImportWaitsForWriters(t *testing.T) {
 		t.Fatalf("%+v", got)
 	}
 }
+
+// A date-time value on created_at: "is" to the minute binds no parameter
+// for the custom-value index (issue 13: it was a 500, "expected 4
+// arguments, got 5"). Every datetime operator, with days and minutes, on
+// created_at and on a custom field.
+func TestSegmentDatetimeValuesOnEveryField(t *testing.T) {
+	t.Parallel()
+	f := newSegmentFixture(t)
+	tests := []struct {
+		field any
+		op    string
+		vals  []string
+		want  string
+	}{
+		{0, "is", []string{"2024-06-15T12:00"}, "cy"},
+		{0, "is", []string{"2026-11-23T08:00"}, ""},
+		{0, "is", []string{"2024-06-15 12:00:00"}, "cy"},
+		{0, "is", []string{"2024-06-15T14:00:00+02:00"}, "cy"},
+		{0, "is not", []string{"2024-06-15T12:00"}, "ann bob di"},
+		{0, "is before", []string{"2024-06-15T12:01"}, "cy"},
+		{0, "is after", []string{"2024-06-15T12:00"}, "ann bob di"},
+		{0, "is between", []string{"2024-06-16T08:00", "2024-06-15T12:00"}, "cy di"},
+		{0, "is between", []string{"0001-01-01", "9999-12-31"}, "ann bob cy di"},
+		{f.joined, "is", []string{"2026-03-10T09:00"}, "ann"},
+		{f.joined, "is", []string{"2026-03-10T09:00:00Z"}, "ann"},
+		{f.joined, "is not", []string{"2026-03-10T09:00"}, "bob cy di"},
+		{f.joined, "is before", []string{"2026-03-10T09:00"}, "bob"},
+		{f.joined, "is after", []string{"2026-03-10T09:00"}, "di"},
+		{f.joined, "is between", []string{"2026-03-11T00:00", "2025-12-31T23:59"}, "ann bob di"},
+		{f.joined, "is between", []string{"0001-01-01T00:00:00Z", "9999-12-31T23:59"}, "ann bob di"},
+		{f.joined, "is within the last", []string{"36500"}, "ann bob di"},
+		{f.joined, "is not empty", nil, "ann bob di"},
+	}
+	for _, tt := range tests {
+		t.Run(fmt.Sprintf("%v %s %v", tt.field, tt.op, tt.vals), func(t *testing.T) {
+			id := f.save(t, cond(f.typ, tt.field, tt.op, tt.vals...))
+			if got := strings.Join(f.members(t, id), " "); got != tt.want {
+				t.Errorf("got %q, want %q", got, tt.want)
+			}
+		})
+	}
+}
+
+// Dates outside the years 1-9999 in UTC are refused with a 422 (issue 13:
+// PostgreSQL refused them, SQLSTATE 22008, and the answer was a 500).
+func TestSegmentDatesOutOfRange(t *testing.T) {
+	t.Parallel()
+	f := newSegmentFixture(t)
+	const msg = `{"value.0":["The value must be a date from year 0001 to 9999 (UTC)."]}`
+	for _, field := range []int64{0, f.joined} {
+		for _, tt := range []struct {
+			op   string
+			vals []string
+		}{
+			{"is", []string{"0000-01-01"}},
+			{"is", []string{"0000-01-01T00:00"}},
+			{"is before", []string{"0000-12-31 23:59:59"}},
+			{"is after", []string{"0001-01-01T00:00:00+01:00"}}, // year 0 in UTC
+			{"is not", []string{"9999-12-31T23:30:00-01:00"}},   // year 10000 in UTC
+			{"is between", []string{"2026-01-01", "0000-01-01"}},
+			{"is between", []string{"0000-06-01T00:00", "2026-01-01"}},
+		} {
+			t.Run(fmt.Sprintf("%d %s %v", field, tt.op, tt.vals), func(t *testing.T) {
+				f.a.do(req{method: "POST", path: "/api/segment/save", acct: &f.acct, body: cond(f.typ, field, tt.op, tt.vals...)}).
+					expect(t, 422, `{"status":"failed","errors":`+msg+`}`)
+			})
+		}
+	}
+	// The first and last instants are fine, on both sides of UTC.
+	f.save(t, cond(f.typ, 0, "is after", "0001-01-01T00:00:00Z"))
+	f.save(t, cond(f.typ, 0, "is before", "0001-01-01T01:00:00+01:00"))
+	f.save(t, cond(f.typ, f.joined, "is", "9999-12-31"))
+	f.save(t, cond(f.typ, f.joined, "is", "9999-12-31T23:59"))
+	f.save(t, cond(f.typ, f.joined, "is before", "9999-12-31T22:59:00-01:00"))
+}
+
+// Custom datetime values stored before they were checked (year 0000, days
+// a month lacks, hours past 23, one-digit hours, non-strings) read as
+// absent: no segment condition on the field can fail, for any operator,
+// and the segments that hold them keep working as contacts change.
+func TestSegmentIgnoresUnreadableStoredDatetimes(t *testing.T) {
+	t.Parallel()
+	f := newSegmentFixture(t)
+	typ := seedType(t, f.acct, "Raw")
+	for i, v := range []string{
+		`"0000-01-01T00:00"`, `"0000-02-29T00:00"`, `"2023-02-31T00:00"`, `"2023-02-29T00:00"`, `"1900-02-29T12:00"`,
+		`"2026-04-31T00:00"`, `"2026-13-01T00:00"`, `"2026-00-10T00:00"`, `"2026-03-10T24:00"`, `"2026-03-10T23:60"`,
+		`"2026-03-10T9:00"`, `"2026-03-10"`, `"2026-03-10T09:00:00"`, `"-001-01-01T00:00"`, `"20260-03-10T09:00"`,
+		`"２０２６-03-10T09:00"`, `"garbage"`, `""`, `20260310`, `true`, `null`, `{"a":1}`, `["2026-03-10T09:00"]`,
+	} {
+		sqlContact(t, f.acct.id, typ, fmt.Sprintf("bad%02d@example.com", i), fmt.Sprintf(`{"joined": %s}`, v), false)
+	}
+	for _, v := range []string{"0001-01-01T00:00", "2024-02-29T00:00", "2000-02-29T23:59", "2026-03-10T09:00", "9999-12-31T23:59"} {
+		sqlContact(t, f.acct.id, typ, "good"+strings.NewReplacer("-", "", ":", "").Replace(v)+"@example.com", fmt.Sprintf(`{"joined": %q}`, v), false)
+	}
+	for _, tt := range []struct {
+		op   string
+		vals []string
+		want string
+	}{
+		{"is", []string{"2026-03-10T09:00"}, "good20260310T0900"},
+		{"is", []string{"2024-02-29"}, "good20240229T0000"},
+		{"is not", []string{"2026-03-10"}, "bad00 bad01 bad02 bad03 bad04 bad05 bad06 bad07 bad08 bad09 bad10 bad11 bad12 bad13 bad14 bad15 bad16 bad17 bad18 bad19 bad20 bad21 bad22 good00010101T0000 good20000229T2359 good20240229T0000 good99991231T2359"},
+		{"is before", []string{"2000-03-01"}, "good00010101T0000 good20000229T2359"},
+		{"is after", []string{"2026-03-10T08:59"}, "good20260310T0900 good99991231T2359"},
+		{"is between", []string{"9999-12-31", "0001-01-01"}, "good00010101T0000 good20000229T2359 good20240229T0000 good20260310T0900 good99991231T2359"},
+		{"is within the last", []string{"36500"}, "good20000229T2359 good20240229T0000 good20260310T0900"},
+		{"is empty", nil, "bad00 bad01 bad02 bad03 bad04 bad05 bad06 bad07 bad08 bad09 bad10 bad11 bad12 bad13 bad14 bad15 bad16 bad17 bad18 bad19 bad20 bad21 bad22"},
+		{"is not empty", nil, "good00010101T0000 good20000229T2359 good20240229T0000 good20260310T0900 good99991231T2359"},
+	} {
+		t.Run(tt.op+" "+strings.Join(tt.vals, ","), func(t *testing.T) {
+			id := f.save(t, cond(typ, f.joined, tt.op, tt.vals...))
+			if got := strings.Join(f.members(t, id), " "); got != tt.want {
+				t.Errorf("got %q\nwant %q", got, tt.want)
+			}
+		})
+	}
+	// Contact writes re-evaluate those segments for the written contacts.
+	f.a.do(req{method: "POST", path: "/api/contacts/add", acct: &f.acct, body: url.Values{"contact_type_id": {fmt.Sprint(typ)},
+		"email": {"bad00@example.com"}, "country": {"276"}, "first_name": {"Fixed"}}}).
+		expect(t, 200, `{"status":"success","message":"Contact Added Successfully"}`)
+	upload(f.a, f.acct, typ, "email,first_name\nbad01@example.com,Imported\n").expect(t, 200, imported)
+}

@@ -77,13 +77,27 @@ func (p *predicate) expr(f mail.SegmentField) string {
 	case mail.KindNumber:
 		return fmt.Sprintf("(CASE WHEN jsonb_typeof(c.custom -> %[1]s::text) = 'number' THEN (c.custom ->> %[1]s::text)::numeric END)", key)
 	case mail.KindDatetime:
-		return fmt.Sprintf(`(CASE WHEN (c.custom ->> %[1]s::text) ~ '^\d{4}-(0[1-9]|1[0-2])-(0[1-9]|[12]\d|3[01])T([01]\d|2[0-3]):[0-5]\d$' THEN (c.custom ->> %[1]s::text)::timestamp END)`, key)
+		return fmt.Sprintf(`(CASE WHEN (c.custom ->> %[1]s::text) ~ '%[2]s' THEN (c.custom ->> %[1]s::text)::timestamp END)`, key, storedDatetimeRE)
 	}
 	return fmt.Sprintf("COALESCE(c.custom ->> %s::text, '')", key)
 }
 
+// storedDatetimeRE matches exactly the YYYY-MM-DDTHH:MM values PostgreSQL
+// casts to timestamp without an error: years 0001-9999 (year 0000 is out of
+// range), the days each month has, February 29 in leap years only, hours
+// 00-23. A custom datetime value is compared only when it matches, so a
+// value stored some other way (before a check, or by hand) reads as absent
+// and can never make a segment query fail. ASCII digits, as \d may take
+// other scripts' digits in some locales.
+const storedDatetimeRE = `^(?!0000)(` +
+	`[0-9]{4}-((0[13578]|1[02])-(0[1-9]|[12][0-9]|3[01])|(0[469]|11)-(0[1-9]|[12][0-9]|30)|02-(0[1-9]|1[0-9]|2[0-8]))` +
+	`|([0-9]{2}(0[48]|[2468][048]|[13579][26])|([02468][048]|[13579][26])00)-02-29` +
+	`)T([01][0-9]|2[0-3]):[0-5][0-9]$`
+
 // contains is "c.custom @> {field: v} AND " for a custom field, so the
-// GIN index on custom can find an exact value; "" for other fields.
+// GIN index on custom can find an exact value; "" for other fields. v is
+// an expression already bound: bind a parameter for it only when the field
+// is custom, or the statement has a parameter no $n names.
 func (p *predicate) contains(f mail.SegmentField, v string) string {
 	if f.Custom == "" {
 		return ""
@@ -191,7 +205,10 @@ func (p *predicate) datetime(e string, c mail.Condition) string {
 		if c.Operands[0].Day {
 			return within
 		}
-		// A minute is a stored value exactly (YYYY-MM-DDTHH:MM).
+		if c.Field.Custom == "" {
+			return within
+		}
+		// A custom value to the minute is stored exactly (YYYY-MM-DDTHH:MM).
 		return p.contains(c.Field, p.arg(c.Operands[0].Time.Format("2006-01-02T15:04"))+"::text") + within
 	case mail.OpIsNot:
 		return "NOT COALESCE(" + e + " >= " + at[0] + " AND " + e + " < " + end[0] + ", false)"
