@@ -2,6 +2,7 @@ package httpapi_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/url"
 	"strings"
@@ -171,6 +172,48 @@ func TestCustomFieldsAreTheAccounts(t *testing.T) {
 	a.do(req{method: "GET", path: "/api/custom-fields", acct: &acctB}).expectNormalized(t, 200, fmt.Sprintf(
 		`{"status":"success","message":{"customFields":[{"id":%d,"user_id":%d,"field_name":"score","field_type":"text","is_reserved":0,"created_at":"<timestamp>","updated_at":"<timestamp>"}]}}`,
 		idB, acctB.id))
+}
+
+// The six dynamic-content names read from a custom field may be custom
+// field names (creating one gives the placeholder a value); reserved names
+// and the names the renderer computes may not, in any case.
+func TestCustomFieldDynamicContentNames(t *testing.T) {
+	t.Parallel()
+	a := newAPI(t)
+	acct := a.account()
+	save := func(name string) response {
+		return a.do(req{method: "POST", path: "/api/custom-fields/save", acct: &acct,
+			body: url.Values{"field_name": {name}, "field_type": {"text"}}})
+	}
+	allowed := []string{"father_name", "Designation", "AGE", "company_name", "birth_date", "Join_Date"}
+	for _, name := range allowed {
+		save(name).expect(t, 200, addedOK)
+	}
+	save("age").expect(t, 422, `{"status":"failed","errors":{"field_name":["The field name has already been taken."]}}`)
+	var names []string
+	r := a.do(req{method: "GET", path: "/api/custom-fields", acct: &acct})
+	var got struct {
+		Message struct {
+			CustomFields []struct {
+				FieldName string `json:"field_name"`
+			}
+		}
+	}
+	if err := json.Unmarshal([]byte(r.body), &got); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range got.Message.CustomFields {
+		names = append(names, f.FieldName)
+	}
+	if strings.Join(names, " ") != strings.Join(allowed, " ") {
+		t.Fatalf("fields %v", names)
+	}
+	for _, name := range []string{"full_name", "Full_Name", "SENDER_NAME", "sender_address", "Unsubscribe_Preferences"} {
+		save(name).expect(t, 422, `{"status":"failed","errors":{"field_name":["The field name may not be a dynamic content name."]}}`)
+	}
+	for _, name := range []string{"email", "First_Name", "ALT_EMAIL", "Country", "state_province_region", "POSTAL_CODE"} {
+		save(name).expect(t, 422, `{"status":"failed","errors":{"field_name":["The field name may not be a reserved field name."]}}`)
+	}
 }
 
 // A custom datetime value must fall in the years 0001-9999, on add and in

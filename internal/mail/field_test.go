@@ -6,6 +6,53 @@ import (
 	"testing"
 )
 
+// Custom field names: the reserved fields' and the dynamic-content names
+// the renderer computes are refused in any case; the dynamic-content
+// names read from a custom field are allowed (DECISIONS.md, Reserved
+// fields).
+func TestParseCustomFieldNames(t *testing.T) {
+	t.Parallel()
+	const (
+		reserved = "The field name may not be a reserved field name."
+		computed = "The field name may not be a dynamic content name."
+	)
+	tests := map[string]string{}
+	for want, names := range map[string][]string{
+		"":       {"father_name", "Designation", "AGE", "company_name", "Birth_Date", "join_date", "score", "fullname", "full_name2"},
+		reserved: {"email", "First_Name", "ALT_EMAIL", "country", "postal_code", "state_province_region"},
+		computed: {"full_name", "FULL_NAME", "sender_name", "Sender_Address", "unsubscribe_preferences"},
+	} {
+		for _, n := range names {
+			tests[n] = want
+		}
+	}
+	for _, r := range ReservedFields {
+		tests[r.Name] = reserved
+		tests[strings.ToUpper(r.Name)] = reserved
+	}
+	for name, want := range tests {
+		f, err := ParseCustomField(" "+name+" ", FieldText)
+		var got string
+		if err != nil {
+			var e *Error
+			if !errors.As(err, &e) || len(e.Fields["field_name"]) != 1 {
+				t.Fatalf("%s: %v", name, err)
+			}
+			got = e.Fields["field_name"][0]
+		}
+		if got != want || (want == "" && f.Name != name) {
+			t.Errorf("%q: %q %q, want %q", name, f.Name, got, want)
+		}
+	}
+	// Every dynamic-content name is either reserved, computed or allowed.
+	for _, d := range DynamicContent {
+		_, err := ParseCustomField(d, FieldText)
+		if (err != nil) != (IsReservedName(d) || IsComputedName(d)) {
+			t.Errorf("%s: %v", d, err)
+		}
+	}
+}
+
 // Custom datetime values are YYYY-MM-DDTHH:MM of the years 0001-9999,
 // stored in that form exactly; the CSV import checks them the same way.
 func TestParseCustomDatetime(t *testing.T) {
