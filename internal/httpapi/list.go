@@ -3,6 +3,7 @@ package httpapi
 import (
 	"bufio"
 	"bytes"
+	"errors"
 	"net/http"
 	"time"
 
@@ -11,8 +12,19 @@ import (
 	"github.com/mailroom/mailroom/internal/mail"
 )
 
-// listIdle bounds how long a client may take to read 1000 list elements.
-const listIdle = 2 * time.Minute
+// A streamed list's client must take each listWindow elements (at most a
+// few hundred KB) within listIdle, about 4 KB/s at the least; a slower one
+// is cut, so it holds no goroutine and buffer for ever.
+const (
+	listIdle   = 30 * time.Second
+	listWindow = 250
+)
+
+// clientError is a failure to write to the client (gone, or too slow):
+// the client's doing, not the server's.
+type clientError struct{ err error }
+
+func (e clientError) Error() string { return "writing to the client: " + e.err.Error() }
 
 // listWriter streams {"status":"success","message":{"<key>":[…]}} one
 // element at a time, so a list's memory does not grow with the account.
@@ -37,7 +49,7 @@ func (l *listWriter) start() {
 	l.rc = http.NewResponseController(l.c.Writer)
 	l.c.Header("Content-Type", "application/json; charset=utf-8")
 	l.c.Status(http.StatusOK)
-	l.w = bufio.NewWriterSize(l.c.Writer, 32<<10)
+	l.w = bufio.NewWriterSize(l.c.Writer, 16<<10)
 	l.w.WriteString(`{"status":"success","message":{`)
 	l.buf.Reset()
 	encode(&l.buf, l.key)
@@ -50,8 +62,7 @@ func (l *listWriter) add(v any) error {
 	if !l.started {
 		l.start()
 	}
-	if l.n%1000 == 0 {
-		// A client that reads nothing for listIdle is dropped.
+	if l.n%listWindow == 0 {
 		l.rc.SetWriteDeadline(time.Now().Add(listIdle))
 	}
 	if l.n > 0 {
@@ -60,8 +71,10 @@ func (l *listWriter) add(v any) error {
 	l.n++
 	l.buf.Reset()
 	encode(&l.buf, v)
-	_, err := l.w.Write(l.buf.Bytes())
-	return err
+	if _, err := l.w.Write(l.buf.Bytes()); err != nil {
+		return clientError{err}
+	}
+	return nil
 }
 
 // finish closes the list, with pagination when the list was paged; err is
@@ -74,7 +87,11 @@ func (s *Server) finishList(l *listWriter, pg *mail.Page, total int64, err error
 		}
 		// The status is sent; cut the response so the client sees a
 		// broken body rather than a truncated list that parses.
-		s.log.ErrorContext(l.c.Request.Context(), "list failed mid-stream", "path", l.c.FullPath(), "err", err)
+		if errors.As(err, new(clientError)) {
+			s.log.InfoContext(l.c.Request.Context(), "list client left or too slow", "path", l.c.FullPath(), "err", err)
+		} else {
+			s.log.ErrorContext(l.c.Request.Context(), "list failed mid-stream", "path", l.c.FullPath(), "err", err)
+		}
 		l.w.Flush()
 		panic(http.ErrAbortHandler)
 	}

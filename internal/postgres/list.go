@@ -9,8 +9,10 @@ import (
 	"github.com/mailroom/mailroom/internal/mail"
 )
 
-// listChunk is how many rows a streamed list reads per query.
-const listChunk = 1000
+// listChunk is how many rows a streamed list reads per query: the rows
+// held in memory while a client reads them, so 50 slow readers of a long
+// list cost a few MB, not hundreds (docs/decisions.md).
+const listChunk = 250
 
 // streamList reads a list in id order and calls fn with each row, with no
 // connection held while fn runs (fn writes to a client that may be slow).
