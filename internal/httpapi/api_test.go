@@ -35,10 +35,16 @@ type api struct {
 
 func newAPI(t testing.TB) *api {
 	t.Helper()
+	return newAPIWith(t, httpapi.Config{MaxBodyBytes: 1 << 20, MaxUploadBytes: 64 << 20})
+}
+
+// newAPIWith is newAPI with its own configuration.
+func newAPIWith(t testing.TB, cfg httpapi.Config) *api {
+	t.Helper()
 	d := testdb.New(t)
 	rdb := redis.NewClient(&redis.Options{Addr: "127.0.0.1:6379"})
 	t.Cleanup(func() { rdb.Close() })
-	h := httpapi.New(httpapi.Config{MaxBodyBytes: 1 << 20, MaxUploadBytes: 64 << 20}, httpapi.Deps{
+	h := httpapi.New(cfg, httpapi.Deps{
 		DB:        d,
 		Geo:       testdb.Geo(t),
 		Log:       slog.New(slog.NewTextHandler(io.Discard, nil)),

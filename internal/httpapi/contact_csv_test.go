@@ -5,8 +5,10 @@ import (
 	"fmt"
 	"net/url"
 	"strings"
+	"sync"
 	"testing"
 
+	"github.com/mailroom/mailroom/internal/httpapi"
 	"github.com/mailroom/mailroom/internal/testdb"
 )
 
@@ -209,5 +211,56 @@ func TestCSVImportBrokenUploads(t *testing.T) {
 		expect(t, 422, `{"status":"failed","errors":{"file":["The upload is not a well-formed multipart body."]}}`)
 	if got := storedContacts(t, acct, typ); len(got) != 0 {
 		t.Fatalf("broken uploads wrote %v", got)
+	}
+}
+
+// Imports into one type and single writers of the same addresses, all at
+// once: every request succeeds and each address is one contact.
+func TestCSVImportConcurrentWithWriters(t *testing.T) {
+	t.Parallel()
+	a := newAPIWith(t, httpapi.Config{MaxBodyBytes: 1 << 20, MaxUploadBytes: 64 << 20, MaxImports: 8})
+	acct := a.account()
+	typ := seedType(t, acct, "Crowded")
+	file := func(seed int) string {
+		var b strings.Builder
+		b.WriteString("email,first_name\n")
+		for i := range 2000 {
+			fmt.Fprintf(&b, "user%d@example.com,F%d\n", (i*7+seed*300)%3000, seed)
+		}
+		return b.String()
+	}
+	var wg sync.WaitGroup
+	errs := make(chan string, 100)
+	for seed := range 4 {
+		wg.Add(2)
+		go func() {
+			defer wg.Done()
+			if r := upload(a, acct, typ, file(seed)); r.code != 200 {
+				errs <- fmt.Sprintf("upload %d: %d %s", seed, r.code, r.body)
+			}
+		}()
+		go func() {
+			defer wg.Done()
+			for i := range 25 {
+				r := a.do(req{method: "POST", path: "/api/contacts/add", acct: &acct, body: url.Values{
+					"contact_type_id": {fmt.Sprint(typ)}, "email": {fmt.Sprintf("USER%d@example.com", i*97%3000)}, "country": {"276"}}})
+				if r.code != 200 {
+					errs <- fmt.Sprintf("add: %d %s", r.code, r.body)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for e := range errs {
+		t.Error(e)
+	}
+	var live, distinct int
+	if err := testdb.New(t).Pool.QueryRow(context.Background(), `SELECT count(*), count(DISTINCT email_lc)
+		FROM contacts WHERE contact_type_id = $1 AND deleted_at IS NULL`, typ).Scan(&live, &distinct); err != nil {
+		t.Fatal(err)
+	}
+	if live != distinct || live != 3000 {
+		t.Fatalf("%d live contacts, %d addresses; want 3000", live, distinct)
 	}
 }

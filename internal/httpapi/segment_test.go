@@ -425,13 +425,49 @@ func TestCSVImportWaitsForWriters(t *testing.T) {
 	tx, pid := openWriter(t, f.acct, empty, "x@example.com")
 	done := make(chan response, 1)
 	go func() { done <- upload(f.a, f.acct, empty, "email,first_name\nX@example.com,Imported\n") }()
-	waitBlocked(t, pid, "%FOR UPDATE%", done)
+	waitBlocked(t, pid, "%ON CONFLICT%", done)
 	if err := tx.Commit(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	(<-done).expect(t, 200, imported)
 	got := storedContacts(t, f.acct, empty)
 	if len(got) != 1 || got["x@example.com"].first != "Imported" {
+		t.Fatalf("%+v", got)
+	}
+}
+
+// An import does not wait for a writer in flight to another address of
+// the type, and a writer does not wait for an import's hold on the type
+// (issue 13: adds waited up to 23.6 s behind imports).
+func TestCSVImportAndWritersGoOnTogether(t *testing.T) {
+	t.Parallel()
+	f := newSegmentFixture(t)
+	typ := seedType(t, f.acct, "Busy")
+	tx, _ := openWriter(t, f.acct, typ, "writer@example.com")
+	upload(f.a, f.acct, typ, "email,first_name\nother@example.com,Imported\n").expect(t, 200, imported)
+	if err := tx.Commit(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	// What an import's merge holds, left open: the type's import lock and
+	// the type FOR SHARE, with a contact of its own written.
+	ctx := context.Background()
+	imp, err := testdb.New(t).Pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer imp.Rollback(ctx)
+	if _, err := imp.Exec(ctx, `SELECT pg_advisory_xact_lock(x'696d706f'::int, $1::int)`, typ); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := imp.Exec(ctx, `INSERT INTO contacts (user_id, contact_type_id, email)
+		SELECT user_id, id, 'merging@example.com' FROM contact_types WHERE id = $1 FOR SHARE`, typ); err != nil {
+		t.Fatal(err)
+	}
+	f.a.do(req{method: "POST", path: "/api/contacts/add", acct: &f.acct, body: url.Values{
+		"contact_type_id": {fmt.Sprint(typ)}, "email": {"single@example.com"}, "country": {"276"}}}).
+		expect(t, 200, `{"status":"success","message":"Contact Added Successfully"}`)
+	got := storedContacts(t, f.acct, typ)
+	if len(got) != 3 || got["other@example.com"].first != "Imported" {
 		t.Fatalf("%+v", got)
 	}
 }

@@ -21,10 +21,16 @@ import (
 // is temporary, so this SQL is written here rather than in queries/ (sqlc
 // cannot see temporary tables).
 //
-// The merge holds the type's row FOR UPDATE, which every other contact
-// writer's FOR SHARE waits for; so no address can appear in the type
-// between the UPDATE and the INSERT, and plain statements do the work of
-// INSERT … ON CONFLICT at a fraction of its per-row cost.
+// The merge holds the type's row FOR SHARE, as every contact writer does,
+// so single writers go on beside an import: a writer waits for one only
+// when it writes a contact the import is changing (then until the import
+// commits, which all-or-nothing imports require). Imports into one type
+// run one at a time (an advisory lock keyed by the type), so two merges
+// never lock the same rows in different orders. The UPDATE changes the
+// addresses the type has; the INSERT adds the rest with ON CONFLICT, for an
+// address a single writer added since the UPDATE looked. Segment rebuilds,
+// type deletes and custom field deletes take the type FOR UPDATE and so
+// still wait for a merge in flight (docs/contacts.md).
 
 const createStagingSQL = `
 CREATE TEMPORARY TABLE contact_import (
@@ -89,16 +95,43 @@ WHERE c.contact_type_id = $1 AND c.email_lc = s.email_lc AND c.deleted_at IS NUL
 // UPDATE's "id" is the contact's (the staging table has none).
 
 // insertImportedSQL adds the addresses the type does not have yet; with
-// $4 false (the type has no live contacts) it skips looking.
+// $3 false (the type had no live contacts) it skips looking. An address a
+// single writer added since is updated as updateImportedSQL would ($4…$14
+// are its $2…$12). It answers how many rows it inserted and updated; with
+// $15 the changed ids go to import_changed.
 const insertImportedSQL = `
-INSERT INTO contacts (user_id, contact_type_id, email, first_name, last_name, alt_email, country,
-    state, city, address_line1, address_line2, state_province_region, postal_code, custom)
-SELECT $1, $2, s.email, COALESCE(s.first_name, ''), COALESCE(s.last_name, ''), NULLIF(s.alt_email, ''), s.country,
-    COALESCE(s.state, ''), COALESCE(s.city, ''), COALESCE(s.address_line1, ''), COALESCE(s.address_line2, ''),
-    COALESCE(s.state_province_region, ''), COALESCE(s.postal_code, ''), COALESCE(s.custom, '{}')
-FROM ` + dedupedSQL + ` s
-WHERE NOT $3 OR NOT EXISTS (SELECT 1 FROM contacts c
-    WHERE c.contact_type_id = $2 AND c.email_lc = s.email_lc AND c.deleted_at IS NULL)`
+WITH x AS (
+    INSERT INTO contacts AS c (user_id, contact_type_id, email, first_name, last_name, alt_email, country,
+        state, city, address_line1, address_line2, state_province_region, postal_code, custom)
+    SELECT $1, $2, s.email, COALESCE(s.first_name, ''), COALESCE(s.last_name, ''), NULLIF(s.alt_email, ''), s.country,
+        COALESCE(s.state, ''), COALESCE(s.city, ''), COALESCE(s.address_line1, ''), COALESCE(s.address_line2, ''),
+        COALESCE(s.state_province_region, ''), COALESCE(s.postal_code, ''), COALESCE(s.custom, '{}')
+    FROM ` + dedupedSQL + ` s
+    WHERE NOT $3 OR NOT EXISTS (SELECT 1 FROM contacts c
+        WHERE c.contact_type_id = $2 AND c.email_lc = s.email_lc AND c.deleted_at IS NULL)
+    ON CONFLICT (contact_type_id, email_lc) WHERE deleted_at IS NULL DO UPDATE SET
+        email = EXCLUDED.email,
+        first_name = CASE WHEN $4 THEN EXCLUDED.first_name ELSE c.first_name END,
+        last_name = CASE WHEN $5 THEN EXCLUDED.last_name ELSE c.last_name END,
+        alt_email = CASE WHEN $6 THEN EXCLUDED.alt_email ELSE c.alt_email END,
+        country = CASE WHEN $7 THEN EXCLUDED.country ELSE c.country END,
+        state = CASE WHEN $8 THEN EXCLUDED.state ELSE c.state END,
+        city = CASE WHEN $9 THEN EXCLUDED.city ELSE c.city END,
+        address_line1 = CASE WHEN $10 THEN EXCLUDED.address_line1 ELSE c.address_line1 END,
+        address_line2 = CASE WHEN $11 THEN EXCLUDED.address_line2 ELSE c.address_line2 END,
+        state_province_region = CASE WHEN $12 THEN EXCLUDED.state_province_region ELSE c.state_province_region END,
+        postal_code = CASE WHEN $13 THEN EXCLUDED.postal_code ELSE c.postal_code END,
+        custom = (c.custom - $14::text[]) || EXCLUDED.custom,
+        updated_at = now()
+    RETURNING c.id, (c.xmax::text = '0') AS inserted
+), changed AS (
+    INSERT INTO import_changed SELECT id FROM x WHERE $15
+)
+SELECT count(*) FILTER (WHERE inserted), count(*) FILTER (WHERE NOT inserted) FROM x`
+
+// importLockSpace is the first key of the advisory lock that serializes
+// imports into one contact type ("impo").
+const importLockSpace = 0x696d706f
 
 // ImportResult counts what an import did.
 type ImportResult struct {
@@ -146,11 +179,14 @@ func (im *ContactImport) Copy(ctx context.Context, src *mail.ContactCSV) error {
 // Commit merges the staged rows into the contact type, records the
 // contacts.imported event and commits.
 func (im *ContactImport) Commit(ctx context.Context, typeID int64, src *mail.ContactCSV) (ImportResult, error) {
-	// The lock first, in a statement of its own: the checks after it then
-	// read a snapshot taken once every writer of the type has committed.
+	// The locks first, in statements of their own: the checks after them
+	// read a snapshot taken once any import into the type has committed.
+	if _, err := im.tx.Exec(ctx, "SELECT pg_advisory_xact_lock($1, ($2 % 2147483647)::int)", importLockSpace, typeID); err != nil {
+		return ImportResult{}, err
+	}
 	var locked int64
 	err := im.tx.QueryRow(ctx, `SELECT id FROM contact_types
-		WHERE id = $1 AND user_id = $2 AND deleted_at IS NULL FOR UPDATE`, typeID, im.userID).Scan(&locked)
+		WHERE id = $1 AND user_id = $2 AND deleted_at IS NULL FOR SHARE`, typeID, im.userID).Scan(&locked)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return ImportResult{}, errUnknownContactType
 	}
@@ -175,25 +211,26 @@ func (im *ContactImport) Commit(ctx context.Context, typeID int64, src *mail.Con
 		return ImportResult{}, err
 	}
 	res := ImportResult{Rows: src.Rows(), Skipped: src.Skipped()}
-	update, insert := updateImportedSQL, insertImportedSQL
+	update := updateImportedSQL
 	if hasSegments {
-		update, insert = collectChanged(update), collectChanged(insert)
+		update = collectChanged(update)
 	}
+	columns := []any{src.Has(mail.ColFirstName), src.Has(mail.ColLastName), src.Has(mail.ColAltEmail), src.Has(mail.ColCountry),
+		src.Has(mail.ColState), src.Has(mail.ColCity), src.Has(mail.ColAddressLine1), src.Has(mail.ColAddressLine2),
+		src.Has(mail.ColStateProvinceRegion), src.Has(mail.ColPostalCode), src.CustomColumns()}
 	if hasContacts {
-		tag, err := im.tx.Exec(ctx, update, typeID,
-			src.Has(mail.ColFirstName), src.Has(mail.ColLastName), src.Has(mail.ColAltEmail), src.Has(mail.ColCountry),
-			src.Has(mail.ColState), src.Has(mail.ColCity), src.Has(mail.ColAddressLine1), src.Has(mail.ColAddressLine2),
-			src.Has(mail.ColStateProvinceRegion), src.Has(mail.ColPostalCode), src.CustomColumns())
+		tag, err := im.tx.Exec(ctx, update, append([]any{typeID}, columns...)...)
 		if err != nil {
 			return ImportResult{}, fmt.Errorf("postgres: update imported contacts: %w", translate(err))
 		}
 		res.Updated = tag.RowsAffected()
 	}
-	tag, err := im.tx.Exec(ctx, insert, im.userID, typeID, hasContacts)
-	if err != nil {
+	var raced int64
+	args := append(append([]any{im.userID, typeID, hasContacts}, columns...), hasSegments)
+	if err := im.tx.QueryRow(ctx, insertImportedSQL, args...).Scan(&res.Added, &raced); err != nil {
 		return ImportResult{}, fmt.Errorf("postgres: insert imported contacts: %w", translate(err))
 	}
-	res.Added = tag.RowsAffected()
+	res.Updated += raced
 	if hasSegments {
 		if _, err := im.tx.Exec(ctx, "ANALYZE import_changed"); err != nil {
 			return ImportResult{}, err
