@@ -72,7 +72,7 @@ func renderContact(c *postgres.Contact, fields []mail.CustomField, country *stri
 }
 
 func (s *Server) listContacts(c *gin.Context) {
-	pg, err := readPage(c)
+	pg, err := readCursorPage(c)
 	if err != nil {
 		s.fail(c, err)
 		return

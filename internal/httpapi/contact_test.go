@@ -283,6 +283,22 @@ func TestContactListPages(t *testing.T) {
 		!strings.HasSuffix(r.body, `],"pagination":{"page":3,"per_page":10,"total":25}}}`) {
 		t.Fatalf("page 3: %d %s", r.code, r.body)
 	}
+	// after_id: the page after a contact (page numbers count from it), total
+	// still the whole list.
+	p20 := contactID(t, acct, "p20@example.com")
+	for _, path := range []string{
+		fmt.Sprintf("/api/contacts/list?per_page=10&after_id=%d", p20),
+		fmt.Sprintf("/api/contacts/list?page=1&per_page=10&after_id=%d", p20),
+		fmt.Sprintf("/api/contacts/list?page=2&per_page=3&after_id=%d", contactID(t, acct, "p17@example.com")),
+	} {
+		r := a.do(req{method: "GET", path: path, acct: &acct})
+		if r.code != 200 || strings.Count(r.body, `"email":`) != 5-strings.Count(path, "page=2")*2 || !strings.Contains(r.body, `"email":"p21@example.com"`) ||
+			!strings.Contains(r.body, `],"pagination":{"page":`) || !strings.HasSuffix(r.body, `,"total":25}}}`) {
+			t.Fatalf("%s: %d %s", path, r.code, r.body)
+		}
+	}
+	a.do(req{method: "GET", path: "/api/contacts/list?after_id=x&page=0", acct: &acct}).
+		expect(t, 422, `{"status":"failed","errors":{"page":["The page must be at least 1."],"after_id":["The after id must be an integer."]}}`)
 	a.do(req{method: "GET", path: "/api/contacts/list?per_page=1001", acct: &acct}).
 		expect(t, 422, `{"status":"failed","errors":{"per_page":["The per page may not be greater than 1000."]}}`)
 	a.do(req{method: "GET", path: "/api/contacts/list?page=0", acct: &acct}).

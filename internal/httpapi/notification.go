@@ -24,7 +24,7 @@ type notificationRecipientJSON struct {
 
 // notificationRecipients answers GET /notification-recipients.
 func (s *Server) notificationRecipients(c *gin.Context) {
-	page, err := readPage(c)
+	page, err := readCursorPage(c)
 	if err != nil {
 		s.fail(c, err)
 		return

@@ -19,6 +19,14 @@ func readPage(c *gin.Context) (*mail.Page, error) {
 	return mail.ParsePage(c.Query("page"), c.Query("per_page"))
 }
 
+// readCursorPage is readPage for the lists that grow with the audience
+// (contacts, segment recipients, global unsubscribes, group recipients,
+// notification recipients), which also take ?after_id=: the keyset cursor
+// whose pages cost the same however deep (docs/counts.md).
+func readCursorPage(c *gin.Context) (*mail.Page, error) {
+	return mail.ParsePageAfter(c.Query("page"), c.Query("per_page"), c.Query("after_id"))
+}
+
 // paged is the pagination of a page of total records; nil when p is nil,
 // so the key is left out of unpaged lists.
 func paged(p *mail.Page, total int64) *pagination {

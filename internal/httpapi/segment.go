@@ -153,7 +153,7 @@ func (s *Server) listSegmentRecipients(c *gin.Context) {
 		s.fail(c, err)
 		return
 	}
-	page, err := readPage(c)
+	page, err := readCursorPage(c)
 	if err != nil {
 		s.fail(c, err)
 		return

@@ -69,7 +69,7 @@ func renderGroup(g mail.UnsubscribeGroup) groupJSON {
 // listUnsubscribes streams the global list (groupID nil) or a group's
 // recipients under key.
 func (s *Server) listUnsubscribes(c *gin.Context, key string, groupID *int64) {
-	pg, err := readPage(c)
+	pg, err := readCursorPage(c)
 	if err != nil {
 		s.fail(c, err)
 		return

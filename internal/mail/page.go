@@ -10,6 +10,7 @@ import (
 type Page struct {
 	Number int64
 	Size   int64
+	After  int64 // lists that take after_id: the id the list starts after
 }
 
 // Paging bounds.
@@ -62,4 +63,38 @@ func ParsePage(page, perPage string) (*Page, error) {
 		return nil, Invalid("page", "The page is too large.")
 	}
 	return &p, nil
+}
+
+// ParsePageAfter is ParsePage for the long lists, which also take after_id:
+// a keyset cursor, the id the list starts after (0, the default, starts at
+// the first record). Any of the three turns paging on; page numbers then
+// count from the cursor, so a client walks a list of any length in pages
+// of equal cost by sending the last id it received.
+func ParsePageAfter(page, perPage, afterID string) (*Page, error) {
+	afterID = strings.TrimSpace(afterID)
+	p, err := ParsePage(page, perPage)
+	var after int64
+	var afterErr error
+	if afterID != "" {
+		n, perr := strconv.ParseInt(afterID, 10, 64)
+		switch {
+		case perr != nil:
+			afterErr = Invalid("after_id", "The after id must be an integer.")
+		case n < 0:
+			afterErr = Invalid("after_id", "The after id must be at least 0.")
+		default:
+			after = n
+		}
+	}
+	if err := JoinInvalid(err, afterErr); err != nil {
+		return nil, err
+	}
+	if p == nil {
+		if afterID == "" {
+			return nil, nil
+		}
+		p = &Page{Number: 1, Size: DefaultPageSize}
+	}
+	p.After = after
+	return p, nil
 }

@@ -182,14 +182,18 @@ func (d *DB) DeleteContacts(ctx context.Context, userID int64, ids []int64) erro
 	})
 }
 
-// listContactsSQL reads the account's live contacts with their types.
+// listContactsSQL reads the account's live contacts with their types: the
+// page's ids from contacts_user alone (an index-only walk, however far the
+// offset), then those rows.
 var listContactsSQL = `
 SELECT c.id, c.user_id, c.contact_type_id, c.first_name, c.last_name, c.email, c.alt_email, c.country,
     c.state, c.city, c.address_line1, c.address_line2, c.state_province_region, c.postal_code, c.custom,
     c.deleted_at, c.created_at, c.updated_at,
     t.id, t.user_id, t.name, t.deleted_at, t.created_at, t.updated_at
-FROM contacts c JOIN contact_types t ON t.id = c.contact_type_id
-WHERE c.user_id = $1 AND c.deleted_at IS NULL AND ` + keyset("c.id", 1)
+FROM (SELECT id FROM contacts WHERE user_id = $1 AND deleted_at IS NULL AND ` + keyset("id", 1) + `) page
+JOIN contacts c ON c.id = page.id
+JOIN contact_types t ON t.id = c.contact_type_id
+ORDER BY c.id`
 
 // ListContacts calls fn with each live contact of the account, in id
 // order, and returns the account's contact count when paged.

@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"context"
+	"errors"
 	"strconv"
 
 	"github.com/jackc/pgx/v5"
@@ -14,16 +15,22 @@ import (
 // list cost a few MB, not hundreds (docs/decisions.md).
 const listChunk = 250
 
+// errSkipRow, from a streamList scan, drops the row it scanned: the walk
+// still counts it and resumes after it.
+var errSkipRow = errors.New("postgres: row not listed")
+
 // streamList reads a list in id order and calls fn with each row, with no
 // connection held while fn runs (fn writes to a client that may be slow).
-// query must end with "id > $n ORDER BY id LIMIT $n+1 OFFSET $n+2" over
-// the parameters after args. A nil page walks the whole list, listChunk
-// rows per query, resuming after the last id; a page is one query.
+// query takes, after args, the id to start after, a limit and an offset, as
+// keyset writes them ("id > $n ORDER BY id LIMIT $n+1 OFFSET $n+2"); the
+// long lists find their page's ids on an index alone with it, then read
+// those rows. A nil page walks the whole list, listChunk rows per query,
+// resuming after the last id; a page (from its after_id) is one query.
 func streamList[T any](ctx context.Context, d *DB, query string, args []any, page *mail.Page,
 	scan func(pgx.Rows, *T) error, id func(*T) int64, fn func(*T) error) error {
 	after, limit, offset := int64(0), int64(listChunk), int64(0)
 	if page != nil {
-		limit, offset = page.Size, page.Offset()
+		after, limit, offset = page.After, page.Size, page.Offset()
 	}
 	buf := make([]T, 0, min(limit, listChunk))
 	for {
@@ -32,13 +39,18 @@ func streamList[T any](ctx context.Context, d *DB, query string, args []any, pag
 			return err
 		}
 		buf = buf[:0]
+		read, last := int64(0), after
 		for rows.Next() {
 			var v T
-			if err := scan(rows, &v); err != nil {
+			err := scan(rows, &v)
+			if err != nil && err != errSkipRow {
 				rows.Close()
 				return err
 			}
-			buf = append(buf, v)
+			read, last = read+1, id(&v)
+			if err == nil {
+				buf = append(buf, v)
+			}
 		}
 		rows.Close()
 		if err := rows.Err(); err != nil {
@@ -49,10 +61,10 @@ func streamList[T any](ctx context.Context, d *DB, query string, args []any, pag
 				return err
 			}
 		}
-		if page != nil || int64(len(buf)) < limit {
+		if page != nil || read < limit {
 			return nil
 		}
-		after = id(&buf[len(buf)-1])
+		after = last
 	}
 }
 

@@ -14,7 +14,7 @@ import (
 func (d *DB) NotificationRecipients(ctx context.Context, userID int64, page *mail.Page) ([]mail.NotificationRecipient, int64, error) {
 	arg := db.ListNotificationRecipientsParams{UserID: userID}
 	if page != nil {
-		arg.RowLimit, arg.RowOffset = &page.Size, page.Offset()
+		arg.RowLimit, arg.RowOffset, arg.AfterID = &page.Size, page.Offset(), page.After
 	}
 	rows, err := d.q.ListNotificationRecipients(ctx, arg)
 	if err != nil {

@@ -139,13 +139,20 @@ func (d *DB) DeleteSegmentRecipient(ctx context.Context, userID, id int64) error
 	return nil
 }
 
+// listSegmentRecipientsSQL reads a segment's recipients: the page's ids
+// from segment_recipients_segment alone (an index-only walk, however far
+// the offset), then those rows. A member whose contact is deleted (never
+// kept: deletes take their contacts out of every segment) is read but not
+// listed.
 var listSegmentRecipientsSQL = `
 SELECT r.id, r.user_id, r.segment_id, r.contact_id,
     COALESCE(c.first_name, r.first_name, ''), COALESCE(c.last_name, r.last_name, ''), COALESCE(c.email, r.email, ''),
-    c.country, c.state, c.city, c.address_line1, r.created_at, r.updated_at
-FROM segment_recipients r
+    c.country, c.state, c.city, c.address_line1, r.created_at, r.updated_at,
+    r.contact_id IS NULL OR c.deleted_at IS NULL
+FROM (SELECT id FROM segment_recipients WHERE segment_id = $1 AND ` + keyset("id", 1) + `) page
+JOIN segment_recipients r ON r.id = page.id
 LEFT JOIN contacts c ON c.id = r.contact_id
-WHERE r.segment_id = $1 AND (r.contact_id IS NULL OR c.deleted_at IS NULL) AND ` + keyset("r.id", 1)
+ORDER BY r.id`
 
 // SegmentRecipients calls fn with each recipient of a live segment of the
 // account, in id order; ENOTFOUND when there is no such segment.
@@ -163,8 +170,15 @@ func (d *DB) SegmentRecipients(ctx context.Context, userID, segmentID int64, pag
 		}
 	}
 	err = streamList(ctx, d, listSegmentRecipientsSQL, []any{segmentID}, page, func(rows pgx.Rows, r *mail.SegmentRecipient) error {
-		return rows.Scan(&r.ID, &r.UserID, &r.SegmentID, &r.ContactID, &r.FirstName, &r.LastName, &r.Email,
-			&r.Country, &r.State, &r.City, &r.AddressLine1, &r.CreatedAt, &r.UpdatedAt)
+		var live bool
+		if err := rows.Scan(&r.ID, &r.UserID, &r.SegmentID, &r.ContactID, &r.FirstName, &r.LastName, &r.Email,
+			&r.Country, &r.State, &r.City, &r.AddressLine1, &r.CreatedAt, &r.UpdatedAt, &live); err != nil {
+			return err
+		}
+		if !live {
+			return errSkipRow
+		}
+		return nil
 	}, func(r *mail.SegmentRecipient) int64 { return r.ID }, fn)
 	return total, err
 }

@@ -54,13 +54,15 @@ func (d *DB) DeleteUnsubscribes(ctx context.Context, userID int64, global bool, 
 	}))
 }
 
-// listUnsubscribesSQL reads a list of unsubscribes in id order through
-// unsubscribes_list: $2 is the group's id, 0 for the global list. A LIMIT
-// of NULL (from -1) returns every row.
+// listUnsubscribesSQL reads a list of unsubscribes in id order: the page's
+// ids from unsubscribes_page alone (an index-only walk, however far the
+// offset), then those rows. $2 is the group's id, 0 for the global list.
 var listUnsubscribesSQL = `
-SELECT id, user_id, unsubscribe_groups_id, email_address, created_at, updated_at
-FROM unsubscribes
-WHERE user_id = $1 AND COALESCE(unsubscribe_groups_id, 0) = $2 AND ` + keyset("id", 2)
+SELECT u.id, u.user_id, u.unsubscribe_groups_id, u.email_address, u.created_at, u.updated_at
+FROM (SELECT id FROM unsubscribes
+      WHERE user_id = $1 AND COALESCE(unsubscribe_groups_id, 0) = $2 AND ` + keyset("id", 2) + `) page
+JOIN unsubscribes u ON u.id = page.id
+ORDER BY u.id`
 
 // ListUnsubscribes calls fn with each address on the account's global list
 // (groupID nil) or in one of its groups, streaming from the database, and

@@ -52,22 +52,32 @@ func (q *Queries) DeleteNotificationRecipients(ctx context.Context, arg DeleteNo
 }
 
 const listNotificationRecipients = `-- name: ListNotificationRecipients :many
-SELECT id, user_id, email_address, email_owner, created_at, updated_at
-FROM notification_recipients
-WHERE user_id = $1
-ORDER BY id
-LIMIT $3::bigint OFFSET $2::bigint
+SELECT n.id, n.user_id, n.email_address, n.email_owner, n.created_at, n.updated_at
+FROM (SELECT p.id FROM notification_recipients p
+      WHERE p.user_id = $1 AND p.id > $2::bigint
+      ORDER BY p.id
+      LIMIT $4::bigint OFFSET $3::bigint) page
+JOIN notification_recipients n ON n.id = page.id
+ORDER BY n.id
 `
 
 type ListNotificationRecipientsParams struct {
 	UserID    int64
+	AfterID   int64
 	RowOffset int64
 	RowLimit  *int64
 }
 
+// The account's recipients by id after after_id (0: from the first); the
+// page is found on notification_recipients_user alone, then read.
 // row_limit NULL is every row.
 func (q *Queries) ListNotificationRecipients(ctx context.Context, arg ListNotificationRecipientsParams) ([]NotificationRecipient, error) {
-	rows, err := q.db.Query(ctx, listNotificationRecipients, arg.UserID, arg.RowOffset, arg.RowLimit)
+	rows, err := q.db.Query(ctx, listNotificationRecipients,
+		arg.UserID,
+		arg.AfterID,
+		arg.RowOffset,
+		arg.RowLimit,
+	)
 	if err != nil {
 		return nil, err
 	}

@@ -1,10 +1,14 @@
 -- name: ListNotificationRecipients :many
+-- The account's recipients by id after after_id (0: from the first); the
+-- page is found on notification_recipients_user alone, then read.
 -- row_limit NULL is every row.
-SELECT id, user_id, email_address, email_owner, created_at, updated_at
-FROM notification_recipients
-WHERE user_id = @user_id
-ORDER BY id
-LIMIT sqlc.narg('row_limit')::bigint OFFSET @row_offset::bigint;
+SELECT n.id, n.user_id, n.email_address, n.email_owner, n.created_at, n.updated_at
+FROM (SELECT p.id FROM notification_recipients p
+      WHERE p.user_id = @user_id AND p.id > @after_id::bigint
+      ORDER BY p.id
+      LIMIT sqlc.narg('row_limit')::bigint OFFSET @row_offset::bigint) page
+JOIN notification_recipients n ON n.id = page.id
+ORDER BY n.id;
 
 -- name: CountNotificationRecipients :one
 SELECT count(*) FROM notification_recipients WHERE user_id = @user_id;
