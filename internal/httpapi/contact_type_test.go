@@ -41,14 +41,19 @@ func listIDs(t *testing.T, r response, key string) []int64 {
 }
 
 // sqlContact inserts a contact directly (the contact endpoints live
-// elsewhere) and returns its id; custom is its custom jsonb.
+// elsewhere) and returns its id; custom is its custom jsonb. The account's
+// kept counts are rebuilt after, as for any row written around storage.
 func sqlContact(t *testing.T, userID, typeID int64, email, custom string, deleted bool) int64 {
 	t.Helper()
 	var id int64
-	err := testdb.New(t).Pool.QueryRow(context.Background(),
+	d := testdb.New(t)
+	err := d.Pool.QueryRow(context.Background(),
 		`INSERT INTO contacts (user_id, contact_type_id, email, custom, deleted_at)
 		 VALUES ($1, $2, $3, $4::jsonb, CASE WHEN $5::bool THEN now() END) RETURNING id`,
 		userID, typeID, email, custom, deleted).Scan(&id)
+	if err == nil {
+		err = d.Recount(context.Background(), userID)
+	}
 	if err != nil {
 		t.Fatal(err)
 	}

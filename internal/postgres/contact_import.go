@@ -231,6 +231,9 @@ func (im *ContactImport) Commit(ctx context.Context, typeID int64, src *mail.Con
 		return ImportResult{}, fmt.Errorf("postgres: insert imported contacts: %w", translate(err))
 	}
 	res.Updated += raced
+	if err := addCounts(ctx, db.New(im.tx), im.userID, countContacts, map[int64]int64{typeID: res.Added}); err != nil {
+		return ImportResult{}, err
+	}
 	if hasSegments {
 		if _, err := im.tx.Exec(ctx, "ANALYZE import_changed"); err != nil {
 			return ImportResult{}, err

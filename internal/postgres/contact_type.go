@@ -74,12 +74,22 @@ func (d *DB) DeleteContactType(ctx context.Context, userID, id int64) error {
 		if n == 0 {
 			return mail.NotFound()
 		}
-		_, err = q.DeleteContactsOfType(ctx, db.DeleteContactsOfTypeParams{UserID: userID, ContactTypeID: id})
+		gone, err := q.DeleteContactsOfType(ctx, db.DeleteContactsOfTypeParams{UserID: userID, ContactTypeID: id})
 		if err != nil {
 			return err
 		}
+		if err := addCounts(ctx, q, userID, countContacts, map[int64]int64{id: -gone}); err != nil {
+			return err
+		}
 		// Its contacts leave every segment.
-		err = q.DeleteTypeMemberships(ctx, db.DeleteTypeMembershipsParams{UserID: userID, ContactTypeID: id})
-		return err
+		left, err := q.DeleteTypeMemberships(ctx, db.DeleteTypeMembershipsParams{UserID: userID, ContactTypeID: id})
+		if err != nil {
+			return err
+		}
+		delta := make(map[int64]int64, len(left))
+		for _, r := range left {
+			delta[r.SegmentID] = -r.N
+		}
+		return addCounts(ctx, q, userID, countSegment, delta)
 	}))
 }

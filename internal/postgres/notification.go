@@ -27,7 +27,7 @@ func (d *DB) NotificationRecipients(ctx context.Context, userID int64, page *mai
 	}
 	total := int64(len(out))
 	if page != nil {
-		if total, err = d.q.CountNotificationRecipients(ctx, userID); err != nil {
+		if total, err = d.count(ctx, userID, countNotifications, 0); err != nil {
 			return nil, 0, translate(err)
 		}
 	}
@@ -39,8 +39,16 @@ func (d *DB) NotificationRecipients(ctx context.Context, userID int64, page *mai
 // any case, is not added twice: that recipient takes the new spelling and
 // owner.
 func (d *DB) SaveNotificationRecipient(ctx context.Context, userID int64, in mail.NotificationRecipientInput) (int64, error) {
-	id, err := d.q.SaveNotificationRecipient(ctx, db.SaveNotificationRecipientParams{
-		UserID: userID, EmailAddress: string(in.Email), EmailOwner: in.Owner,
+	var id int64
+	err := d.InTx(ctx, func(_ pgx.Tx, q *db.Queries) error {
+		r, err := q.SaveNotificationRecipient(ctx, db.SaveNotificationRecipientParams{
+			UserID: userID, EmailAddress: string(in.Email), EmailOwner: in.Owner,
+		})
+		id = r.ID
+		if err != nil || !r.Inserted {
+			return err
+		}
+		return addCounts(ctx, q, userID, countNotifications, map[int64]int64{0: 1})
 	})
 	return id, translate(err)
 }
@@ -49,15 +57,18 @@ func (d *DB) SaveNotificationRecipient(ctx context.Context, userID int64, in mai
 // of the account, all or none: when any id is not one, nothing changes and
 // the answer is ENOTFOUND.
 func (d *DB) DeleteNotificationRecipients(ctx context.Context, userID int64, ids []int64) error {
-	ids = unique(ids)
-	return translate(d.InTx(ctx, func(_ pgx.Tx, q *db.Queries) error {
-		deleted, err := q.DeleteNotificationRecipients(ctx, db.DeleteNotificationRecipientsParams{Ids: ids, UserID: userID})
+	ids = sortedUnique(ids)
+	return translate(d.InTx(ctx, func(tx pgx.Tx, q *db.Queries) error {
+		if err := probeByID(ctx, tx, len(ids)); err != nil {
+			return err
+		}
+		n, err := q.DeleteNotificationRecipients(ctx, db.DeleteNotificationRecipientsParams{Ids: ids, UserID: userID})
 		if err != nil {
 			return err
 		}
-		if len(deleted) != len(ids) {
+		if n != int64(len(ids)) {
 			return mail.NotFound()
 		}
-		return nil
+		return addCounts(ctx, q, userID, countNotifications, map[int64]int64{0: -n})
 	}))
 }

@@ -114,29 +114,40 @@ func (d *DB) DeleteSegment(ctx context.Context, userID, id int64) error {
 		if n == 0 {
 			return mail.NotFound()
 		}
-		return q.DeleteSegmentRecipientsOf(ctx, id)
+		gone, err := q.DeleteSegmentRecipientsOf(ctx, id)
+		if err != nil {
+			return err
+		}
+		return addCounts(ctx, q, userID, countSegment, map[int64]int64{id: -gone})
 	})
 }
 
 // StoreSegmentRecipient adds an address to a segment by hand (or renames
 // the one stored with that address).
 func (d *DB) StoreSegmentRecipient(ctx context.Context, userID int64, in mail.SegmentRecipientInput) error {
-	_, err := d.q.StoreSegmentRecipient(ctx, db.StoreSegmentRecipientParams{
-		FirstName: in.FirstName, LastName: in.LastName, Email: string(in.Email), SegmentID: in.SegmentID, UserID: userID,
-	})
-	return translate(err)
+	return translate(d.InTx(ctx, func(_ pgx.Tx, q *db.Queries) error {
+		r, err := q.StoreSegmentRecipient(ctx, db.StoreSegmentRecipientParams{
+			FirstName: in.FirstName, LastName: in.LastName, Email: string(in.Email), SegmentID: in.SegmentID, UserID: userID,
+		})
+		if err != nil || !r.Inserted {
+			return err
+		}
+		return addCounts(ctx, q, userID, countSegment, map[int64]int64{in.SegmentID: 1})
+	}))
 }
 
 // DeleteSegmentRecipient removes one recipient of a live segment.
 func (d *DB) DeleteSegmentRecipient(ctx context.Context, userID, id int64) error {
-	n, err := d.q.DeleteSegmentRecipient(ctx, db.DeleteSegmentRecipientParams{ID: id, UserID: userID})
-	if err != nil {
-		return err
-	}
-	if n == 0 {
-		return mail.NotFound()
-	}
-	return nil
+	return d.InTx(ctx, func(_ pgx.Tx, q *db.Queries) error {
+		segs, err := q.DeleteSegmentRecipient(ctx, db.DeleteSegmentRecipientParams{ID: id, UserID: userID})
+		if err != nil {
+			return err
+		}
+		if len(segs) == 0 {
+			return mail.NotFound()
+		}
+		return addCounts(ctx, q, userID, countSegment, map[int64]int64{segs[0]: -1})
+	})
 }
 
 // listSegmentRecipientsSQL reads a segment's recipients: the page's ids
@@ -165,7 +176,7 @@ func (d *DB) SegmentRecipients(ctx context.Context, userID, segmentID int64, pag
 		return 0, mail.NotFound()
 	}
 	if page != nil {
-		if total, err = d.q.CountSegmentRecipients(ctx, segmentID); err != nil {
+		if total, err = d.count(ctx, userID, countSegment, segmentID); err != nil {
 			return 0, err
 		}
 	}
@@ -205,10 +216,13 @@ WITH m AS MATERIALIZED (
 SELECT (SELECT count(*) FROM gone), (SELECT count(*) FROM joined)`
 
 // changed names the contacts a write touched: ids, or (for a CSV import)
-// the temporary table of ids; the zero value means every contact.
+// the temporary table of ids; the zero value means every contact. deleted
+// says the ids were just deleted: they leave every segment, with no
+// condition to evaluate.
 type changed struct {
-	ids   []int64
-	table string
+	ids     []int64
+	table   string
+	deleted bool
 }
 
 // membership builds membershipSQL for one segment over the changed contacts.
@@ -236,14 +250,19 @@ func rebuildSegment(ctx context.Context, tx pgx.Tx, userID, segmentID, typeID in
 	}
 	sql, args := membership(userID, segmentID, typeID, conds, or, changed{})
 	var gone int64
-	err = tx.QueryRow(ctx, sql, args...).Scan(&gone, &joined)
-	return joined, err
+	if err = tx.QueryRow(ctx, sql, args...).Scan(&gone, &joined); err != nil {
+		return 0, err
+	}
+	return joined, addCounts(ctx, db.New(tx), userID, countSegment, map[int64]int64{segmentID: joined - gone})
 }
 
 // refreshSegments re-evaluates, for the changed contacts, every live
 // segment of the account over the given contact types (the contacts' types
-// before and after the write), all in one round trip. Every contact write
-// calls it in its own transaction.
+// before and after the write), all in one round trip, and records how many
+// left and joined each. Every contact write calls it in its own
+// transaction. Deleted contacts just leave: one statement for all the
+// segments, the ids joined as a set (a bulk delete's 100,000 ids cost no
+// planning per id, as = ANY would).
 func refreshSegments(ctx context.Context, tx pgx.Tx, userID int64, typeIDs []int64, ch changed) error {
 	if len(typeIDs) == 0 || (ch.table == "" && len(ch.ids) == 0) {
 		return nil
@@ -253,6 +272,21 @@ func refreshSegments(ctx context.Context, tx pgx.Tx, userID int64, typeIDs []int
 	if err != nil || len(segs) == 0 {
 		return err
 	}
+	delta := make(map[int64]int64, len(segs))
+	if ch.deleted {
+		ids := make([]int64, len(segs))
+		for i, s := range segs {
+			ids[i] = s.ID
+		}
+		left, err := q.LeaveSegments(ctx, db.LeaveSegmentsParams{ContactIds: ch.ids, SegmentIds: ids})
+		if err != nil {
+			return err
+		}
+		for _, r := range left {
+			delta[r.SegmentID] = -r.N
+		}
+		return addCounts(ctx, q, userID, countSegment, delta)
+	}
 	custom, err := customFieldDefs(ctx, q, userID)
 	if err != nil {
 		return err
@@ -261,9 +295,19 @@ func refreshSegments(ctx context.Context, tx pgx.Tx, userID int64, typeIDs []int
 	for _, s := range segs {
 		conds := mail.StoredConditions(s.SelectField, s.SelectOperator, s.Value, custom)
 		sql, args := membership(userID, s.ID, s.ContactTypeID, conds, s.QueryType != nil && *s.QueryType == "or", ch)
-		b.Queue(sql, args...)
+		b.Queue(sql, args...).QueryRow(func(row pgx.Row) error {
+			var gone, joined int64
+			if err := row.Scan(&gone, &joined); err != nil {
+				return err
+			}
+			delta[s.ID] = joined - gone
+			return nil
+		})
 	}
-	return tx.SendBatch(ctx, b).Close()
+	if err := tx.SendBatch(ctx, b).Close(); err != nil {
+		return err
+	}
+	return addCounts(ctx, q, userID, countSegment, delta)
 }
 
 // rebuildSegmentsUsingField rebuilds the segments with a condition on a

@@ -21,18 +21,20 @@ func (d *DB) Unsubscribe(ctx context.Context, userID int64, groupID *int64, emai
 		addresses[i] = string(e)
 	}
 	arg := db.AddUnsubscribesParams{UserID: userID, GroupID: groupID, Addresses: addresses, Kind: mail.EventAddressUnsubscribed}
-	if groupID == nil {
-		n, err := d.q.AddUnsubscribes(ctx, arg)
-		return n, translate(err)
-	}
 	var n int64
 	err := d.InTx(ctx, func(_ pgx.Tx, q *db.Queries) error {
-		if _, err := q.LockUnsubscribeGroup(ctx, db.LockUnsubscribeGroupParams{ID: *groupID, UserID: userID}); err != nil {
-			return err
+		list := int64(0)
+		if groupID != nil {
+			if _, err := q.LockUnsubscribeGroup(ctx, db.LockUnsubscribeGroupParams{ID: *groupID, UserID: userID}); err != nil {
+				return err
+			}
+			list = *groupID
 		}
 		var err error
-		n, err = q.AddUnsubscribes(ctx, arg)
-		return err
+		if n, err = q.AddUnsubscribes(ctx, arg); err != nil {
+			return err
+		}
+		return addCounts(ctx, q, userID, countUnsubscribes, map[int64]int64{list: n})
 	})
 	return n, translate(err)
 }
@@ -41,16 +43,25 @@ func (d *DB) Unsubscribe(ctx context.Context, userID int64, groupID *int64, emai
 // true) or of its groups (global false), all or none: when any id is not
 // such an entry, nothing changes and the answer is ENOTFOUND.
 func (d *DB) DeleteUnsubscribes(ctx context.Context, userID int64, global bool, ids []int64) error {
-	ids = unique(ids)
-	return translate(d.InTx(ctx, func(_ pgx.Tx, q *db.Queries) error {
+	ids = sortedUnique(ids)
+	return translate(d.InTx(ctx, func(tx pgx.Tx, q *db.Queries) error {
+		if err := probeByID(ctx, tx, len(ids)); err != nil {
+			return err
+		}
 		deleted, err := q.DeleteUnsubscribes(ctx, db.DeleteUnsubscribesParams{Ids: ids, UserID: userID, Global: global})
 		if err != nil {
 			return err
 		}
-		if len(deleted) != len(ids) {
+		var n int64
+		left := make(map[int64]int64, len(deleted))
+		for _, r := range deleted {
+			n += r.N
+			left[r.List] = -r.N
+		}
+		if n != int64(len(ids)) {
 			return mail.NotFound()
 		}
-		return nil
+		return addCounts(ctx, q, userID, countUnsubscribes, left)
 	}))
 }
 
@@ -83,7 +94,7 @@ func (d *DB) ListUnsubscribes(ctx context.Context, userID int64, groupID *int64,
 		list = *groupID
 	}
 	if page != nil {
-		if total, err = d.q.CountUnsubscribes(ctx, db.CountUnsubscribesParams{UserID: userID, GroupID: list}); err != nil {
+		if total, err = d.count(ctx, userID, countUnsubscribes, list); err != nil {
 			return 0, err
 		}
 	}

@@ -70,8 +70,9 @@ func (q *Queries) ContactDetails(ctx context.Context, arg ContactDetailsParams) 
 }
 
 const contactTypesOf = `-- name: ContactTypesOf :many
-SELECT DISTINCT contact_type_id FROM contacts
-WHERE id = ANY($1::bigint[]) AND user_id = $2 AND deleted_at IS NULL
+SELECT DISTINCT c.contact_type_id
+FROM unnest($1::bigint[]) AS x(id) JOIN contacts c ON c.id = x.id
+WHERE c.user_id = $2 AND c.deleted_at IS NULL
 `
 
 type ContactTypesOfParams struct {
@@ -79,6 +80,9 @@ type ContactTypesOfParams struct {
 	UserID int64
 }
 
+// The types of those of ids that are live contacts of the account. ids
+// may be many (a bulk delete): they are joined as a set, which needs no
+// planning per element, rather than tested with = ANY.
 func (q *Queries) ContactTypesOf(ctx context.Context, arg ContactTypesOfParams) ([]int64, error) {
 	rows, err := q.db.Query(ctx, contactTypesOf, arg.Ids, arg.UserID)
 	if err != nil {
@@ -99,17 +103,6 @@ func (q *Queries) ContactTypesOf(ctx context.Context, arg ContactTypesOfParams) 
 	return items, nil
 }
 
-const countContacts = `-- name: CountContacts :one
-SELECT count(*) FROM contacts WHERE user_id = $1 AND deleted_at IS NULL
-`
-
-func (q *Queries) CountContacts(ctx context.Context, userID int64) (int64, error) {
-	row := q.db.QueryRow(ctx, countContacts, userID)
-	var count int64
-	err := row.Scan(&count)
-	return count, err
-}
-
 const countCustomFieldsByID = `-- name: CountCustomFieldsByID :one
 SELECT count(*) FROM custom_fields WHERE user_id = $1 AND id = ANY($2::bigint[])
 `
@@ -127,23 +120,29 @@ func (q *Queries) CountCustomFieldsByID(ctx context.Context, arg CountCustomFiel
 }
 
 const deleteContacts = `-- name: DeleteContacts :many
-UPDATE contacts SET deleted_at = now(), updated_at = now()
-WHERE id = ANY($1::bigint[]) AND user_id = $2 AND deleted_at IS NULL
-RETURNING id, contact_type_id
+WITH d AS (
+    UPDATE contacts c SET deleted_at = now(), updated_at = now()
+    FROM unnest($2::bigint[]) AS x(id)
+    WHERE c.id = x.id AND c.user_id = $1 AND c.deleted_at IS NULL
+    RETURNING c.contact_type_id
+)
+SELECT d.contact_type_id, count(*)::bigint AS n FROM d GROUP BY d.contact_type_id ORDER BY d.contact_type_id
 `
 
 type DeleteContactsParams struct {
-	Ids    []int64
 	UserID int64
+	Ids    []int64
 }
 
 type DeleteContactsRow struct {
-	ID            int64
 	ContactTypeID int64
+	N             int64
 }
 
+// Soft-deletes those of ids (distinct) that are live contacts of the
+// account, in one statement, and answers how many per contact type.
 func (q *Queries) DeleteContacts(ctx context.Context, arg DeleteContactsParams) ([]DeleteContactsRow, error) {
-	rows, err := q.db.Query(ctx, deleteContacts, arg.Ids, arg.UserID)
+	rows, err := q.db.Query(ctx, deleteContacts, arg.UserID, arg.Ids)
 	if err != nil {
 		return nil, err
 	}
@@ -151,7 +150,7 @@ func (q *Queries) DeleteContacts(ctx context.Context, arg DeleteContactsParams) 
 	var items []DeleteContactsRow
 	for rows.Next() {
 		var i DeleteContactsRow
-		if err := rows.Scan(&i.ID, &i.ContactTypeID); err != nil {
+		if err := rows.Scan(&i.ContactTypeID, &i.N); err != nil {
 			return nil, err
 		}
 		items = append(items, i)

@@ -106,8 +106,8 @@ func (q *Queries) DeleteContactsOfType(ctx context.Context, arg DeleteContactsOf
 
 const listContactTypes = `-- name: ListContactTypes :many
 SELECT t.id, t.user_id, t.name, t.deleted_at, t.created_at, t.updated_at,
-       (SELECT count(*) FROM contacts c
-        WHERE c.contact_type_id = t.id AND c.deleted_at IS NULL) AS contacts_count
+       (SELECT COALESCE(sum(k.n), 0) FROM list_counts k
+        WHERE k.user_id = t.user_id AND k.kind = 'contact_type' AND k.key = t.id)::bigint AS contacts_count
 FROM contact_types t
 WHERE t.user_id = $1 AND t.deleted_at IS NULL
 ORDER BY t.id
@@ -130,8 +130,8 @@ type ListContactTypesRow struct {
 	ContactsCount int64
 }
 
-// The account's live contact types by id, each with its live contacts
-// (counted through contacts_type_email). row_limit NULL is every row.
+// The account's live contact types by id, each with its kept count of
+// live contacts. row_limit NULL is every row.
 func (q *Queries) ListContactTypes(ctx context.Context, arg ListContactTypesParams) ([]ListContactTypesRow, error) {
 	rows, err := q.db.Query(ctx, listContactTypes, arg.UserID, arg.RowOffset, arg.RowLimit)
 	if err != nil {

@@ -87,6 +87,14 @@ type GeoVersion struct {
 	Version   string
 }
 
+type ListCount struct {
+	ID     int64
+	UserID int64
+	Kind   string
+	Key    int64
+	N      int64
+}
+
 type NotificationRecipient struct {
 	ID           int64
 	UserID       int64

@@ -9,21 +9,10 @@ import (
 	"context"
 )
 
-const countNotificationRecipients = `-- name: CountNotificationRecipients :one
-SELECT count(*) FROM notification_recipients WHERE user_id = $1
-`
-
-func (q *Queries) CountNotificationRecipients(ctx context.Context, userID int64) (int64, error) {
-	row := q.db.QueryRow(ctx, countNotificationRecipients, userID)
-	var count int64
-	err := row.Scan(&count)
-	return count, err
-}
-
-const deleteNotificationRecipients = `-- name: DeleteNotificationRecipients :many
-DELETE FROM notification_recipients
-WHERE id = ANY($1::bigint[]) AND user_id = $2
-RETURNING id
+const deleteNotificationRecipients = `-- name: DeleteNotificationRecipients :execrows
+DELETE FROM notification_recipients n
+USING unnest($1::bigint[]) AS x(id)
+WHERE n.id = x.id AND n.user_id = $2
 `
 
 type DeleteNotificationRecipientsParams struct {
@@ -31,24 +20,13 @@ type DeleteNotificationRecipientsParams struct {
 	UserID int64
 }
 
-func (q *Queries) DeleteNotificationRecipients(ctx context.Context, arg DeleteNotificationRecipientsParams) ([]int64, error) {
-	rows, err := q.db.Query(ctx, deleteNotificationRecipients, arg.Ids, arg.UserID)
+// Deletes those of ids (distinct) that are the account's recipients.
+func (q *Queries) DeleteNotificationRecipients(ctx context.Context, arg DeleteNotificationRecipientsParams) (int64, error) {
+	result, err := q.db.Exec(ctx, deleteNotificationRecipients, arg.Ids, arg.UserID)
 	if err != nil {
-		return nil, err
+		return 0, err
 	}
-	defer rows.Close()
-	var items []int64
-	for rows.Next() {
-		var id int64
-		if err := rows.Scan(&id); err != nil {
-			return nil, err
-		}
-		items = append(items, id)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, err
-	}
-	return items, nil
+	return result.RowsAffected(), nil
 }
 
 const listNotificationRecipients = `-- name: ListNotificationRecipients :many
@@ -110,7 +88,7 @@ ON CONFLICT (user_id, lower(email_address)) DO UPDATE SET
     email_address = EXCLUDED.email_address,
     email_owner = EXCLUDED.email_owner,
     updated_at = now()
-RETURNING id
+RETURNING id, (xmax::text = $$0$$) AS inserted
 `
 
 type SaveNotificationRecipientParams struct {
@@ -119,11 +97,16 @@ type SaveNotificationRecipientParams struct {
 	EmailOwner   string
 }
 
+type SaveNotificationRecipientRow struct {
+	ID       int64
+	Inserted bool
+}
+
 // Adds the address, or renames the owner of the account's recipient with
 // the same address in any case (the latest spelling is kept).
-func (q *Queries) SaveNotificationRecipient(ctx context.Context, arg SaveNotificationRecipientParams) (int64, error) {
+func (q *Queries) SaveNotificationRecipient(ctx context.Context, arg SaveNotificationRecipientParams) (SaveNotificationRecipientRow, error) {
 	row := q.db.QueryRow(ctx, saveNotificationRecipient, arg.UserID, arg.EmailAddress, arg.EmailOwner)
-	var id int64
-	err := row.Scan(&id)
-	return id, err
+	var i SaveNotificationRecipientRow
+	err := row.Scan(&i.ID, &i.Inserted)
+	return i, err
 }

@@ -10,17 +10,6 @@ import (
 	"time"
 )
 
-const countSegmentRecipients = `-- name: CountSegmentRecipients :one
-SELECT count(*) FROM segment_recipients WHERE segment_id = $1
-`
-
-func (q *Queries) CountSegmentRecipients(ctx context.Context, segmentID int64) (int64, error) {
-	row := q.db.QueryRow(ctx, countSegmentRecipients, segmentID)
-	var count int64
-	err := row.Scan(&count)
-	return count, err
-}
-
 const countSegments = `-- name: CountSegments :one
 SELECT count(*) FROM segments WHERE user_id = $1 AND deleted_at IS NULL
 `
@@ -84,10 +73,11 @@ func (q *Queries) DeleteSegment(ctx context.Context, arg DeleteSegmentParams) (i
 	return result.RowsAffected(), nil
 }
 
-const deleteSegmentRecipient = `-- name: DeleteSegmentRecipient :execrows
+const deleteSegmentRecipient = `-- name: DeleteSegmentRecipient :many
 DELETE FROM segment_recipients r
 USING segments s
 WHERE r.id = $1 AND r.user_id = $2 AND s.id = r.segment_id AND s.deleted_at IS NULL
+RETURNING r.segment_id
 `
 
 type DeleteSegmentRecipientParams struct {
@@ -95,27 +85,47 @@ type DeleteSegmentRecipientParams struct {
 	UserID int64
 }
 
-func (q *Queries) DeleteSegmentRecipient(ctx context.Context, arg DeleteSegmentRecipientParams) (int64, error) {
-	result, err := q.db.Exec(ctx, deleteSegmentRecipient, arg.ID, arg.UserID)
+// Answers the recipient's segment (no row: nothing deleted).
+func (q *Queries) DeleteSegmentRecipient(ctx context.Context, arg DeleteSegmentRecipientParams) ([]int64, error) {
+	rows, err := q.db.Query(ctx, deleteSegmentRecipient, arg.ID, arg.UserID)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []int64
+	for rows.Next() {
+		var segment_id int64
+		if err := rows.Scan(&segment_id); err != nil {
+			return nil, err
+		}
+		items = append(items, segment_id)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const deleteSegmentRecipientsOf = `-- name: DeleteSegmentRecipientsOf :execrows
+DELETE FROM segment_recipients WHERE segment_id = $1
+`
+
+func (q *Queries) DeleteSegmentRecipientsOf(ctx context.Context, segmentID int64) (int64, error) {
+	result, err := q.db.Exec(ctx, deleteSegmentRecipientsOf, segmentID)
 	if err != nil {
 		return 0, err
 	}
 	return result.RowsAffected(), nil
 }
 
-const deleteSegmentRecipientsOf = `-- name: DeleteSegmentRecipientsOf :exec
-DELETE FROM segment_recipients WHERE segment_id = $1
-`
-
-func (q *Queries) DeleteSegmentRecipientsOf(ctx context.Context, segmentID int64) error {
-	_, err := q.db.Exec(ctx, deleteSegmentRecipientsOf, segmentID)
-	return err
-}
-
-const deleteTypeMemberships = `-- name: DeleteTypeMemberships :exec
-DELETE FROM segment_recipients r
-WHERE r.contact_id IS NOT NULL AND r.segment_id IN (
-    SELECT s.id FROM segments s WHERE s.user_id = $1 AND s.contact_type_id = $2)
+const deleteTypeMemberships = `-- name: DeleteTypeMemberships :many
+WITH d AS (
+    DELETE FROM segment_recipients r
+    WHERE r.contact_id IS NOT NULL AND r.segment_id IN (
+        SELECT s.id FROM segments s WHERE s.user_id = $1 AND s.contact_type_id = $2)
+    RETURNING r.segment_id
+)
+SELECT d.segment_id, count(*)::bigint AS n FROM d GROUP BY d.segment_id ORDER BY d.segment_id
 `
 
 type DeleteTypeMembershipsParams struct {
@@ -123,16 +133,80 @@ type DeleteTypeMembershipsParams struct {
 	ContactTypeID int64
 }
 
-// The contacts of a deleted type leave every segment.
-func (q *Queries) DeleteTypeMemberships(ctx context.Context, arg DeleteTypeMembershipsParams) error {
-	_, err := q.db.Exec(ctx, deleteTypeMemberships, arg.UserID, arg.ContactTypeID)
-	return err
+type DeleteTypeMembershipsRow struct {
+	SegmentID int64
+	N         int64
+}
+
+// The contacts of a deleted type leave every segment: how many per segment.
+func (q *Queries) DeleteTypeMemberships(ctx context.Context, arg DeleteTypeMembershipsParams) ([]DeleteTypeMembershipsRow, error) {
+	rows, err := q.db.Query(ctx, deleteTypeMemberships, arg.UserID, arg.ContactTypeID)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []DeleteTypeMembershipsRow
+	for rows.Next() {
+		var i DeleteTypeMembershipsRow
+		if err := rows.Scan(&i.SegmentID, &i.N); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const leaveSegments = `-- name: LeaveSegments :many
+WITH d AS (
+    DELETE FROM segment_recipients r
+    USING unnest($1::bigint[]) AS x(id)
+    WHERE r.segment_id = ANY($2::bigint[]) AND r.contact_id IS NOT NULL AND r.contact_id = x.id
+    RETURNING r.segment_id
+)
+SELECT d.segment_id, count(*)::bigint AS n FROM d GROUP BY d.segment_id ORDER BY d.segment_id
+`
+
+type LeaveSegmentsParams struct {
+	ContactIds []int64
+	SegmentIds []int64
+}
+
+type LeaveSegmentsRow struct {
+	SegmentID int64
+	N         int64
+}
+
+// Deleted contacts leave the given segments (those of their types): one
+// statement for every segment, the contacts joined as a set. How many left
+// each segment.
+func (q *Queries) LeaveSegments(ctx context.Context, arg LeaveSegmentsParams) ([]LeaveSegmentsRow, error) {
+	rows, err := q.db.Query(ctx, leaveSegments, arg.ContactIds, arg.SegmentIds)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []LeaveSegmentsRow
+	for rows.Next() {
+		var i LeaveSegmentsRow
+		if err := rows.Scan(&i.SegmentID, &i.N); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
 }
 
 const listSegments = `-- name: ListSegments :many
 SELECT s.id, s.user_id, s.contact_type_id, s.segment_name, s.select_field, s.select_operator, s.value, s.query_type,
     s.deleted_at, s.created_at, s.updated_at,
-    (SELECT count(*) FROM segment_recipients r WHERE r.segment_id = s.id)::bigint AS segment_emails_count
+    (SELECT COALESCE(sum(k.n), 0) FROM list_counts k
+     WHERE k.user_id = s.user_id AND k.kind = 'segment' AND k.key = s.id)::bigint AS segment_emails_count
 FROM segments s
 WHERE s.user_id = $1 AND s.deleted_at IS NULL
 ORDER BY s.id
@@ -393,7 +467,7 @@ FROM segments s
 WHERE s.id = $4 AND s.user_id = $5 AND s.deleted_at IS NULL
 ON CONFLICT (segment_id, email_lc) WHERE contact_id IS NULL DO UPDATE SET
     first_name = EXCLUDED.first_name, last_name = EXCLUDED.last_name, email = EXCLUDED.email, updated_at = now()
-RETURNING id
+RETURNING id, (xmax::text = $$0$$) AS inserted
 `
 
 type StoreSegmentRecipientParams struct {
@@ -404,7 +478,12 @@ type StoreSegmentRecipientParams struct {
 	UserID    int64
 }
 
-func (q *Queries) StoreSegmentRecipient(ctx context.Context, arg StoreSegmentRecipientParams) (int64, error) {
+type StoreSegmentRecipientRow struct {
+	ID       int64
+	Inserted bool
+}
+
+func (q *Queries) StoreSegmentRecipient(ctx context.Context, arg StoreSegmentRecipientParams) (StoreSegmentRecipientRow, error) {
 	row := q.db.QueryRow(ctx, storeSegmentRecipient,
 		arg.FirstName,
 		arg.LastName,
@@ -412,9 +491,9 @@ func (q *Queries) StoreSegmentRecipient(ctx context.Context, arg StoreSegmentRec
 		arg.SegmentID,
 		arg.UserID,
 	)
-	var id int64
-	err := row.Scan(&id)
-	return id, err
+	var i StoreSegmentRecipientRow
+	err := row.Scan(&i.ID, &i.Inserted)
+	return i, err
 }
 
 const updateSegment = `-- name: UpdateSegment :execrows

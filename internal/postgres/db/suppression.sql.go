@@ -65,23 +65,6 @@ func (q *Queries) CountUnsubscribeGroups(ctx context.Context, userID int64) (int
 	return count, err
 }
 
-const countUnsubscribes = `-- name: CountUnsubscribes :one
-SELECT count(*) FROM unsubscribes WHERE user_id = $1 AND COALESCE(unsubscribe_groups_id, 0) = $2::bigint
-`
-
-type CountUnsubscribesParams struct {
-	UserID  int64
-	GroupID int64
-}
-
-// The length of a list: group_id is the group's id, 0 for the global list.
-func (q *Queries) CountUnsubscribes(ctx context.Context, arg CountUnsubscribesParams) (int64, error) {
-	row := q.db.QueryRow(ctx, countUnsubscribes, arg.UserID, arg.GroupID)
-	var count int64
-	err := row.Scan(&count)
-	return count, err
-}
-
 const createUnsubscribeGroup = `-- name: CreateUnsubscribeGroup :one
 INSERT INTO unsubscribe_groups (user_id, rand_id, group_name, description, is_display)
 VALUES ($1, $2, $3, $4, $5)
@@ -110,10 +93,14 @@ func (q *Queries) CreateUnsubscribeGroup(ctx context.Context, arg CreateUnsubscr
 }
 
 const deleteUnsubscribes = `-- name: DeleteUnsubscribes :many
-DELETE FROM unsubscribes
-WHERE id = ANY($1::bigint[]) AND user_id = $2
-  AND (unsubscribe_groups_id IS NULL) = $3::boolean
-RETURNING id
+WITH d AS (
+    DELETE FROM unsubscribes u
+    USING unnest($1::bigint[]) AS x(id)
+    WHERE u.id = x.id AND u.user_id = $2
+      AND (u.unsubscribe_groups_id IS NULL) = $3::boolean
+    RETURNING COALESCE(u.unsubscribe_groups_id, 0) AS list
+)
+SELECT d.list::bigint AS list, count(*)::bigint AS n FROM d GROUP BY d.list ORDER BY d.list
 `
 
 type DeleteUnsubscribesParams struct {
@@ -122,21 +109,27 @@ type DeleteUnsubscribesParams struct {
 	Global bool
 }
 
-// Deletes those of ids that are the account's entries on the global list
-// (global true) or in its groups (global false).
-func (q *Queries) DeleteUnsubscribes(ctx context.Context, arg DeleteUnsubscribesParams) ([]int64, error) {
+type DeleteUnsubscribesRow struct {
+	List int64
+	N    int64
+}
+
+// Deletes those of ids (distinct) that are the account's entries on the
+// global list (global true) or in its groups (global false), ids joined as
+// a set; answers how many left each list (0: the global list).
+func (q *Queries) DeleteUnsubscribes(ctx context.Context, arg DeleteUnsubscribesParams) ([]DeleteUnsubscribesRow, error) {
 	rows, err := q.db.Query(ctx, deleteUnsubscribes, arg.Ids, arg.UserID, arg.Global)
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
-	var items []int64
+	var items []DeleteUnsubscribesRow
 	for rows.Next() {
-		var id int64
-		if err := rows.Scan(&id); err != nil {
+		var i DeleteUnsubscribesRow
+		if err := rows.Scan(&i.List, &i.N); err != nil {
 			return nil, err
 		}
-		items = append(items, id)
+		items = append(items, i)
 	}
 	if err := rows.Err(); err != nil {
 		return nil, err
@@ -146,8 +139,8 @@ func (q *Queries) DeleteUnsubscribes(ctx context.Context, arg DeleteUnsubscribes
 
 const listUnsubscribeGroups = `-- name: ListUnsubscribeGroups :many
 SELECT g.id, g.user_id, g.rand_id, g.group_name, g.description, g.is_display, g.created_at, g.updated_at,
-       (SELECT count(*) FROM unsubscribes u
-        WHERE u.user_id = g.user_id AND COALESCE(u.unsubscribe_groups_id, 0) = g.id) AS unsubscribe_clients_count
+       (SELECT COALESCE(sum(k.n), 0) FROM list_counts k
+        WHERE k.user_id = g.user_id AND k.kind = 'unsubscribes' AND k.key = g.id)::bigint AS unsubscribe_clients_count
 FROM unsubscribe_groups g
 WHERE g.user_id = $1
 ORDER BY g.id
@@ -172,7 +165,7 @@ type ListUnsubscribeGroupsRow struct {
 	UnsubscribeClientsCount int64
 }
 
-// The account's groups by id, each with its number of addresses.
+// The account's groups by id, each with its kept number of addresses.
 // row_limit NULL is every row.
 func (q *Queries) ListUnsubscribeGroups(ctx context.Context, arg ListUnsubscribeGroupsParams) ([]ListUnsubscribeGroupsRow, error) {
 	rows, err := q.db.Query(ctx, listUnsubscribeGroups, arg.UserID, arg.RowOffset, arg.RowLimit)

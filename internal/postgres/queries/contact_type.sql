@@ -1,9 +1,9 @@
 -- name: ListContactTypes :many
--- The account's live contact types by id, each with its live contacts
--- (counted through contacts_type_email). row_limit NULL is every row.
+-- The account's live contact types by id, each with its kept count of
+-- live contacts. row_limit NULL is every row.
 SELECT t.id, t.user_id, t.name, t.deleted_at, t.created_at, t.updated_at,
-       (SELECT count(*) FROM contacts c
-        WHERE c.contact_type_id = t.id AND c.deleted_at IS NULL) AS contacts_count
+       (SELECT COALESCE(sum(k.n), 0) FROM list_counts k
+        WHERE k.user_id = t.user_id AND k.kind = 'contact_type' AND k.key = t.id)::bigint AS contacts_count
 FROM contact_types t
 WHERE t.user_id = @user_id AND t.deleted_at IS NULL
 ORDER BY t.id

@@ -10,9 +10,6 @@ FROM (SELECT p.id FROM notification_recipients p
 JOIN notification_recipients n ON n.id = page.id
 ORDER BY n.id;
 
--- name: CountNotificationRecipients :one
-SELECT count(*) FROM notification_recipients WHERE user_id = @user_id;
-
 -- name: SaveNotificationRecipient :one
 -- Adds the address, or renames the owner of the account's recipient with
 -- the same address in any case (the latest spelling is kept).
@@ -22,9 +19,10 @@ ON CONFLICT (user_id, lower(email_address)) DO UPDATE SET
     email_address = EXCLUDED.email_address,
     email_owner = EXCLUDED.email_owner,
     updated_at = now()
-RETURNING id;
+RETURNING id, (xmax::text = $$0$$) AS inserted;
 
--- name: DeleteNotificationRecipients :many
-DELETE FROM notification_recipients
-WHERE id = ANY(@ids::bigint[]) AND user_id = @user_id
-RETURNING id;
+-- name: DeleteNotificationRecipients :execrows
+-- Deletes those of ids (distinct) that are the account's recipients.
+DELETE FROM notification_recipients n
+USING unnest(@ids::bigint[]) AS x(id)
+WHERE n.id = x.id AND n.user_id = @user_id;

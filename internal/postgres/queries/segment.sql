@@ -41,7 +41,8 @@ FROM segments WHERE id = @id AND user_id = @user_id AND deleted_at IS NULL;
 -- name: ListSegments :many
 SELECT s.id, s.user_id, s.contact_type_id, s.segment_name, s.select_field, s.select_operator, s.value, s.query_type,
     s.deleted_at, s.created_at, s.updated_at,
-    (SELECT count(*) FROM segment_recipients r WHERE r.segment_id = s.id)::bigint AS segment_emails_count
+    (SELECT COALESCE(sum(k.n), 0) FROM list_counts k
+     WHERE k.user_id = s.user_id AND k.kind = 'segment' AND k.key = s.id)::bigint AS segment_emails_count
 FROM segments s
 WHERE s.user_id = @user_id AND s.deleted_at IS NULL
 ORDER BY s.id
@@ -66,14 +67,30 @@ ORDER BY id;
 UPDATE segments SET deleted_at = now()
 WHERE id = @id AND user_id = @user_id AND deleted_at IS NULL;
 
--- name: DeleteSegmentRecipientsOf :exec
+-- name: DeleteSegmentRecipientsOf :execrows
 DELETE FROM segment_recipients WHERE segment_id = @segment_id;
 
--- name: DeleteTypeMemberships :exec
--- The contacts of a deleted type leave every segment.
-DELETE FROM segment_recipients r
-WHERE r.contact_id IS NOT NULL AND r.segment_id IN (
-    SELECT s.id FROM segments s WHERE s.user_id = @user_id AND s.contact_type_id = @contact_type_id);
+-- name: DeleteTypeMemberships :many
+-- The contacts of a deleted type leave every segment: how many per segment.
+WITH d AS (
+    DELETE FROM segment_recipients r
+    WHERE r.contact_id IS NOT NULL AND r.segment_id IN (
+        SELECT s.id FROM segments s WHERE s.user_id = @user_id AND s.contact_type_id = @contact_type_id)
+    RETURNING r.segment_id
+)
+SELECT d.segment_id, count(*)::bigint AS n FROM d GROUP BY d.segment_id ORDER BY d.segment_id;
+
+-- name: LeaveSegments :many
+-- Deleted contacts leave the given segments (those of their types): one
+-- statement for every segment, the contacts joined as a set. How many left
+-- each segment.
+WITH d AS (
+    DELETE FROM segment_recipients r
+    USING unnest(@contact_ids::bigint[]) AS x(id)
+    WHERE r.segment_id = ANY(@segment_ids::bigint[]) AND r.contact_id IS NOT NULL AND r.contact_id = x.id
+    RETURNING r.segment_id
+)
+SELECT d.segment_id, count(*)::bigint AS n FROM d GROUP BY d.segment_id ORDER BY d.segment_id;
 
 -- name: StoreSegmentRecipient :one
 INSERT INTO segment_recipients (user_id, segment_id, first_name, last_name, email)
@@ -82,12 +99,11 @@ FROM segments s
 WHERE s.id = @segment_id AND s.user_id = @user_id AND s.deleted_at IS NULL
 ON CONFLICT (segment_id, email_lc) WHERE contact_id IS NULL DO UPDATE SET
     first_name = EXCLUDED.first_name, last_name = EXCLUDED.last_name, email = EXCLUDED.email, updated_at = now()
-RETURNING id;
+RETURNING id, (xmax::text = $$0$$) AS inserted;
 
--- name: DeleteSegmentRecipient :execrows
+-- name: DeleteSegmentRecipient :many
+-- Answers the recipient's segment (no row: nothing deleted).
 DELETE FROM segment_recipients r
 USING segments s
-WHERE r.id = @id AND r.user_id = @user_id AND s.id = r.segment_id AND s.deleted_at IS NULL;
-
--- name: CountSegmentRecipients :one
-SELECT count(*) FROM segment_recipients WHERE segment_id = @segment_id;
+WHERE r.id = @id AND r.user_id = @user_id AND s.id = r.segment_id AND s.deleted_at IS NULL
+RETURNING r.segment_id;

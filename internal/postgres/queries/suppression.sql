@@ -32,24 +32,25 @@ FOR SHARE;
 -- name: UnsubscribeGroupExists :one
 SELECT EXISTS (SELECT 1 FROM unsubscribe_groups WHERE id = @id AND user_id = @user_id);
 
--- name: CountUnsubscribes :one
--- The length of a list: group_id is the group's id, 0 for the global list.
-SELECT count(*) FROM unsubscribes WHERE user_id = @user_id AND COALESCE(unsubscribe_groups_id, 0) = @group_id::bigint;
-
 -- name: DeleteUnsubscribes :many
--- Deletes those of ids that are the account's entries on the global list
--- (global true) or in its groups (global false).
-DELETE FROM unsubscribes
-WHERE id = ANY(@ids::bigint[]) AND user_id = @user_id
-  AND (unsubscribe_groups_id IS NULL) = @global::boolean
-RETURNING id;
+-- Deletes those of ids (distinct) that are the account's entries on the
+-- global list (global true) or in its groups (global false), ids joined as
+-- a set; answers how many left each list (0: the global list).
+WITH d AS (
+    DELETE FROM unsubscribes u
+    USING unnest(@ids::bigint[]) AS x(id)
+    WHERE u.id = x.id AND u.user_id = @user_id
+      AND (u.unsubscribe_groups_id IS NULL) = @global::boolean
+    RETURNING COALESCE(u.unsubscribe_groups_id, 0) AS list
+)
+SELECT d.list::bigint AS list, count(*)::bigint AS n FROM d GROUP BY d.list ORDER BY d.list;
 
 -- name: ListUnsubscribeGroups :many
--- The account's groups by id, each with its number of addresses.
+-- The account's groups by id, each with its kept number of addresses.
 -- row_limit NULL is every row.
 SELECT g.id, g.user_id, g.rand_id, g.group_name, g.description, g.is_display, g.created_at, g.updated_at,
-       (SELECT count(*) FROM unsubscribes u
-        WHERE u.user_id = g.user_id AND COALESCE(u.unsubscribe_groups_id, 0) = g.id) AS unsubscribe_clients_count
+       (SELECT COALESCE(sum(k.n), 0) FROM list_counts k
+        WHERE k.user_id = g.user_id AND k.kind = 'unsubscribes' AND k.key = g.id)::bigint AS unsubscribe_clients_count
 FROM unsubscribe_groups g
 WHERE g.user_id = @user_id
 ORDER BY g.id
