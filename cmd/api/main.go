@@ -158,6 +158,8 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger) error {
 		Monitoring: mon,
 	})
 
+	go resumeRebuilds(ctx, d, log)
+
 	srv := &http.Server{Addr: cfg.HTTPAddr, Handler: h, ReadHeaderTimeout: 10 * time.Second}
 	errc := make(chan error, 1)
 	go func() { errc <- srv.ListenAndServe() }()
@@ -172,4 +174,21 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger) error {
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cfg.ShutdownTimeout)
 	defer cancel()
 	return srv.Shutdown(sctx)
+}
+
+// resumeRebuilds finishes the segment rebuilds a stopped process left, at
+// start and then every minute, until ctx ends.
+func resumeRebuilds(ctx context.Context, d *postgres.DB, log *slog.Logger) {
+	t := time.NewTicker(time.Minute)
+	defer t.Stop()
+	for {
+		if err := d.ResumeSegmentRebuilds(ctx); err != nil && ctx.Err() == nil {
+			log.Error("resuming segment rebuilds", "err", err)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
 }

@@ -395,7 +395,8 @@ func TestSegmentIsolation(t *testing.T) {
 	}
 }
 
-// A segment save waits for a contact write in flight and includes it.
+// A segment save's rebuild waits for a contact write in flight and
+// includes it.
 func TestSegmentSaveWaitsForWriters(t *testing.T) {
 	t.Parallel()
 	f := newSegmentFixture(t)
@@ -404,7 +405,7 @@ func TestSegmentSaveWaitsForWriters(t *testing.T) {
 	go func() {
 		done <- f.a.do(req{method: "POST", path: "/api/segment/save", acct: &f.acct, body: cond(f.typ, 2, "is", "writer")})
 	}()
-	waitBlocked(t, pid, "%name: CreateSegment %", done)
+	waitBlocked(t, pid, "%name: LockContactTypesForRebuild %", done)
 	if err := tx.Commit(context.Background()); err != nil {
 		t.Fatal(err)
 	}

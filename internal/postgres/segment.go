@@ -4,67 +4,208 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
+	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/mailroom/mailroom/internal/mail"
 	"github.com/mailroom/mailroom/internal/postgres/db"
 )
 
 // A segment's members that are contacts are materialized in
-// segment_recipients: rebuilt whole when the segment is made or changed,
-// and re-evaluated for just the changed contacts after every contact write
-// (refreshSegments), in the writer's transaction. A rebuild holds its
-// contact type FOR UPDATE and writers hold theirs FOR SHARE, so each sees
-// the other's work: no contact is evaluated against conditions that are
-// being replaced.
+// segment_recipients: rebuilt when the segment is made or its conditions
+// change, and re-evaluated for just the changed contacts after every
+// contact write (refreshSegments), in the writer's transaction.
+//
+// A rebuild runs in steps of rebuildStep contacts of the type, in id order,
+// each its own short transaction holding the type FOR UPDATE (writers hold
+// it FOR SHARE): so a writer waits for a step, never for a whole rebuild
+// (issue 13: segment updates held writers for seconds). It is correct
+// because the new conditions commit before the first step: a writer that
+// began later evaluates its contacts against them; one that began earlier
+// and is still in flight holds the type, so the step covering its contacts
+// waits for it and evaluates them again. A step of an older generation
+// (the conditions changed again) or of a deleted segment stops. The state
+// is in the segment's row (rebuild_gen, rebuild_next), so a rebuild a
+// stopped process left is resumed (ResumeSegmentRebuilds).
+
+// rebuildStep is how many of the type's contacts one rebuild step
+// evaluates; at about 5 µs a contact, a step holds writers for some 25 ms.
+const rebuildStep = 5000
+
+// rebuildLockWait is how long a step waits for its type lock before it
+// lets the writers queued behind it go (rebuildBackoff) and tries again:
+// a step never holds writers behind an import's long FOR SHARE.
+const (
+	rebuildLockWait = 200 * time.Millisecond
+	rebuildBackoff  = 100 * time.Millisecond
+)
 
 // CreateSegment stores a segment and fills it with the matching contacts.
 func (d *DB) CreateSegment(ctx context.Context, userID int64, in mail.SegmentInput) (int64, error) {
-	var id int64
+	var row db.CreateSegmentRow
 	err := d.InTx(ctx, func(tx pgx.Tx, q *db.Queries) error {
 		var err error
-		id, err = q.CreateSegment(ctx, db.CreateSegmentParams{
+		row, err = q.CreateSegment(ctx, db.CreateSegmentParams{
 			SegmentName: in.Name, SelectField: in.Fields, SelectOperator: in.Operators, Value: nonNilStrings(in.Values),
 			QueryType: in.QueryType, ContactTypeID: in.ContactTypeID, UserID: userID,
 		})
 		if errors.Is(err, pgx.ErrNoRows) {
 			return errUnknownContactType
 		}
-		if err != nil {
-			return err
-		}
-		_, err = rebuildSegment(ctx, tx, userID, id, in.ContactTypeID, in.Conditions, in.Or())
 		return err
 	})
-	return id, err
+	if err != nil {
+		return 0, err
+	}
+	return row.ID, d.rebuild(ctx, row.ID, row.RebuildGen)
 }
 
-// UpdateSegment changes a segment and rebuilds its contact members.
+// UpdateSegment changes a segment and rebuilds its contact members (not
+// when only its name changed).
 func (d *DB) UpdateSegment(ctx context.Context, userID, id int64, in mail.SegmentInput) error {
-	return d.InTx(ctx, func(tx pgx.Tx, q *db.Queries) error {
+	gen := int64(-1)
+	err := d.InTx(ctx, func(tx pgx.Tx, q *db.Queries) error {
 		old, err := q.LockSegment(ctx, db.LockSegmentParams{ID: id, UserID: userID})
 		if err != nil {
 			return translate(err)
 		}
-		if err := q.LockContactTypesForRebuild(ctx, db.LockContactTypesForRebuildParams{
-			Ids: []int64{old.ContactTypeID, in.ContactTypeID}, UserID: userID}); err != nil {
+		if sameConditions(old, in) {
+			n, err := q.RenameSegment(ctx, db.RenameSegmentParams{SegmentName: in.Name, ID: id, UserID: userID})
+			if err == nil && n == 0 {
+				err = mail.NotFound()
+			}
 			return err
 		}
-		n, err := q.UpdateSegment(ctx, db.UpdateSegmentParams{
+		if old.ContactTypeID != in.ContactTypeID {
+			// Writers of the old type in flight may still add members by
+			// the old conditions: let them commit first, the steps then
+			// take those members out.
+			if err := q.LockContactTypesForRebuild(ctx, db.LockContactTypesForRebuildParams{
+				Ids: []int64{old.ContactTypeID}, UserID: userID}); err != nil {
+				return err
+			}
+		}
+		gen, err = q.UpdateSegment(ctx, db.UpdateSegmentParams{
 			SegmentName: in.Name, SelectField: in.Fields, SelectOperator: in.Operators, Value: nonNilStrings(in.Values),
 			QueryType: in.QueryType, ID: id, UserID: userID, ContactTypeID: in.ContactTypeID,
 		})
+		if errors.Is(err, pgx.ErrNoRows) {
+			return errUnknownContactType
+		}
+		return err
+	})
+	if err != nil || gen < 0 {
+		return err
+	}
+	return d.rebuild(ctx, id, gen)
+}
+
+// sameConditions reports whether in keeps old's type and conditions.
+func sameConditions(old db.LockSegmentRow, in mail.SegmentInput) bool {
+	return old.ContactTypeID == in.ContactTypeID && slices.Equal(old.SelectField, in.Fields) &&
+		slices.Equal(old.SelectOperator, in.Operators) && slices.Equal(old.Value, nonNilStrings(in.Values)) &&
+		(old.QueryType == nil) == (in.QueryType == nil) && (old.QueryType == nil || *old.QueryType == *in.QueryType)
+}
+
+// errLockBusy is a rebuild step that could not take its type in time.
+var errLockBusy = errors.New("postgres: contact type busy")
+
+// rebuild runs generation gen of a segment's rebuild to its end, step by
+// step. It outlives a client that leaves (the steps are short and the
+// rebuild must end), not the process: see ResumeSegmentRebuilds.
+func (d *DB) rebuild(ctx context.Context, segmentID, gen int64) error {
+	ctx = context.WithoutCancel(ctx)
+	for {
+		done, err := d.rebuildOneStep(ctx, segmentID, gen)
+		if errors.Is(err, errLockBusy) {
+			time.Sleep(rebuildBackoff)
+			continue
+		}
+		if err != nil || done {
+			return err
+		}
+	}
+}
+
+// rebuildOneStep re-evaluates the next rebuildStep contacts of the type; it
+// reports whether the rebuild is over (or no longer this generation's).
+func (d *DB) rebuildOneStep(ctx context.Context, segmentID, gen int64) (done bool, err error) {
+	err = d.InTx(ctx, func(tx pgx.Tx, q *db.Queries) error {
+		st, err := q.RebuildState(ctx, segmentID)
+		if errors.Is(err, pgx.ErrNoRows) || (err == nil && (st.RebuildGen != gen || st.RebuildNext == nil)) {
+			done = true // deleted, done, or superseded
+			return nil
+		}
 		if err != nil {
 			return err
 		}
-		if n == 0 {
-			return errUnknownContactType
+		if _, err := tx.Exec(ctx, fmt.Sprintf("SET LOCAL lock_timeout = %d", rebuildLockWait.Milliseconds())); err != nil {
+			return err
 		}
-		_, err = rebuildSegment(ctx, tx, userID, id, in.ContactTypeID, in.Conditions, in.Or())
-		return err
+		if err := q.LockContactTypesForRebuild(ctx, db.LockContactTypesForRebuildParams{
+			Ids: []int64{st.ContactTypeID}, UserID: st.UserID}); err != nil {
+			var pgErr *pgconn.PgError
+			if errors.As(err, &pgErr) && pgErr.Code == "55P03" {
+				return errLockBusy
+			}
+			return err
+		}
+		if _, err := tx.Exec(ctx, "SET LOCAL lock_timeout = 0"); err != nil {
+			return err
+		}
+		lo := *st.RebuildNext
+		var hi *int64
+		end, err := q.RebuildStepEnd(ctx, db.RebuildStepEndParams{UserID: st.UserID, ContactTypeID: st.ContactTypeID,
+			Lo: lo, N: rebuildStep - 1})
+		switch {
+		case err == nil:
+			hi = &end
+		case !errors.Is(err, pgx.ErrNoRows):
+			return err
+		}
+		custom, err := customFieldDefs(ctx, q, st.UserID)
+		if err != nil {
+			return err
+		}
+		conds := mail.StoredConditions(st.SelectField, st.SelectOperator, st.Value, custom)
+		sql, args := membership(st.UserID, segmentID, st.ContactTypeID, conds, st.QueryType != nil && *st.QueryType == "or",
+			changed{from: lo, to: hi})
+		var gone, joined int64
+		if err := tx.QueryRow(ctx, sql, args...).Scan(&gone, &joined); err != nil {
+			return err
+		}
+		if err := addCounts(ctx, q, st.UserID, countSegment, map[int64]int64{segmentID: joined - gone}); err != nil {
+			return err
+		}
+		var next *int64
+		if hi != nil {
+			n := *hi + 1
+			next = &n
+		}
+		done = next == nil
+		return q.SetRebuildNext(ctx, db.SetRebuildNextParams{Next: next, ID: segmentID})
 	})
+	return done, err
+}
+
+// ResumeSegmentRebuilds finishes the segment rebuilds a stopped process
+// left; the API runs it at start and every minute. Two processes resuming
+// the same rebuild take its steps in turn.
+func (d *DB) ResumeSegmentRebuilds(ctx context.Context) error {
+	pending, err := d.q.PendingRebuilds(ctx)
+	if err != nil {
+		return err
+	}
+	for _, p := range pending {
+		if err := d.rebuild(ctx, p.ID, p.RebuildGen); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // SegmentDetails returns one live segment of the account.
@@ -216,13 +357,16 @@ WITH m AS MATERIALIZED (
 SELECT (SELECT count(*) FROM gone), (SELECT count(*) FROM joined)`
 
 // changed names the contacts a write touched: ids, or (for a CSV import)
-// the temporary table of ids; the zero value means every contact. deleted
-// says the ids were just deleted: they leave every segment, with no
-// condition to evaluate.
+// the temporary table of ids, or (for a rebuild step) the ids from from to
+// to (nil: to the end); the zero value means every contact. deleted says
+// the ids were just deleted: they leave every segment, with no condition
+// to evaluate.
 type changed struct {
 	ids     []int64
 	table   string
 	deleted bool
+	from    int64
+	to      *int64
 }
 
 // membership builds membershipSQL for one segment over the changed contacts.
@@ -238,6 +382,15 @@ func membership(userID, segmentID, typeID int64, conds []mail.Condition, or bool
 		set := p.arg(ch.ids)
 		onContacts = "AND c.id = ANY(" + set + "::bigint[])"
 		onMembers = "AND r.contact_id = ANY(" + set + "::bigint[])"
+	case ch.from > 0 || ch.to != nil:
+		from := p.arg(ch.from)
+		onContacts = "AND c.id >= " + from
+		onMembers = "AND r.contact_id >= " + from
+		if ch.to != nil {
+			to := p.arg(*ch.to)
+			onContacts += " AND c.id <= " + to
+			onMembers += " AND r.contact_id <= " + to
+		}
 	}
 	pred := p.compile(conds, or)
 	return fmt.Sprintf(membershipSQL, ct, uid, seg, onContacts, pred, onMembers), p.args

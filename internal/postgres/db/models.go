@@ -116,6 +116,8 @@ type Segment struct {
 	DeletedAt      *time.Time
 	CreatedAt      time.Time
 	UpdatedAt      time.Time
+	RebuildGen     int64
+	RebuildNext    *int64
 }
 
 type SegmentRecipient struct {

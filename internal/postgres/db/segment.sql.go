@@ -22,12 +22,12 @@ func (q *Queries) CountSegments(ctx context.Context, userID int64) (int64, error
 }
 
 const createSegment = `-- name: CreateSegment :one
-INSERT INTO segments (user_id, contact_type_id, segment_name, select_field, select_operator, value, query_type)
-SELECT t.user_id, t.id, $1::text, $2::text[], $3::text[], $4::text[], $5::text
+INSERT INTO segments (user_id, contact_type_id, segment_name, select_field, select_operator, value, query_type, rebuild_next)
+SELECT t.user_id, t.id, $1::text, $2::text[], $3::text[], $4::text[], $5::text, 0
 FROM contact_types t
 WHERE t.id = $6 AND t.user_id = $7 AND t.deleted_at IS NULL
-FOR UPDATE OF t
-RETURNING id
+FOR SHARE OF t
+RETURNING id, rebuild_gen
 `
 
 type CreateSegmentParams struct {
@@ -40,7 +40,13 @@ type CreateSegmentParams struct {
 	UserID         int64
 }
 
-func (q *Queries) CreateSegment(ctx context.Context, arg CreateSegmentParams) (int64, error) {
+type CreateSegmentRow struct {
+	ID         int64
+	RebuildGen int64
+}
+
+// A new segment, its rebuild to run (rebuild_next 0).
+func (q *Queries) CreateSegment(ctx context.Context, arg CreateSegmentParams) (CreateSegmentRow, error) {
 	row := q.db.QueryRow(ctx, createSegment,
 		arg.SegmentName,
 		arg.SelectField,
@@ -50,9 +56,9 @@ func (q *Queries) CreateSegment(ctx context.Context, arg CreateSegmentParams) (i
 		arg.ContactTypeID,
 		arg.UserID,
 	)
-	var id int64
-	err := row.Scan(&id)
-	return id, err
+	var i CreateSegmentRow
+	err := row.Scan(&i.ID, &i.RebuildGen)
+	return i, err
 }
 
 const deleteSegment = `-- name: DeleteSegment :execrows
@@ -327,8 +333,8 @@ type LockContactTypesForRebuildParams struct {
 	UserID int64
 }
 
-// A segment rebuild holds its types FOR UPDATE: contact writers (FOR SHARE)
-// in flight commit first and are seen by the rebuild; later ones wait and
+// A rebuild step holds its type FOR UPDATE: contact writers (FOR SHARE)
+// in flight commit first and are seen by the step; later ones wait and
 // then re-evaluate against the new conditions.
 func (q *Queries) LockContactTypesForRebuild(ctx context.Context, arg LockContactTypesForRebuildParams) error {
 	_, err := q.db.Exec(ctx, lockContactTypesForRebuild, arg.Ids, arg.UserID)
@@ -347,9 +353,23 @@ type LockSegmentParams struct {
 	UserID int64
 }
 
-func (q *Queries) LockSegment(ctx context.Context, arg LockSegmentParams) (Segment, error) {
+type LockSegmentRow struct {
+	ID             int64
+	UserID         int64
+	ContactTypeID  int64
+	SegmentName    string
+	SelectField    []string
+	SelectOperator []string
+	Value          []string
+	QueryType      *string
+	DeletedAt      *time.Time
+	CreatedAt      time.Time
+	UpdatedAt      time.Time
+}
+
+func (q *Queries) LockSegment(ctx context.Context, arg LockSegmentParams) (LockSegmentRow, error) {
 	row := q.db.QueryRow(ctx, lockSegment, arg.ID, arg.UserID)
-	var i Segment
+	var i LockSegmentRow
 	err := row.Scan(
 		&i.ID,
 		&i.UserID,
@@ -366,6 +386,122 @@ func (q *Queries) LockSegment(ctx context.Context, arg LockSegmentParams) (Segme
 	return i, err
 }
 
+const pendingRebuilds = `-- name: PendingRebuilds :many
+SELECT id, user_id, rebuild_gen FROM segments
+WHERE rebuild_next IS NOT NULL AND deleted_at IS NULL
+ORDER BY id
+`
+
+type PendingRebuildsRow struct {
+	ID         int64
+	UserID     int64
+	RebuildGen int64
+}
+
+func (q *Queries) PendingRebuilds(ctx context.Context) ([]PendingRebuildsRow, error) {
+	rows, err := q.db.Query(ctx, pendingRebuilds)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []PendingRebuildsRow
+	for rows.Next() {
+		var i PendingRebuildsRow
+		if err := rows.Scan(&i.ID, &i.UserID, &i.RebuildGen); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const rebuildState = `-- name: RebuildState :one
+SELECT id, user_id, contact_type_id, select_field, select_operator, value, query_type, rebuild_gen, rebuild_next
+FROM segments WHERE id = $1 AND deleted_at IS NULL
+FOR UPDATE
+`
+
+type RebuildStateRow struct {
+	ID             int64
+	UserID         int64
+	ContactTypeID  int64
+	SelectField    []string
+	SelectOperator []string
+	Value          []string
+	QueryType      *string
+	RebuildGen     int64
+	RebuildNext    *int64
+}
+
+// A live segment's rebuild, its row locked for one step.
+func (q *Queries) RebuildState(ctx context.Context, id int64) (RebuildStateRow, error) {
+	row := q.db.QueryRow(ctx, rebuildState, id)
+	var i RebuildStateRow
+	err := row.Scan(
+		&i.ID,
+		&i.UserID,
+		&i.ContactTypeID,
+		&i.SelectField,
+		&i.SelectOperator,
+		&i.Value,
+		&i.QueryType,
+		&i.RebuildGen,
+		&i.RebuildNext,
+	)
+	return i, err
+}
+
+const rebuildStepEnd = `-- name: RebuildStepEnd :one
+SELECT id FROM contacts
+WHERE user_id = $1 AND contact_type_id = $2 AND deleted_at IS NULL AND id >= $3
+ORDER BY id
+OFFSET $4::bigint LIMIT 1
+`
+
+type RebuildStepEndParams struct {
+	UserID        int64
+	ContactTypeID int64
+	Lo            int64
+	N             int64
+}
+
+// The last contact id of the next step: the n-th live contact of the type
+// from lo on (none: the step runs to the end).
+func (q *Queries) RebuildStepEnd(ctx context.Context, arg RebuildStepEndParams) (int64, error) {
+	row := q.db.QueryRow(ctx, rebuildStepEnd,
+		arg.UserID,
+		arg.ContactTypeID,
+		arg.Lo,
+		arg.N,
+	)
+	var id int64
+	err := row.Scan(&id)
+	return id, err
+}
+
+const renameSegment = `-- name: RenameSegment :execrows
+UPDATE segments SET segment_name = $1, updated_at = now()
+WHERE id = $2 AND user_id = $3 AND deleted_at IS NULL
+`
+
+type RenameSegmentParams struct {
+	SegmentName string
+	ID          int64
+	UserID      int64
+}
+
+// A change of name only: the members stay.
+func (q *Queries) RenameSegment(ctx context.Context, arg RenameSegmentParams) (int64, error) {
+	result, err := q.db.Exec(ctx, renameSegment, arg.SegmentName, arg.ID, arg.UserID)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
+}
+
 const segmentByID = `-- name: SegmentByID :one
 SELECT id, user_id, contact_type_id, segment_name, select_field, select_operator, value, query_type,
     deleted_at, created_at, updated_at
@@ -377,9 +513,23 @@ type SegmentByIDParams struct {
 	UserID int64
 }
 
-func (q *Queries) SegmentByID(ctx context.Context, arg SegmentByIDParams) (Segment, error) {
+type SegmentByIDRow struct {
+	ID             int64
+	UserID         int64
+	ContactTypeID  int64
+	SegmentName    string
+	SelectField    []string
+	SelectOperator []string
+	Value          []string
+	QueryType      *string
+	DeletedAt      *time.Time
+	CreatedAt      time.Time
+	UpdatedAt      time.Time
+}
+
+func (q *Queries) SegmentByID(ctx context.Context, arg SegmentByIDParams) (SegmentByIDRow, error) {
 	row := q.db.QueryRow(ctx, segmentByID, arg.ID, arg.UserID)
-	var i Segment
+	var i SegmentByIDRow
 	err := row.Scan(
 		&i.ID,
 		&i.UserID,
@@ -460,6 +610,20 @@ func (q *Queries) SegmentsUsingField(ctx context.Context, arg SegmentsUsingField
 	return items, nil
 }
 
+const setRebuildNext = `-- name: SetRebuildNext :exec
+UPDATE segments SET rebuild_next = $1 WHERE id = $2
+`
+
+type SetRebuildNextParams struct {
+	Next *int64
+	ID   int64
+}
+
+func (q *Queries) SetRebuildNext(ctx context.Context, arg SetRebuildNextParams) error {
+	_, err := q.db.Exec(ctx, setRebuildNext, arg.Next, arg.ID)
+	return err
+}
+
 const storeSegmentRecipient = `-- name: StoreSegmentRecipient :one
 INSERT INTO segment_recipients (user_id, segment_id, first_name, last_name, email)
 SELECT s.user_id, s.id, $1::text, $2::text, $3::text
@@ -496,14 +660,16 @@ func (q *Queries) StoreSegmentRecipient(ctx context.Context, arg StoreSegmentRec
 	return i, err
 }
 
-const updateSegment = `-- name: UpdateSegment :execrows
+const updateSegment = `-- name: UpdateSegment :one
 UPDATE segments s SET contact_type_id = t.id, segment_name = $1, select_field = $2,
-    select_operator = $3, value = $4, query_type = $5, updated_at = now()
+    select_operator = $3, value = $4, query_type = $5, updated_at = now(),
+    rebuild_gen = s.rebuild_gen + 1, rebuild_next = 0
 FROM contact_types t
 WHERE s.id = $6 AND s.user_id = $7 AND s.deleted_at IS NULL
   AND t.id = (SELECT l.id FROM contact_types l
               WHERE l.id = $8 AND l.user_id = $7 AND l.deleted_at IS NULL
               FOR SHARE)
+RETURNING s.rebuild_gen
 `
 
 type UpdateSegmentParams struct {
@@ -517,8 +683,9 @@ type UpdateSegmentParams struct {
 	ContactTypeID  int64
 }
 
+// New conditions: a new rebuild generation, to run from the first contact.
 func (q *Queries) UpdateSegment(ctx context.Context, arg UpdateSegmentParams) (int64, error) {
-	result, err := q.db.Exec(ctx, updateSegment,
+	row := q.db.QueryRow(ctx, updateSegment,
 		arg.SegmentName,
 		arg.SelectField,
 		arg.SelectOperator,
@@ -528,8 +695,7 @@ func (q *Queries) UpdateSegment(ctx context.Context, arg UpdateSegmentParams) (i
 		arg.UserID,
 		arg.ContactTypeID,
 	)
-	if err != nil {
-		return 0, err
-	}
-	return result.RowsAffected(), nil
+	var rebuild_gen int64
+	err := row.Scan(&rebuild_gen)
+	return rebuild_gen, err
 }

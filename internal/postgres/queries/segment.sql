@@ -1,28 +1,59 @@
 -- name: CreateSegment :one
-INSERT INTO segments (user_id, contact_type_id, segment_name, select_field, select_operator, value, query_type)
-SELECT t.user_id, t.id, @segment_name::text, @select_field::text[], @select_operator::text[], @value::text[], sqlc.narg(query_type)::text
+-- A new segment, its rebuild to run (rebuild_next 0).
+INSERT INTO segments (user_id, contact_type_id, segment_name, select_field, select_operator, value, query_type, rebuild_next)
+SELECT t.user_id, t.id, @segment_name::text, @select_field::text[], @select_operator::text[], @value::text[], sqlc.narg(query_type)::text, 0
 FROM contact_types t
 WHERE t.id = @contact_type_id AND t.user_id = @user_id AND t.deleted_at IS NULL
-FOR UPDATE OF t
-RETURNING id;
+FOR SHARE OF t
+RETURNING id, rebuild_gen;
 
--- name: UpdateSegment :execrows
+-- name: UpdateSegment :one
+-- New conditions: a new rebuild generation, to run from the first contact.
 UPDATE segments s SET contact_type_id = t.id, segment_name = @segment_name, select_field = @select_field,
-    select_operator = @select_operator, value = @value, query_type = sqlc.narg(query_type), updated_at = now()
+    select_operator = @select_operator, value = @value, query_type = sqlc.narg(query_type), updated_at = now(),
+    rebuild_gen = s.rebuild_gen + 1, rebuild_next = 0
 FROM contact_types t
 WHERE s.id = @id AND s.user_id = @user_id AND s.deleted_at IS NULL
   AND t.id = (SELECT l.id FROM contact_types l
               WHERE l.id = @contact_type_id AND l.user_id = @user_id AND l.deleted_at IS NULL
-              FOR SHARE);
+              FOR SHARE)
+RETURNING s.rebuild_gen;
+
+-- name: RenameSegment :execrows
+-- A change of name only: the members stay.
+UPDATE segments SET segment_name = @segment_name, updated_at = now()
+WHERE id = @id AND user_id = @user_id AND deleted_at IS NULL;
 
 -- name: LockContactTypesForRebuild :exec
--- A segment rebuild holds its types FOR UPDATE: contact writers (FOR SHARE)
--- in flight commit first and are seen by the rebuild; later ones wait and
+-- A rebuild step holds its type FOR UPDATE: contact writers (FOR SHARE)
+-- in flight commit first and are seen by the step; later ones wait and
 -- then re-evaluate against the new conditions.
 SELECT id FROM contact_types
 WHERE id = ANY(@ids::bigint[]) AND user_id = @user_id
 ORDER BY id
 FOR UPDATE;
+
+-- name: RebuildState :one
+-- A live segment's rebuild, its row locked for one step.
+SELECT id, user_id, contact_type_id, select_field, select_operator, value, query_type, rebuild_gen, rebuild_next
+FROM segments WHERE id = @id AND deleted_at IS NULL
+FOR UPDATE;
+
+-- name: RebuildStepEnd :one
+-- The last contact id of the next step: the n-th live contact of the type
+-- from lo on (none: the step runs to the end).
+SELECT id FROM contacts
+WHERE user_id = @user_id AND contact_type_id = @contact_type_id AND deleted_at IS NULL AND id >= @lo
+ORDER BY id
+OFFSET @n::bigint LIMIT 1;
+
+-- name: SetRebuildNext :exec
+UPDATE segments SET rebuild_next = sqlc.narg(next) WHERE id = @id;
+
+-- name: PendingRebuilds :many
+SELECT id, user_id, rebuild_gen FROM segments
+WHERE rebuild_next IS NOT NULL AND deleted_at IS NULL
+ORDER BY id;
 
 -- name: SegmentExists :one
 SELECT EXISTS (SELECT 1 FROM segments WHERE id = @id AND user_id = @user_id AND deleted_at IS NULL);
