@@ -8,6 +8,7 @@ import (
 	"io"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/mailroom/mailroom/internal/mail"
 	"github.com/mailroom/mailroom/internal/postgres/db"
@@ -144,6 +145,7 @@ type ImportResult struct {
 // ContactImport is a CSV import in progress.
 type ContactImport struct {
 	tx     pgx.Tx
+	pool   *pgxpool.Pool
 	userID int64
 }
 
@@ -157,7 +159,7 @@ func (d *DB) BeginContactImport(ctx context.Context, userID int64) (*ContactImpo
 		tx.Rollback(ctx)
 		return nil, err
 	}
-	return &ContactImport{tx: tx, userID: userID}, nil
+	return &ContactImport{tx: tx, pool: d.Pool, userID: userID}, nil
 }
 
 // Rollback abandons the import; harmless after Commit.
@@ -249,8 +251,23 @@ func (im *ContactImport) Commit(ctx context.Context, typeID int64, src *mail.Con
 	}); err != nil {
 		return ImportResult{}, err
 	}
-	return res, im.tx.Commit(ctx)
+	if err := im.tx.Commit(ctx); err != nil {
+		return ImportResult{}, err
+	}
+	if res.Added+res.Updated >= analyzeAfter {
+		// Fresh statistics now rather than when autovacuum comes by: with
+		// the old ones (say, "the account has one contact") the planner
+		// walks all of an account's contacts to find one by id, and single
+		// updates and deletes took 45 ms instead of 0.1 ms after a 100,000
+		// row import. A failure here loses nothing.
+		im.pool.Exec(context.WithoutCancel(ctx), "ANALYZE contacts, segment_recipients")
+	}
+	return res, nil
 }
+
+// analyzeAfter is how many contacts an import must add or change for it
+// to refresh the planner's statistics itself.
+const analyzeAfter = 10_000
 
 // csvSource adapts a ContactCSV to pgx.CopyFromSource. Absent columns are
 // NULL; present empty cells are "" (or NULL for country).
