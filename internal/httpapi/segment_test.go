@@ -426,7 +426,7 @@ func TestCSVImportWaitsForWriters(t *testing.T) {
 	tx, pid := openWriter(t, f.acct, empty, "x@example.com")
 	done := make(chan response, 1)
 	go func() { done <- upload(f.a, f.acct, empty, "email,first_name\nX@example.com,Imported\n") }()
-	waitBlocked(t, pid, "%ON CONFLICT%", done)
+	waitBlocked(t, pid, "%INSERT INTO contacts%", done)
 	if err := tx.Commit(context.Background()); err != nil {
 		t.Fatal(err)
 	}
