@@ -86,7 +86,7 @@ func TestBulkDeleteManyIDsURLEncoded(t *testing.T) {
 	var ids []int64
 	if err := testdb.New(t).Pool.QueryRow(context.Background(), `WITH x AS (
 		INSERT INTO contacts (user_id, contact_type_id, email)
-		SELECT $1, $2, 'c' || g || '@example.com' FROM generate_series(1, 20000) g RETURNING id)
+		SELECT $1, $2, 'c' || g || '@example.com' FROM generate_series(1, 12000) g RETURNING id)
 		SELECT array_agg(id) FROM x`, acct.id, typ).Scan(&ids); err != nil {
 		t.Fatal(err)
 	}

@@ -74,7 +74,13 @@ func TestHostileInputNever500(t *testing.T) {
 			continue
 		}
 		for _, q := range append(hostileQueries, fmt.Sprintf("contact_type_id=%d&segment_id=%d", typ, typ)) {
-			for _, b := range hostileBodies {
+			bodies := hostileBodies
+			if route.Method == "GET" || route.Method == "DELETE" {
+				// They read the query string only: bodies cost time (the
+				// whole geography is 9 MB) and prove nothing more.
+				bodies = bodies[:3]
+			}
+			for _, b := range bodies {
 				n++
 				req := httptest.NewRequest(route.Method, route.Path+"?"+q, strings.NewReader(b.body))
 				if b.ct != "" {
