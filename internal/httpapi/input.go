@@ -442,43 +442,52 @@ func (f form) str(key string) string {
 // list returns the array sent as key[0], key[1]… (ordered by index),
 // key[] or repeated key.
 func (f form) list(key string) []string {
+	if vals, _ := f.elements(key); len(vals) > 0 {
+		return vals
+	}
+	return f.vals[key]
+}
+
+// elements returns the array sent as key[0], key[1]… (ordered by index)
+// and key[] (in order, after those); flat is false when some key[…] is not
+// an element (key[a], key[0][1]: an object or a nested array), which it
+// leaves out.
+func (f form) elements(key string) (vals []string, flat bool) {
 	type item struct {
 		i int
 		v string
 	}
 	var items []item
+	flat = true
 	prefix := key + "["
 	for k, vs := range f.vals {
-		if !strings.HasPrefix(k, prefix) || !strings.HasSuffix(k, "]") {
+		if !strings.HasPrefix(k, prefix) {
 			continue
 		}
-		inner := k[len(prefix) : len(k)-1]
-		if strings.ContainsAny(inner, "[]") {
-			continue // nested: see nested
+		inner, ok := strings.CutSuffix(k[len(prefix):], "]")
+		if !ok || strings.ContainsAny(inner, "[]") || f.objects[k] {
+			flat = false
+			continue
 		}
-		if inner == "" {
-			for _, v := range vs {
-				items = append(items, item{1 << 30, v})
+		i := 1 << 62 // key[]: after the indexed ones, in order
+		if inner != "" {
+			n, err := strconv.Atoi(inner)
+			if err != nil || n < 0 {
+				flat = false
+				continue
 			}
-			continue
-		}
-		n, err := strconv.Atoi(inner)
-		if err != nil {
-			continue
+			i = n
 		}
 		for _, v := range vs {
-			items = append(items, item{n, v})
+			items = append(items, item{i, v})
 		}
 	}
-	if len(items) == 0 {
-		return f.vals[key]
-	}
 	sort.SliceStable(items, func(a, b int) bool { return items[a].i < items[b].i })
-	out := make([]string, len(items))
+	vals = make([]string, len(items))
 	for i, it := range items {
-		out[i] = it.v
+		vals[i] = it.v
 	}
-	return out
+	return vals, flat
 }
 
 // dict returns the map sent as key[name]=value.
@@ -502,42 +511,16 @@ func (f form) dict(key string) map[string]string {
 // or a null element is a validation failure, never an id.
 func (f form) ids(key string) ([]int64, error) {
 	bad := mail.Invalid(key, fmt.Sprintf("The %s must be an array of integers.", mail.Label(key)))
-	if _, scalar := f.vals[key]; scalar || f.objects[key] {
+	vals, flat := f.elements(key)
+	if _, scalar := f.vals[key]; scalar || f.objects[key] || !flat {
 		return nil, bad
 	}
-	type item struct {
-		i int
-		v string
-	}
-	var items []item
-	prefix := key + "["
-	for k, vs := range f.vals {
-		if !strings.HasPrefix(k, prefix) {
-			continue
-		}
-		inner, ok := strings.CutSuffix(k[len(prefix):], "]")
-		if !ok || strings.ContainsAny(inner, "[]") || f.objects[k] {
-			return nil, bad // key[a, key[0][1]…: not a flat array
-		}
-		i := 1 << 62 // key[]: after the indexed ones, in order
-		if inner != "" {
-			n, err := strconv.Atoi(inner)
-			if err != nil || n < 0 {
-				return nil, bad
-			}
-			i = n
-		}
-		for _, v := range vs {
-			items = append(items, item{i, v})
-		}
-	}
-	if len(items) == 0 {
+	if len(vals) == 0 {
 		return nil, mail.Invalid(key, mail.RequiredMessage(key))
 	}
-	sort.SliceStable(items, func(a, b int) bool { return items[a].i < items[b].i })
-	out := make([]int64, 0, len(items))
-	for _, it := range items {
-		n, err := strconv.ParseInt(strings.TrimSpace(it.v), 10, 64)
+	out := make([]int64, 0, len(vals))
+	for _, v := range vals {
+		n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
 		if err != nil || n <= 0 {
 			return nil, bad
 		}

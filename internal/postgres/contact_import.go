@@ -102,7 +102,7 @@ WHERE c.contact_type_id = $1 AND c.email_lc = s.email_lc AND c.deleted_at IS NUL
 // file's addresses since the UPDATE looked; then insertRacedSQL runs
 // instead.
 const insertNewSQL = `
-INSERT INTO contacts (user_id, contact_type_id, email, first_name, last_name, alt_email, country,
+INSERT INTO contacts AS c (user_id, contact_type_id, email, first_name, last_name, alt_email, country,
     state, city, address_line1, address_line2, state_province_region, postal_code, custom)
 SELECT $1, $2, s.email, COALESCE(s.first_name, ''), COALESCE(s.last_name, ''), NULLIF(s.alt_email, ''), s.country,
     COALESCE(s.state, ''), COALESCE(s.city, ''), COALESCE(s.address_line1, ''), COALESCE(s.address_line2, ''),
@@ -118,15 +118,7 @@ WHERE NOT $3 OR NOT EXISTS (SELECT 1 FROM contacts c
 // costs a fifth of the import's time on a million rows, hence the fast
 // path.
 const insertRacedSQL = `
-WITH x AS (
-    INSERT INTO contacts AS c (user_id, contact_type_id, email, first_name, last_name, alt_email, country,
-        state, city, address_line1, address_line2, state_province_region, postal_code, custom)
-    SELECT $1, $2, s.email, COALESCE(s.first_name, ''), COALESCE(s.last_name, ''), NULLIF(s.alt_email, ''), s.country,
-        COALESCE(s.state, ''), COALESCE(s.city, ''), COALESCE(s.address_line1, ''), COALESCE(s.address_line2, ''),
-        COALESCE(s.state_province_region, ''), COALESCE(s.postal_code, ''), COALESCE(s.custom, '{}')
-    FROM ` + dedupedSQL + ` s
-    WHERE NOT $3 OR NOT EXISTS (SELECT 1 FROM contacts c
-        WHERE c.contact_type_id = $2 AND c.email_lc = s.email_lc AND c.deleted_at IS NULL)
+WITH x AS (` + insertNewSQL + `
     ON CONFLICT (contact_type_id, email_lc) WHERE deleted_at IS NULL DO UPDATE SET
         email = EXCLUDED.email,
         first_name = CASE WHEN $4 THEN EXCLUDED.first_name ELSE c.first_name END,
