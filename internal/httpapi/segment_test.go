@@ -437,6 +437,36 @@ func TestCSVImportWaitsForWriters(t *testing.T) {
 	}
 }
 
+// The same into a type that has contacts: the file's row for the address
+// the writer added is applied, not dropped, and the import counts it as
+// an update.
+func TestCSVImportWaitsForWritersNonEmptyType(t *testing.T) {
+	t.Parallel()
+	f := newSegmentFixture(t)
+	tx, pid := openWriter(t, f.acct, f.typ, "raced@example.com")
+	done := make(chan response, 1)
+	go func() {
+		done <- upload(f.a, f.acct, f.typ, "email,first_name\nann@example.com,Annie\nRACED@example.com,Imported\nnew@example.com,New\n")
+	}()
+	waitBlocked(t, pid, "%INSERT INTO contacts%", done)
+	if err := tx.Commit(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	(<-done).expect(t, 200, imported)
+	got := storedContacts(t, f.acct, f.typ)
+	if got["raced@example.com"].first != "Imported" || got["ann@example.com"].first != "Annie" || got["new@example.com"].first != "New" {
+		t.Fatalf("%+v", got)
+	}
+	var payload string
+	if err := testdb.New(t).Pool.QueryRow(context.Background(), `SELECT payload::text FROM events
+		WHERE user_id = $1 AND kind = 'contacts.imported' ORDER BY id DESC LIMIT 1`, f.acct.id).Scan(&payload); err != nil {
+		t.Fatal(err)
+	}
+	if payload != `{"rows": 3, "added": 1, "skipped": 0, "updated": 2}` {
+		t.Fatalf("import counted %s", payload)
+	}
+}
+
 // An import does not wait for a writer in flight to another address of
 // the type, and a writer does not wait for an import's hold on the type
 // (issue 13: adds waited up to 23.6 s behind imports).

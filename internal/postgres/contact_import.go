@@ -96,11 +96,12 @@ WHERE c.contact_type_id = $1 AND c.email_lc = s.email_lc AND c.deleted_at IS NUL
 // Both statements end without RETURNING so collectChanged can add one; the
 // UPDATE's "id" is the contact's (the staging table has none).
 
-// insertNewSQL adds the addresses the type does not have yet; with $3
-// false (the type had no live contacts) it skips looking. A plain INSERT:
-// the fast path, which fails only when a single writer added one of the
-// file's addresses since the UPDATE looked; then insertRacedSQL runs
-// instead.
+// insertNewSQL adds the addresses the UPDATE did not change (rows whose
+// version this transaction wrote, xmin); with $3 false (the type had no
+// live contacts) it skips looking. A plain INSERT: the fast path, which
+// fails only when a single writer added one of the file's addresses since
+// the UPDATE looked; then insertRacedSQL runs instead, and updates that
+// contact with the file's row.
 const insertNewSQL = `
 INSERT INTO contacts AS c (user_id, contact_type_id, email, first_name, last_name, alt_email, country,
     state, city, address_line1, address_line2, state_province_region, postal_code, custom)
@@ -109,7 +110,8 @@ SELECT $1, $2, s.email, COALESCE(s.first_name, ''), COALESCE(s.last_name, ''), N
     COALESCE(s.state_province_region, ''), COALESCE(s.postal_code, ''), COALESCE(s.custom, '{}')
 FROM ` + dedupedSQL + ` s
 WHERE NOT $3 OR NOT EXISTS (SELECT 1 FROM contacts c
-    WHERE c.contact_type_id = $2 AND c.email_lc = s.email_lc AND c.deleted_at IS NULL)`
+    WHERE c.contact_type_id = $2 AND c.email_lc = s.email_lc AND c.deleted_at IS NULL
+      AND c.xmin = pg_current_xact_id()::xid)`
 
 // insertRacedSQL is insertNewSQL for when a single writer raced the
 // merge: an address added since is updated as updateImportedSQL would
