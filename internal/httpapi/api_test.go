@@ -231,8 +231,8 @@ func waitBlocked(t *testing.T, pid int32, query string, done <-chan response) {
 }
 
 // openWriter begins a transaction that writes a contact as every contact
-// writer does (its type locked FOR SHARE) and leaves it open; it returns
-// the transaction and its backend pid.
+// writer does (its type's writer lock shared, its row FOR SHARE) and
+// leaves it open; it returns the transaction and its backend pid.
 func openWriter(t *testing.T, acct account, typeID int64, email string) (pgx.Tx, int32) {
 	t.Helper()
 	ctx := context.Background()
@@ -243,6 +243,9 @@ func openWriter(t *testing.T, acct account, typeID int64, email string) (pgx.Tx,
 	t.Cleanup(func() { tx.Rollback(ctx) })
 	var pid int32
 	if err := tx.QueryRow(ctx, "SELECT pg_backend_pid()").Scan(&pid); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock_shared(1954115685, $1::int)`, typeID); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := tx.Exec(ctx, `INSERT INTO contacts (user_id, contact_type_id, email, first_name)

@@ -7,6 +7,7 @@ import (
 	"net/url"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/mailroom/mailroom/internal/testdb"
 )
@@ -171,5 +172,65 @@ func TestSegmentRebuildResumes(t *testing.T) {
 	}
 	if d := segmentMismatch(t, acct, typ, segment, "b"); d != "" {
 		t.Fatal("after resume: " + d)
+	}
+}
+
+// A rebuild gets through a type that writers never leave alone: its steps
+// queue for the type's writer lock, and writers that come later queue
+// behind them (with row locks the writers' FOR SHARE kept overtaking the
+// step's FOR UPDATE, and the update never ended while they wrote).
+func TestSegmentRebuildNotStarvedByWriters(t *testing.T) {
+	t.Parallel()
+	a := newAPI(t)
+	acct := a.account()
+	typ := seedType(t, acct, "Busy")
+	if _, err := testdb.New(t).Pool.Exec(context.Background(), `INSERT INTO contacts (user_id, contact_type_id, email, first_name)
+		SELECT $1, $2, 'b' || g || '@example.com', 'Alpha' FROM generate_series(1, 12000) g`, acct.id, typ); err != nil {
+		t.Fatal(err)
+	}
+	seg := cond(typ, 2, "starts with", "a")
+	seg.Set("segment_name", "A")
+	a.do(req{method: "POST", path: "/api/segment/save", acct: &acct, body: seg}).
+		expect(t, 200, `{"status":"success","message":"Saved Successfully"}`)
+	var segment int64
+	if err := testdb.New(t).Pool.QueryRow(context.Background(), "SELECT max(id) FROM segments WHERE user_id = $1", acct.id).Scan(&segment); err != nil {
+		t.Fatal(err)
+	}
+	updated := make(chan response, 1)
+	var wg sync.WaitGroup
+	for w := range 12 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for n := 0; ; n++ {
+				select {
+				case <-updated:
+					updated <- response{}
+					return
+				default:
+				}
+				a.do(req{method: "POST", path: "/api/contacts/add", acct: &acct, body: url.Values{"contact_type_id": {fmt.Sprint(typ)},
+					"email": {fmt.Sprintf("w%d.%d@example.com", w, n)}, "country": {"276"}, "first_name": {"Beta"}}})
+			}
+		}()
+	}
+	up := cond(typ, 2, "starts with", "b")
+	up.Set("segment_name", "A")
+	up.Set("segment_id", fmt.Sprint(segment))
+	done := make(chan response, 1)
+	go func() { done <- a.do(req{method: "POST", path: "/api/segment/update", acct: &acct, body: up}) }()
+	select {
+	case r := <-done:
+		updated <- response{} // stop the writers
+		wg.Wait()
+		r.expect(t, 200, `{"status":"success","message":"Updated Successfully"}`)
+	case <-time.After(60 * time.Second):
+		updated <- response{}
+		wg.Wait()
+		<-done
+		t.Fatal("the segment update did not end while writers wrote: its rebuild was starved")
+	}
+	if d := segmentMismatch(t, acct, typ, segment, "b"); d != "" {
+		t.Fatal(d)
 	}
 }

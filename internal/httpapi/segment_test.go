@@ -405,7 +405,7 @@ func TestSegmentSaveWaitsForWriters(t *testing.T) {
 	go func() {
 		done <- f.a.do(req{method: "POST", path: "/api/segment/save", acct: &f.acct, body: cond(f.typ, 2, "is", "writer")})
 	}()
-	waitBlocked(t, pid, "%name: LockContactTypesForRebuild %", done)
+	waitBlocked(t, pid, "%name: LockTypeForRebuild %", done)
 	if err := tx.Commit(context.Background()); err != nil {
 		t.Fatal(err)
 	}

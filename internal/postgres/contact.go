@@ -52,6 +52,9 @@ func (d *DB) AddContact(ctx context.Context, userID int64, in mail.ContactInput)
 	}
 	var row db.UpsertContactRow
 	err = d.InTx(ctx, func(tx pgx.Tx, q *db.Queries) error {
+		if err := q.LockTypesForWriting(ctx, []int64{in.ContactTypeID}); err != nil {
+			return err
+		}
 		var err error
 		row, err = q.UpsertContact(ctx, db.UpsertContactParams{
 			Email: string(in.Email), FirstName: in.FirstName, LastName: in.LastName, AltEmail: in.AltEmail,
@@ -92,7 +95,7 @@ func (d *DB) UpdateContact(ctx context.Context, userID, id int64, in mail.Contac
 		if len(types) == 0 {
 			return mail.NotFound()
 		}
-		if _, err := q.LockContactTypes(ctx, db.LockContactTypesParams{Ids: append(types, in.ContactTypeID), UserID: userID}); err != nil {
+		if err := lockTypes(ctx, q, userID, append(types, in.ContactTypeID)); err != nil {
 			return err
 		}
 		oldType, err := q.LockContact(ctx, db.LockContactParams{ID: id, UserID: userID})
@@ -178,7 +181,7 @@ func (d *DB) DeleteContacts(ctx context.Context, userID int64, ids []int64) erro
 		if err != nil {
 			return err
 		}
-		if _, err := q.LockContactTypes(ctx, db.LockContactTypesParams{Ids: types, UserID: userID}); err != nil {
+		if err := lockTypes(ctx, q, userID, types); err != nil {
 			return err
 		}
 		deleted, err := q.DeleteContacts(ctx, db.DeleteContactsParams{Ids: ids, UserID: userID})
@@ -187,21 +190,44 @@ func (d *DB) DeleteContacts(ctx context.Context, userID int64, ids []int64) erro
 		}
 		var n int64
 		left := make(map[int64]int64, len(deleted))
+		var moved []int64
 		for _, r := range deleted {
 			n += r.N
 			left[r.ContactTypeID] = -r.N
-			// A contact moved by a concurrent update is deleted from its
-			// new type: refresh that one's segments too.
-			types = append(types, r.ContactTypeID)
+			if !slices.Contains(types, r.ContactTypeID) {
+				moved = append(moved, r.ContactTypeID)
+			}
 		}
 		if n != int64(len(ids)) {
 			return mail.NotFound()
+		}
+		if len(moved) > 0 {
+			// A contact moved by a concurrent update was deleted from its
+			// new type: take that type too (a rebuild step on it may have
+			// seen the contact live) before its segments are refreshed.
+			if err := lockTypes(ctx, q, userID, moved); err != nil {
+				return err
+			}
+			types = append(types, moved...)
 		}
 		if err := addCounts(ctx, q, userID, countContacts, left); err != nil {
 			return err
 		}
 		return refreshSegments(ctx, tx, userID, types, changed{ids: ids, deleted: true})
 	})
+}
+
+// lockTypes is what every contact writer takes before it changes
+// contacts of these types (the types it writes into or out of): their
+// writer locks shared (so segment rebuild steps wait for it, and it for
+// them; see segment.go), then their rows FOR SHARE (so imports' merges and
+// type deletes see it), each in id order.
+func lockTypes(ctx context.Context, q *db.Queries, userID int64, ids []int64) error {
+	if err := q.LockTypesForWriting(ctx, ids); err != nil {
+		return err
+	}
+	_, err := q.LockContactTypes(ctx, db.LockContactTypesParams{Ids: ids, UserID: userID})
+	return err
 }
 
 // listContactsSQL reads the account's live contacts with their types: the

@@ -197,6 +197,9 @@ func (im *ContactImport) Commit(ctx context.Context, typeID int64, src *mail.Con
 	if _, err := im.tx.Exec(ctx, "SELECT pg_advisory_xact_lock($1, ($2 % 2147483647)::int)", importLockSpace, typeID); err != nil {
 		return ImportResult{}, err
 	}
+	if err := db.New(im.tx).LockTypesForWriting(ctx, []int64{typeID}); err != nil {
+		return ImportResult{}, err
+	}
 	var locked int64
 	err := im.tx.QueryRow(ctx, `SELECT id FROM contact_types
 		WHERE id = $1 AND user_id = $2 AND deleted_at IS NULL FOR SHARE`, typeID, im.userID).Scan(&locked)

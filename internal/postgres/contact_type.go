@@ -67,6 +67,9 @@ func (d *DB) RenameContactType(ctx context.Context, userID, id int64, name strin
 // in one transaction, or answers ENOTFOUND.
 func (d *DB) DeleteContactType(ctx context.Context, userID, id int64) error {
 	return translate(d.InTx(ctx, func(_ pgx.Tx, q *db.Queries) error {
+		if err := q.LockTypesForWriting(ctx, []int64{id}); err != nil {
+			return err
+		}
 		n, err := q.DeleteContactType(ctx, db.DeleteContactTypeParams{ID: id, UserID: userID})
 		if err != nil {
 			return err

@@ -58,6 +58,9 @@ func (d *DB) CreateCustomField(ctx context.Context, userID int64, f mail.CustomF
 // id is ENOTFOUND.
 func (d *DB) DeleteCustomField(ctx context.Context, userID, id int64) error {
 	return translate(d.InTx(ctx, func(tx pgx.Tx, q *db.Queries) error {
+		if err := q.LockAccountTypesForWriting(ctx, userID); err != nil {
+			return err
+		}
 		if err := q.LockAccountContactTypes(ctx, userID); err != nil {
 			return err
 		}

@@ -201,6 +201,17 @@ func (q *Queries) LiveContactType(ctx context.Context, arg LiveContactTypeParams
 	return exists, err
 }
 
+const lockAccountTypesForWriting = `-- name: LockAccountTypesForWriting :exec
+SELECT pg_advisory_xact_lock_shared(1954115685, s.k)
+FROM (SELECT DISTINCT (id % 2147483647)::int AS k FROM contact_types WHERE user_id = $1 ORDER BY 1) s
+`
+
+// LockTypesForWriting for every contact type of the account.
+func (q *Queries) LockAccountTypesForWriting(ctx context.Context, userID int64) error {
+	_, err := q.db.Exec(ctx, lockAccountTypesForWriting, userID)
+	return err
+}
+
 const lockContact = `-- name: LockContact :one
 SELECT contact_type_id FROM contacts
 WHERE id = $1 AND user_id = $2 AND deleted_at IS NULL
@@ -254,6 +265,19 @@ func (q *Queries) LockContactTypes(ctx context.Context, arg LockContactTypesPara
 		return nil, err
 	}
 	return items, nil
+}
+
+const lockTypesForWriting = `-- name: LockTypesForWriting :exec
+SELECT pg_advisory_xact_lock_shared(1954115685, s.k)
+FROM (SELECT DISTINCT (id % 2147483647)::int AS k FROM unnest($1::bigint[]) AS id ORDER BY 1) s
+`
+
+// Every contact writer takes, for each contact type it writes into or out
+// of, the type's writer lock shared, in key order; a segment rebuild step
+// takes it exclusive (LockTypeForRebuild). See postgres/segment.go.
+func (q *Queries) LockTypesForWriting(ctx context.Context, ids []int64) error {
+	_, err := q.db.Exec(ctx, lockTypesForWriting, ids)
+	return err
 }
 
 const updateContact = `-- name: UpdateContact :one

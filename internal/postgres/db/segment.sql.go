@@ -321,26 +321,6 @@ func (q *Queries) LiveSegmentsOfTypes(ctx context.Context, arg LiveSegmentsOfTyp
 	return items, nil
 }
 
-const lockContactTypesForRebuild = `-- name: LockContactTypesForRebuild :exec
-SELECT id FROM contact_types
-WHERE id = ANY($1::bigint[]) AND user_id = $2
-ORDER BY id
-FOR UPDATE
-`
-
-type LockContactTypesForRebuildParams struct {
-	Ids    []int64
-	UserID int64
-}
-
-// A rebuild step holds its type FOR UPDATE: contact writers (FOR SHARE)
-// in flight commit first and are seen by the step; later ones wait and
-// then re-evaluate against the new conditions.
-func (q *Queries) LockContactTypesForRebuild(ctx context.Context, arg LockContactTypesForRebuildParams) error {
-	_, err := q.db.Exec(ctx, lockContactTypesForRebuild, arg.Ids, arg.UserID)
-	return err
-}
-
 const lockSegment = `-- name: LockSegment :one
 SELECT id, user_id, contact_type_id, segment_name, select_field, select_operator, value, query_type,
     deleted_at, created_at, updated_at
@@ -384,6 +364,21 @@ func (q *Queries) LockSegment(ctx context.Context, arg LockSegmentParams) (LockS
 		&i.UpdatedAt,
 	)
 	return i, err
+}
+
+const lockTypeForRebuild = `-- name: LockTypeForRebuild :exec
+SELECT pg_advisory_xact_lock(1954115685, mod($1::bigint, 2147483647)::int)
+`
+
+// A rebuild step holds its type's writer lock exclusive: contact writers
+// (shared) in flight commit first and are seen by the step; later ones
+// wait and then re-evaluate against the new conditions. An advisory lock
+// because the lock manager queues requests in order: a FOR UPDATE row lock
+// waiting behind writers' FOR SHARE lets later FOR SHARE through, and a
+// busy type starved its rebuild.
+func (q *Queries) LockTypeForRebuild(ctx context.Context, id int64) error {
+	_, err := q.db.Exec(ctx, lockTypeForRebuild, id)
+	return err
 }
 
 const pendingRebuilds = `-- name: PendingRebuilds :many

@@ -101,3 +101,15 @@ VALUES (@user_id, @kind, @subject_type, sqlc.narg(subject_id), @payload);
 
 -- name: CountCustomFieldsByID :one
 SELECT count(*) FROM custom_fields WHERE user_id = @user_id AND id = ANY(@ids::bigint[]);
+
+-- name: LockTypesForWriting :exec
+-- Every contact writer takes, for each contact type it writes into or out
+-- of, the type's writer lock shared, in key order; a segment rebuild step
+-- takes it exclusive (LockTypeForRebuild). See postgres/segment.go.
+SELECT pg_advisory_xact_lock_shared(1954115685, s.k)
+FROM (SELECT DISTINCT (id % 2147483647)::int AS k FROM unnest(@ids::bigint[]) AS id ORDER BY 1) s;
+
+-- name: LockAccountTypesForWriting :exec
+-- LockTypesForWriting for every contact type of the account.
+SELECT pg_advisory_xact_lock_shared(1954115685, s.k)
+FROM (SELECT DISTINCT (id % 2147483647)::int AS k FROM contact_types WHERE user_id = @user_id ORDER BY 1) s;

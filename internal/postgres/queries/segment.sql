@@ -24,14 +24,14 @@ RETURNING s.rebuild_gen;
 UPDATE segments SET segment_name = @segment_name, updated_at = now()
 WHERE id = @id AND user_id = @user_id AND deleted_at IS NULL;
 
--- name: LockContactTypesForRebuild :exec
--- A rebuild step holds its type FOR UPDATE: contact writers (FOR SHARE)
--- in flight commit first and are seen by the step; later ones wait and
--- then re-evaluate against the new conditions.
-SELECT id FROM contact_types
-WHERE id = ANY(@ids::bigint[]) AND user_id = @user_id
-ORDER BY id
-FOR UPDATE;
+-- name: LockTypeForRebuild :exec
+-- A rebuild step holds its type's writer lock exclusive: contact writers
+-- (shared) in flight commit first and are seen by the step; later ones
+-- wait and then re-evaluate against the new conditions. An advisory lock
+-- because the lock manager queues requests in order: a FOR UPDATE row lock
+-- waiting behind writers' FOR SHARE lets later FOR SHARE through, and a
+-- busy type starved its rebuild.
+SELECT pg_advisory_xact_lock(1954115685, mod(@id::bigint, 2147483647)::int);
 
 -- name: RebuildState :one
 -- A live segment's rebuild, its row locked for one step.
