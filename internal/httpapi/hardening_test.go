@@ -61,12 +61,18 @@ func TestBulkDeleteStrIdsMustBeArray(t *testing.T) {
 			jsonBody(`{"strIds":[` + n + `,null]}`),
 			jsonBody(`{"strIds":[` + n + `.0]}`),
 			jsonBody(`{"strIds":[{"id":` + n + `}]}`),
+			jsonBody(`{"strIds":[` + n + `,{}]}`),
+			jsonBody(`{"strIds":[` + n + `,[]]}`),
+			jsonBody(`{"strIds":[{},` + n + `]}`),
 		} {
 			if r := a.do(req{method: "POST", path: path, acct: &acct, body: body}); r.code != 422 || r.body != notAnArray {
 				t.Fatalf("%s %v: %d %s", path, body, r.code, r.body)
 			}
 		}
 	}
+	// A JSON name with brackets would read as an array element.
+	a.do(req{method: "POST", path: "/api/contacts/bulk-delete", acct: &acct, body: jsonBody(`{"strIds[0]":` + strconv.FormatInt(contact, 10) + `}`)}).
+		expect(t, 422, `{"status":"failed","errors":{"body":["The request body's field names may not contain brackets."]}}`)
 	if contactDeleted(t, contact) {
 		t.Fatal("a refused bulk delete deleted the contact")
 	}

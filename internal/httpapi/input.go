@@ -29,12 +29,13 @@ import (
 // values.
 type form struct {
 	vals map[string][]string
-	// objects are the keys whose JSON value was an object, so that ids
-	// can tell {"strIds":{"0":1}} from an array.
-	objects map[string]bool
+	// deep are the keys whose JSON value was an object, or an array
+	// holding an array or an object, so that ids can tell
+	// {"strIds":{"0":1}} and {"strIds":[1,{}]} from an array of ids.
+	deep map[string]bool
 }
 
-func newForm() form { return form{vals: map[string][]string{}, objects: map[string]bool{}} }
+func newForm() form { return form{vals: map[string][]string{}, deep: map[string]bool{}} }
 
 // get returns key's values and whether key was sent.
 func (f form) get(key string) ([]string, bool) {
@@ -58,6 +59,14 @@ type budget struct{ left int }
 
 func budgetOf(body int) *budget { return &budget{left: 16*body + 64<<10} }
 
+// charge takes n bytes from the budget.
+func (b *budget) charge(n int) error {
+	if b.left -= n; b.left < 0 {
+		return errTooMany
+	}
+	return nil
+}
+
 // add appends v to key's values, charging the budget.
 func (b *budget) add(f form, key, v string) error {
 	vs, seen := f.vals[key]
@@ -75,6 +84,7 @@ var (
 	errDepth      = mail.Invalid("body", fmt.Sprintf("The request body may not nest more than %d levels deep.", maxDepth))
 	errTooMany    = mail.Invalid("body", "The request body holds too many fields for its size.")
 	errNotUTF8    = mail.Invalid("body", "The request body must be UTF-8 text.")
+	errBrackets   = mail.Invalid("body", "The request body's field names may not contain brackets.")
 	errNotJSON    = mail.Invalid("body", "The request body is not valid JSON.")
 	errNotObject  = mail.Invalid("body", "The request body must be a JSON object.")
 	errMultipart  = mail.Invalid("body", "The request body is not a well-formed multipart body.")
@@ -151,6 +161,14 @@ func (w *jsonWalk) object(prefix string, depth int) error {
 			return errNotJSON
 		}
 		name, _ := tok.(string)
+		if strings.ContainsAny(name, "[]") {
+			return errBrackets // {"strIds[0]":5} would read as an array
+		}
+		// Every key built is charged, stored or not: a long name over
+		// many empty containers must not cost more than the budget.
+		if err := w.budget.charge(len(prefix) + len(name) + 2); err != nil {
+			return err
+		}
 		key := name
 		if prefix != "" {
 			key = prefix + "[" + name + "]"
@@ -187,7 +205,10 @@ func (w *jsonWalk) token(key string, tok json.Token, depth int) error {
 	case depth >= maxDepth:
 		return errDepth
 	case d == '{':
-		w.f.objects[key] = true
+		if err := w.budget.charge(len(key) + 64); err != nil {
+			return err
+		}
+		w.f.deep[key] = true
 		return w.object(key, depth+1)
 	}
 	return w.array(key, depth+1)
@@ -204,9 +225,16 @@ func (w *jsonWalk) array(key string, depth int) error {
 		if err != nil {
 			return errNotJSON
 		}
-		if _, isDelim := tok.(json.Delim); isDelim && !indexed {
+		_, isDelim := tok.(json.Delim)
+		if isDelim {
+			if err := w.budget.charge(len(key) + 24); err != nil {
+				return err
+			}
+		}
+		if isDelim && !indexed {
 			// Move the scalars read so far to key[0]…key[n-1].
 			indexed = true
+			w.f.deep[key] = true
 			list := w.f.vals[key+"[]"]
 			delete(w.f.vals, key+"[]")
 			for i, v := range list {
@@ -465,7 +493,7 @@ func (f form) elements(key string) (vals []string, flat bool) {
 			continue
 		}
 		inner, ok := strings.CutSuffix(k[len(prefix):], "]")
-		if !ok || strings.ContainsAny(inner, "[]") || f.objects[k] {
+		if !ok || strings.ContainsAny(inner, "[]") || f.deep[k] {
 			flat = false
 			continue
 		}
@@ -512,7 +540,7 @@ func (f form) dict(key string) map[string]string {
 func (f form) ids(key string) ([]int64, error) {
 	bad := mail.Invalid(key, fmt.Sprintf("The %s must be an array of integers.", mail.Label(key)))
 	vals, flat := f.elements(key)
-	if _, scalar := f.vals[key]; scalar || f.objects[key] || !flat {
+	if _, scalar := f.vals[key]; scalar || f.deep[key] || !flat {
 		return nil, bad
 	}
 	if len(vals) == 0 {

@@ -144,6 +144,8 @@ func TestReadFormMemoryBound(t *testing.T) {
 		{"nested ids", "application/json", `{"value":[` + strings.Repeat(`["a","b"],`, 40000) + `["a","b"]]}`},
 		{"long name, arrays of arrays", "application/json", `{"` + strings.Repeat("n", 50000) + `":[` + strings.Repeat("[1],", 20000) + `[1]]}`},
 		{"objects", "application/json", `{"m":{` + strings.Repeat(`"a":1,`, 60000) + `"b":2}}`},
+		{"long name, empty objects", "application/json", `{"` + strings.Repeat("a", 100000) + `":{` + emptyMembers(60000) + `}}`},
+		{"long name, empty arrays", "application/json", `{"` + strings.Repeat("a", 100000) + `":[` + strings.Repeat("[],", 100000) + `[]]}`},
 		{"url-encoded ids", "application/x-www-form-urlencoded", pairs.String()},
 		{"url-encoded keys", "application/x-www-form-urlencoded", keys.String()},
 	}
@@ -171,4 +173,16 @@ func TestReadFormMemoryBound(t *testing.T) {
 			t.Errorf("%s: %d bytes allocated for a %d-byte body", b.name, allocated, len(b.body))
 		}
 	}
+}
+
+// emptyMembers is n object members "0":{}, "1":{}, ….
+func emptyMembers(n int) string {
+	var b strings.Builder
+	for i := range n {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		fmt.Fprintf(&b, `"%d":{}`, i)
+	}
+	return b.String()
 }
