@@ -12,9 +12,10 @@ import (
 	"github.com/mailroom/mailroom/internal/mail"
 )
 
-// A streamed list's client must take each listWindow elements (at most a
-// few hundred KB) within listIdle, about 4 KB/s at the least; a slower one
-// is cut, so it holds no goroutine and buffer for ever.
+// A streamed list's client must take each listWindow elements within
+// listIdle (for contacts of a few fields, some 150 KB: about 5 KB/s at the
+// least; more with many custom fields); a slower one is cut, so it holds
+// no goroutine and buffer for ever.
 const (
 	listIdle   = 30 * time.Second
 	listWindow = 250

@@ -264,7 +264,7 @@ func parseOperands(f SegmentField, op string, raw []string) ([]Operand, []string
 	}
 	out := make([]Operand, want)
 	for i, v := range vals {
-		if len(v) > 1000 {
+		if utf8.RuneCountInString(v) > 1000 {
 			return nil, nil, messagef("The value may not be greater than 1000 characters.")
 		}
 		switch {
