@@ -1,0 +1,108 @@
+package smtptest_test
+
+import (
+	"errors"
+	"net/smtp"
+	"net/textproto"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/mailroom/mailroom/internal/smtp/smtptest"
+)
+
+func send(t *testing.T, addr, to, body string) error {
+	t.Helper()
+	c, err := smtp.Dial(addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if err := c.Hello("client.test"); err != nil {
+		return err
+	}
+	if err := c.Mail("from@example.com"); err != nil {
+		return err
+	}
+	if err := c.Rcpt(to); err != nil {
+		return err
+	}
+	w, err := c.Data()
+	if err != nil {
+		return err
+	}
+	if _, err := w.Write([]byte(body)); err != nil {
+		return err
+	}
+	if err := w.Close(); err != nil {
+		return err
+	}
+	return c.Quit()
+}
+
+func TestServerReceivesAndRefusesOnCue(t *testing.T) {
+	t.Parallel()
+	s := smtptest.New(t, smtptest.Options{Reply: func(rcpt string) error {
+		switch {
+		case strings.HasPrefix(rcpt, "later"):
+			return smtptest.Temporary("try later")
+		case strings.HasPrefix(rcpt, "gone"):
+			return smtptest.Permanent("no such user")
+		}
+		return nil
+	}})
+	if err := send(t, s.Addr, "ann@example.com", "Subject: hi\r\n\r\nhello\r\n"); err != nil {
+		t.Fatal(err)
+	}
+	if !s.Wait(1, 5*time.Second) {
+		t.Fatal("no message")
+	}
+	m := s.Messages()[0]
+	if m.From != "from@example.com" || len(m.To) != 1 || m.To[0] != "ann@example.com" || !strings.Contains(string(m.Data), "hello") {
+		t.Fatalf("%+v", m)
+	}
+	for rcpt, code := range map[string]int{"later@example.com": 451, "gone@example.com": 550} {
+		var tpErr *textproto.Error
+		if err := send(t, s.Addr, rcpt, "x\r\n"); !errors.As(err, &tpErr) || tpErr.Code != code {
+			t.Errorf("%s: %v, want %d", rcpt, err, code)
+		}
+	}
+	if s.Count() != 1 {
+		t.Fatalf("%d messages", s.Count())
+	}
+}
+
+func TestServerWithoutPipelining(t *testing.T) {
+	t.Parallel()
+	for _, hide := range []bool{false, true} {
+		s := smtptest.New(t, smtptest.Options{NoPipelining: hide})
+		c, err := smtp.Dial(s.Addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := c.Hello("client.test"); err != nil {
+			t.Fatal(err)
+		}
+		if ok, _ := c.Extension("PIPELINING"); ok == hide {
+			t.Errorf("hide %v: PIPELINING offered %v", hide, ok)
+		}
+		if ok, _ := c.Extension("8BITMIME"); !ok {
+			t.Errorf("hide %v: the other extensions went too", hide)
+		}
+		c.Close()
+	}
+}
+
+func TestServerDropsInData(t *testing.T) {
+	t.Parallel()
+	s := smtptest.New(t, smtptest.Options{DropInData: func(rcpt string) (int, bool) { return 10, rcpt == "drop@example.com" }})
+	if err := send(t, s.Addr, "drop@example.com", strings.Repeat("x", 100000)+"\r\n"); err == nil {
+		t.Fatal("a dropped connection reported success")
+	}
+	if s.Count() != 0 {
+		t.Fatal("a dropped message was kept")
+	}
+	if err := send(t, s.Addr, "keep@example.com", "ok\r\n"); err != nil || !s.Wait(1, 5*time.Second) {
+		t.Fatalf("after a drop: %v", err)
+	}
+}
