@@ -1,0 +1,315 @@
+// Package smtp hands mails to an SMTP server: a pool of kept connections
+// dialled through go-mail's smtp.Client (EHLO, STARTTLS and AUTH once per
+// connection), MAIL FROM, RCPT TO and DATA written in one flush and their
+// replies read together when the server offers PIPELINING (RFC 2920), no
+// NOOP or RSET per message, and every outcome sorted once into accepted,
+// temporary or permanent.
+package smtp
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/textproto"
+	"strings"
+	"time"
+
+	gsmtp "github.com/wneessen/go-mail/smtp"
+)
+
+// Message is one mail: its envelope and its whole RFC 5322 text (CRLF
+// line ends, headers first).
+type Message struct {
+	From string
+	To   string
+	Data []byte
+}
+
+// Class sorts a send's outcome.
+type Class int
+
+// The outcomes of a send.
+const (
+	Accepted  Class = iota
+	Temporary       // 4xx, a timeout, a dropped connection: try again later
+	Permanent       // 5xx: the address bounced
+)
+
+func (c Class) String() string {
+	return [...]string{"accepted", "temporary", "permanent"}[c]
+}
+
+// Result is a send's outcome; Code is the SMTP reply code when there was
+// one.
+type Result struct {
+	Class Class
+	Code  int
+	Err   error
+}
+
+// classify sorts a failure: a reply code of 5xx is permanent, anything
+// else (4xx, network errors, timeouts) temporary.
+func classify(err error) Result {
+	if err == nil {
+		return Result{Class: Accepted, Code: 250}
+	}
+	var tp *textproto.Error
+	if errors.As(err, &tp) {
+		if tp.Code >= 500 && tp.Code < 600 {
+			return Result{Class: Permanent, Code: tp.Code, Err: err}
+		}
+		return Result{Class: Temporary, Code: tp.Code, Err: err}
+	}
+	return Result{Class: Temporary, Err: err}
+}
+
+// Security is how a connection is protected.
+type Security int
+
+// Connection security modes.
+const (
+	Plain    Security = iota // no TLS (a local relay, a test server)
+	StartTLS                 // STARTTLS after EHLO, required
+	TLS                      // TLS from the first byte (smtps)
+)
+
+// Config is what a pool dials.
+type Config struct {
+	Addr      string // host:port
+	Security  Security
+	Username  string // AUTH PLAIN when set
+	Password  string
+	LocalName string        // EHLO name; "localhost" when empty
+	Size      int           // connections; 8 when 0
+	Timeout   time.Duration // per command and per message; 30 s when 0
+	// NoPipelining sends step by step even when the server offers
+	// PIPELINING (for comparison).
+	NoPipelining bool
+	TLSConfig    *tls.Config // nil: ServerName from Addr
+}
+
+// Pool keeps up to Size connections and sends each message on one of
+// them. It is safe for concurrent use; a connection carries one message
+// at a time.
+type Pool struct {
+	cfg   Config
+	conns chan *conn // idle connections; nil entries are free slots to dial
+}
+
+// NewPool makes a pool; it dials lazily.
+func NewPool(cfg Config) *Pool {
+	if cfg.Size <= 0 {
+		cfg.Size = 8
+	}
+	if cfg.Timeout <= 0 {
+		cfg.Timeout = 30 * time.Second
+	}
+	if cfg.LocalName == "" {
+		cfg.LocalName = "localhost"
+	}
+	p := &Pool{cfg: cfg, conns: make(chan *conn, cfg.Size)}
+	for range cfg.Size {
+		p.conns <- nil
+	}
+	return p
+}
+
+// Send hands m to the server on a pooled connection.
+func (p *Pool) Send(ctx context.Context, m *Message) Result {
+	var c *conn
+	select {
+	case c = <-p.conns:
+	case <-ctx.Done():
+		return Result{Class: Temporary, Err: ctx.Err()}
+	}
+	if c == nil {
+		var err error
+		if c, err = p.dial(ctx); err != nil {
+			p.conns <- nil
+			return classify(fmt.Errorf("smtp: dial %s: %w", p.cfg.Addr, err))
+		}
+	}
+	res := c.send(m, p.cfg.Timeout)
+	if c.broken {
+		c.client.Close()
+		c = nil // the slot is redialled by the next send
+	}
+	p.conns <- c
+	return res
+}
+
+// Close says QUIT on the idle connections and closes them.
+func (p *Pool) Close() error {
+	for range p.cfg.Size {
+		if c := <-p.conns; c != nil {
+			c.client.UpdateDeadline(p.cfg.Timeout)
+			c.client.Quit()
+			c.client.Close()
+		}
+	}
+	return nil
+}
+
+// conn is one kept connection.
+type conn struct {
+	client     *gsmtp.Client
+	pipelining bool
+	broken     bool // a network failure: close, do not reuse
+}
+
+func (p *Pool) dial(ctx context.Context) (*conn, error) {
+	host, _, err := net.SplitHostPort(p.cfg.Addr)
+	if err != nil {
+		return nil, err
+	}
+	tlsConfig := p.cfg.TLSConfig
+	if tlsConfig == nil {
+		tlsConfig = &tls.Config{ServerName: host}
+	}
+	d := &net.Dialer{Timeout: p.cfg.Timeout}
+	var nc net.Conn
+	if p.cfg.Security == TLS {
+		nc, err = (&tls.Dialer{NetDialer: d, Config: tlsConfig}).DialContext(ctx, "tcp", p.cfg.Addr)
+	} else {
+		nc, err = d.DialContext(ctx, "tcp", p.cfg.Addr)
+	}
+	if err != nil {
+		return nil, err
+	}
+	nc.SetDeadline(time.Now().Add(p.cfg.Timeout))
+	client, err := gsmtp.NewClient(nc, host)
+	if err != nil {
+		nc.Close()
+		return nil, err
+	}
+	fail := func(err error) (*conn, error) {
+		client.Close()
+		return nil, err
+	}
+	if err := client.Hello(p.cfg.LocalName); err != nil {
+		return fail(err)
+	}
+	if p.cfg.Security == StartTLS {
+		if ok, _ := client.Extension("STARTTLS"); !ok {
+			return fail(errors.New("the server does not offer STARTTLS"))
+		}
+		if err := client.StartTLS(tlsConfig); err != nil {
+			return fail(err)
+		}
+	}
+	if p.cfg.Username != "" {
+		auth := gsmtp.PlainAuth("", p.cfg.Username, p.cfg.Password, host, p.cfg.Security == Plain)
+		if err := client.Auth(auth); err != nil {
+			return fail(err)
+		}
+	}
+	pipelining, _ := client.Extension("PIPELINING")
+	return &conn{client: client, pipelining: pipelining && !p.cfg.NoPipelining}, nil
+}
+
+// send runs one mail transaction. After a refusal the transaction is
+// reset (RSET) so the connection stays usable; after a network failure
+// the connection is marked broken.
+func (c *conn) send(m *Message, timeout time.Duration) Result {
+	if strings.ContainsAny(m.From, "\r\n") || strings.ContainsAny(m.To, "\r\n") {
+		return Result{Class: Permanent, Err: errors.New("smtp: an envelope address holds a line break")}
+	}
+	if err := c.client.UpdateDeadline(timeout); err != nil {
+		c.broken = true
+		return classify(err)
+	}
+	var err error
+	if c.pipelining {
+		err = c.pipelined(m)
+	} else {
+		err = c.stepwise(m)
+	}
+	res := classify(err)
+	var tp *textproto.Error
+	switch {
+	case err == nil:
+	case errors.As(err, &tp):
+		// A refusal: the connection is fine, the transaction is not.
+		if rerr := c.client.Reset(); rerr != nil {
+			c.broken = true
+		}
+	default:
+		c.broken = true
+	}
+	return res
+}
+
+// pipelined writes MAIL FROM, RCPT TO and DATA in one flush and reads
+// their three replies, then the body and its reply.
+func (c *conn) pipelined(m *Message) error {
+	t := c.client.Text
+	if _, err := fmt.Fprintf(t.W, "MAIL FROM:<%s>\r\nRCPT TO:<%s>\r\nDATA\r\n", m.From, m.To); err != nil {
+		return err
+	}
+	if err := t.W.Flush(); err != nil {
+		return err
+	}
+	// Every reply is read, so the next transaction starts in step; the
+	// first refusal is the one that counts.
+	_, _, mailErr := t.ReadResponse(25)
+	_, _, rcptErr := t.ReadResponse(25)
+	_, _, dataErr := t.ReadResponse(354)
+	for _, err := range []error{mailErr, rcptErr, dataErr} {
+		if err != nil {
+			if !isReply(err) {
+				return err // the connection failed
+			}
+			if dataErr == nil {
+				// DATA was accepted although MAIL or RCPT was not (a server
+				// that should not): end the empty message.
+				if _, werr := io.WriteString(t.W, ".\r\n"); werr != nil {
+					return werr
+				}
+				t.W.Flush()
+				t.ReadResponse(250)
+			}
+			return err
+		}
+	}
+	return c.body(m)
+}
+
+// stepwise is the same transaction a command at a time.
+func (c *conn) stepwise(m *Message) error {
+	if err := c.client.Mail(m.From); err != nil {
+		return err
+	}
+	if err := c.client.Rcpt(m.To); err != nil {
+		return err
+	}
+	w, err := c.client.Data()
+	if err != nil {
+		return err
+	}
+	if _, err := w.Write(m.Data); err != nil {
+		return err
+	}
+	return w.Close()
+}
+
+// body writes the message, dot-stuffed, and reads the server's verdict.
+func (c *conn) body(m *Message) error {
+	t := c.client.Text
+	dw := t.DotWriter()
+	if _, err := dw.Write(m.Data); err != nil {
+		return err
+	}
+	if err := dw.Close(); err != nil {
+		return err
+	}
+	_, _, err := t.ReadResponse(250)
+	return err
+}
+
+func isReply(err error) bool {
+	var tp *textproto.Error
+	return errors.As(err, &tp)
+}

@@ -1,0 +1,169 @@
+package smtp_test
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/mailroom/mailroom/internal/smtp"
+	"github.com/mailroom/mailroom/internal/smtp/smtptest"
+)
+
+func message(to string, body string) *smtp.Message {
+	return &smtp.Message{From: "sender@example.com", To: to,
+		Data: []byte("From: sender@example.com\r\nTo: " + to + "\r\nSubject: test\r\n\r\n" + body + "\r\n")}
+}
+
+// refusing answers 451 to later*, 550 to gone*, and drops the connection
+// in DATA for drop*.
+func refusing(noPipelining bool) smtptest.Options {
+	return smtptest.Options{
+		NoPipelining: noPipelining,
+		Reply: func(rcpt string) error {
+			switch {
+			case strings.HasPrefix(rcpt, "later"):
+				return smtptest.Temporary("try later")
+			case strings.HasPrefix(rcpt, "gone"):
+				return smtptest.Permanent("no such user")
+			}
+			return nil
+		},
+		DropInData: func(rcpt string) (int, bool) { return 20, strings.HasPrefix(rcpt, "drop") },
+	}
+}
+
+// Each outcome is sorted once, the connection stays usable after a
+// refusal and is redialled after a drop, pipelined or not.
+func TestSendClassifies(t *testing.T) {
+	t.Parallel()
+	for _, noPipelining := range []bool{false, true} {
+		t.Run(fmt.Sprint("no-pipelining=", noPipelining), func(t *testing.T) {
+			t.Parallel()
+			s := smtptest.New(t, refusing(noPipelining))
+			p := smtp.NewPool(smtp.Config{Addr: s.Addr, Size: 1, Timeout: 5 * time.Second})
+			defer p.Close()
+			ctx := context.Background()
+			for _, tc := range []struct {
+				to    string
+				class smtp.Class
+				code  int
+			}{
+				{"ann@example.com", smtp.Accepted, 250},
+				{"later@example.com", smtp.Temporary, 451},
+				{"bob@example.com", smtp.Accepted, 250},
+				{"gone@example.com", smtp.Permanent, 550},
+				{"cy@example.com", smtp.Accepted, 250},
+				{"drop@example.com", smtp.Temporary, 0},
+				{"di@example.com", smtp.Accepted, 250},
+			} {
+				res := p.Send(ctx, message(tc.to, "Hello "+tc.to+"\r\n.leading dot"))
+				if res.Class != tc.class || res.Code != tc.code {
+					t.Errorf("%s: %v %d (%v), want %v %d", tc.to, res.Class, res.Code, res.Err, tc.class, tc.code)
+				}
+			}
+			if !s.Wait(4, 5*time.Second) {
+				t.Fatalf("%d messages received", s.Count())
+			}
+			var got []string
+			for _, m := range s.Messages() {
+				got = append(got, m.To[0])
+				if !strings.Contains(string(m.Data), "\r\n.leading dot") {
+					t.Errorf("dot-stuffing lost: %q", m.Data)
+				}
+			}
+			if strings.Join(got, " ") != "ann@example.com bob@example.com cy@example.com di@example.com" {
+				t.Fatalf("received %v", got)
+			}
+		})
+	}
+}
+
+// Many senders share a small pool; every message arrives once.
+func TestPoolConcurrent(t *testing.T) {
+	t.Parallel()
+	s := smtptest.New(t, smtptest.Options{})
+	p := smtp.NewPool(smtp.Config{Addr: s.Addr, Size: 4, Timeout: 5 * time.Second})
+	defer p.Close()
+	var wg sync.WaitGroup
+	for i := range 200 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if res := p.Send(context.Background(), message(fmt.Sprintf("u%d@example.com", i), "x")); res.Class != smtp.Accepted {
+				t.Errorf("%d: %v", i, res.Err)
+			}
+		}()
+	}
+	wg.Wait()
+	if !s.Wait(200, 5*time.Second) {
+		t.Fatalf("%d of 200", s.Count())
+	}
+	seen := map[string]bool{}
+	for _, m := range s.Messages() {
+		if seen[m.To[0]] {
+			t.Fatalf("%s twice", m.To[0])
+		}
+		seen[m.To[0]] = true
+	}
+}
+
+// A server that is not there is a temporary failure, and the pool keeps
+// its slot.
+func TestDialFailureIsTemporary(t *testing.T) {
+	t.Parallel()
+	p := smtp.NewPool(smtp.Config{Addr: "127.0.0.1:1", Size: 1, Timeout: time.Second})
+	for range 2 {
+		if res := p.Send(context.Background(), message("a@example.com", "x")); res.Class != smtp.Temporary || res.Err == nil {
+			t.Fatalf("%+v", res)
+		}
+	}
+	// An envelope with a line break is refused before the wire.
+	s := smtptest.New(t, smtptest.Options{})
+	p2 := smtp.NewPool(smtp.Config{Addr: s.Addr, Size: 1})
+	defer p2.Close()
+	if res := p2.Send(context.Background(), message("a@example.com>\r\nRCPT TO:<b@example.com", "x")); res.Class != smtp.Permanent {
+		t.Fatalf("%+v", res)
+	}
+}
+
+// BenchmarkPool pushes messages of ~4 KB through pools of 8, 16 and 32
+// connections into the in-process server, pipelined and step by step.
+func BenchmarkPool(b *testing.B) {
+	body := strings.Repeat("Lorem ipsum dolor sit amet, consectetur adipiscing elit.\r\n", 70)
+	for _, pipelined := range []bool{true, false} {
+		for _, size := range []int{8, 16, 32} {
+			b.Run(fmt.Sprintf("pipelined=%v/pool=%d", pipelined, size), func(b *testing.B) {
+				s, err := smtptest.Start(smtptest.Options{Discard: true})
+				if err != nil {
+					b.Fatal(err)
+				}
+				defer s.Close()
+				p := smtp.NewPool(smtp.Config{Addr: s.Addr, Size: size, NoPipelining: !pipelined})
+				defer p.Close()
+				msgs := make(chan int)
+				var wg sync.WaitGroup
+				b.ResetTimer()
+				for range size {
+					wg.Add(1)
+					go func() {
+						defer wg.Done()
+						for i := range msgs {
+							if res := p.Send(context.Background(), message(fmt.Sprintf("u%d@example.com", i), body)); res.Class != smtp.Accepted {
+								b.Error(res.Err)
+							}
+						}
+					}()
+				}
+				for i := 0; i < b.N; i++ {
+					msgs <- i
+				}
+				close(msgs)
+				wg.Wait()
+				b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "mails/s")
+			})
+		}
+	}
+}
