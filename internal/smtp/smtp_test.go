@@ -1,8 +1,10 @@
 package smtp_test
 
 import (
+	"bufio"
 	"context"
 	"fmt"
+	"net"
 	"strings"
 	"sync"
 	"testing"
@@ -165,5 +167,72 @@ func BenchmarkPool(b *testing.B) {
 				b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "mails/s")
 			})
 		}
+	}
+}
+
+// BenchmarkBareClient is the yardstick for BenchmarkPool: the same mails
+// through the same server by a bare pipelining client (raw bytes on a
+// bufio'd socket, no go-mail, no parsing beyond the reply codes), one
+// connection per goroutine.
+func BenchmarkBareClient(b *testing.B) {
+	body := strings.Repeat("Lorem ipsum dolor sit amet, consectetur adipiscing elit.\r\n", 70)
+	for _, size := range []int{8, 32} {
+		b.Run(fmt.Sprintf("conns=%d", size), func(b *testing.B) {
+			s, err := smtptest.Start(smtptest.Options{Discard: true})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer s.Close()
+			msgs := make(chan int)
+			var wg sync.WaitGroup
+			b.ResetTimer()
+			for range size {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					c, err := net.Dial("tcp", s.Addr)
+					if err != nil {
+						b.Error(err)
+						return
+					}
+					defer c.Close()
+					r, w := bufio.NewReader(c), bufio.NewWriter(c)
+					reply := func() string {
+						for {
+							line, err := r.ReadString('\n')
+							if err != nil {
+								b.Error(err)
+								return ""
+							}
+							if len(line) < 4 || line[3] != '-' {
+								return line
+							}
+						}
+					}
+					reply() // greeting
+					w.WriteString("EHLO bare\r\n")
+					w.Flush()
+					reply()
+					for i := range msgs {
+						fmt.Fprintf(w, "MAIL FROM:<sender@example.com>\r\nRCPT TO:<u%d@example.com>\r\nDATA\r\n", i)
+						w.Flush()
+						reply()
+						reply()
+						reply()
+						fmt.Fprintf(w, "From: sender@example.com\r\nTo: u%d@example.com\r\nSubject: test\r\n\r\n%s\r\n.\r\n", i, body)
+						w.Flush()
+						if l := reply(); !strings.HasPrefix(l, "250") {
+							b.Errorf("%q", l)
+						}
+					}
+				}()
+			}
+			for i := 0; i < b.N; i++ {
+				msgs <- i
+			}
+			close(msgs)
+			wg.Wait()
+			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "mails/s")
+		})
 	}
 }
