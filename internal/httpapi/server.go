@@ -93,6 +93,7 @@ func (s *Server) routes(api *gin.RouterGroup) {
 	s.segmentRoutes(api)
 	s.suppressionRoutes(api)
 	s.notificationRoutes(api)
+	s.templateRoutes(api)
 }
 
 // recover turns a panic into a logged 500, except http.ErrAbortHandler,
