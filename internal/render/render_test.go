@@ -155,7 +155,7 @@ func TestRenderHeaderInjection(t *testing.T) {
 	for _, tt := range tests {
 		for i, name := range names {
 			t.Run(name+"/"+tt.value, func(t *testing.T) {
-				tp := mustCompile(t, "Hi ((" + name + "))!", "P ((" + name + "))", "<body>x</body>")
+				tp := mustCompile(t, "Hi (("+name+"))!", "P (("+name+"))", "<body>x</body>")
 				r, s := recipient(), sender()
 				set[i](r, s, tt.value)
 				var b Buffer
