@@ -9,6 +9,7 @@ import (
 	"github.com/hibiken/asynq"
 
 	"github.com/mailroom/mailroom/internal/postgres"
+	"github.com/mailroom/mailroom/internal/smtp"
 )
 
 // Queue names and their weights: of every 10 tasks a worker picks, about 6
@@ -24,12 +25,22 @@ var Queues = map[string]int{QueueCritical: 6, QueueDefault: 3, QueueBulk: 1}
 
 // Deps are what the handlers need.
 type Deps struct {
-	DB  *postgres.DB
-	Log *slog.Logger
+	DB         *postgres.DB
+	Log        *slog.Logger
+	Transport  smtp.Transport
+	NotifyFrom string // From of notification mails
 }
 
 // NewMux returns the worker's handler mux. Each task type registers its
 // handler here, built from d.
 func NewMux(d Deps) *asynq.ServeMux {
-	return asynq.NewServeMux()
+	mux := asynq.NewServeMux()
+	mux.Handle(TypeNotifyEvents, NotifyEvents(d))
+	return mux
+}
+
+// Schedule registers the periodic tasks on a scheduler.
+func Schedule(s *asynq.Scheduler) error {
+	_, err := s.Register("@every 1m", NewNotifyEventsTask())
+	return err
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/mailroom/mailroom/internal/config"
 	"github.com/mailroom/mailroom/internal/logging"
 	"github.com/mailroom/mailroom/internal/postgres"
+	"github.com/mailroom/mailroom/internal/smtp"
 	"github.com/mailroom/mailroom/jobs"
 )
 
@@ -59,14 +60,40 @@ func run(ctx context.Context, getenv func(string) string, stderr io.Writer) erro
 			log.ErrorContext(ctx, "task failed", "type", t.Type(), "task_id", id, "err", err)
 		}),
 	})
-	if err := server.Start(jobs.NewMux(jobs.Deps{DB: d, Log: log})); err != nil {
+	transport, err := newTransport(cfg)
+	if err != nil {
+		return err
+	}
+	defer transport.Close()
+	if err := server.Start(jobs.NewMux(jobs.Deps{DB: d, Log: log, Transport: transport, NotifyFrom: cfg.NotifyFrom})); err != nil {
+		return err
+	}
+	scheduler := asynq.NewScheduler(redisOpt, &asynq.SchedulerOpts{Logger: asynqLogger{log}})
+	if err := jobs.Schedule(scheduler); err != nil {
+		return err
+	}
+	if err := scheduler.Start(); err != nil {
 		return err
 	}
 	log.Info("worker running", "queues", jobs.Queues, "concurrency", cfg.WorkerConcurrency)
 	<-ctx.Done()
 	log.Info("worker shutting down", "timeout", cfg.ShutdownTimeout)
+	scheduler.Shutdown()
 	server.Shutdown()
 	return nil
+}
+
+// newTransport is the SMTP pool of SMTP_URL, or the .eml outbox when it is
+// unset.
+func newTransport(cfg config.Config) (smtp.Transport, error) {
+	if cfg.SMTPURL == "" {
+		return &smtp.Outbox{Dir: cfg.OutboxDir}, nil
+	}
+	sc, err := smtp.ParseURL(cfg.SMTPURL)
+	if err != nil {
+		return nil, err
+	}
+	return smtp.NewPool(sc), nil
 }
 
 // asynqLogger routes asynq's own log lines into slog.

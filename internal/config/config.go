@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	netmail "net/mail"
 	"net/url"
 	"strconv"
 	"strings"
@@ -20,6 +21,7 @@ type Config struct {
 	PublicURL              string        // PUBLIC_URL
 	SMTPURL                string        // SMTP_URL; empty: write .eml files to OutboxDir
 	OutboxDir              string        // OUTBOX_DIR
+	NotifyFrom             string        // NOTIFY_FROM: From of notification mails
 	AllowUnverifiedSenders bool          // ALLOW_UNVERIFIED_SENDERS
 	MonitoringUser         string        // MONITORING_USER
 	MonitoringPassword     string        // MONITORING_PASSWORD
@@ -73,6 +75,7 @@ func Load(getenv func(string) string) (Config, error) {
 		PublicURL:          strings.TrimRight(str("PUBLIC_URL", "http://localhost:8080"), "/"),
 		SMTPURL:            str("SMTP_URL", ""),
 		OutboxDir:          str("OUTBOX_DIR", "./var/outbox"),
+		NotifyFrom:         str("NOTIFY_FROM", "mailroom <notifications@localhost>"),
 		MonitoringUser:     str("MONITORING_USER", ""),
 		MonitoringPassword: str("MONITORING_PASSWORD", ""),
 		MaxBodyBytes:       size("MAX_BODY_BYTES", 10<<20),
@@ -116,6 +119,9 @@ func (c Config) validate() []error {
 	}
 	if u, err := url.Parse(c.PublicURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		errs = append(errs, fmt.Errorf("PUBLIC_URL: %q is not an http(s) URL", c.PublicURL))
+	}
+	if _, err := netmail.ParseAddress(c.NotifyFrom); err != nil {
+		errs = append(errs, fmt.Errorf("NOTIFY_FROM: %q is not an address (\"Name <addr@example.com>\" or addr@example.com)", c.NotifyFrom))
 	}
 	if c.SMTPURL != "" {
 		if u, err := url.Parse(c.SMTPURL); err != nil || (u.Scheme != "smtp" && u.Scheme != "smtps") || u.Hostname() == "" {

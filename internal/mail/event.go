@@ -1,5 +1,11 @@
 package mail
 
+import (
+	"encoding/json"
+	"fmt"
+	"time"
+)
+
 // Event kinds an account hears about. Each event is a row of the events
 // table written in the transaction of the change that caused it; a worker
 // mails it to the account's notification recipients. Kinds of the features
@@ -9,3 +15,42 @@ const (
 	EventContactsImported    = "contacts.imported"    // subject: contact_type; payload: rows, added, updated, skipped
 	EventAddressUnsubscribed = "address.unsubscribed" // subject: unsubscribe; payload: email_address, unsubscribe_groups_id
 )
+
+// Event is something that happened to an account, to be mailed to its
+// notification recipients.
+type Event struct {
+	ID          int64
+	UserID      int64
+	Kind        string
+	SubjectType string
+	SubjectID   *int64
+	Payload     string // JSON
+	CreatedAt   time.Time
+}
+
+// Notice is the event as a notification mail's subject and plain text:
+// fixed wording per kind, so nothing of the payload reaches the subject
+// line (a header).
+func (e Event) Notice() (subject, text string) {
+	var p map[string]any
+	json.Unmarshal([]byte(e.Payload), &p)
+	when := e.CreatedAt.UTC().Format("2006-01-02 15:04:05 UTC")
+	id := func() string {
+		if e.SubjectID == nil {
+			return ""
+		}
+		return fmt.Sprintf(" #%d", *e.SubjectID)
+	}
+	switch e.Kind {
+	case EventContactsImported:
+		return "Contacts imported", fmt.Sprintf("A CSV import into contact type%s finished at %s: %v rows read, %v contacts added, %v updated, %v rows skipped for an invalid address.\n",
+			id(), when, p["rows"], p["added"], p["updated"], p["skipped"])
+	case EventAddressUnsubscribed:
+		where := "from every mail of the account"
+		if g, ok := p["unsubscribe_groups_id"]; ok && g != nil {
+			where = fmt.Sprintf("from unsubscribe group #%v", g)
+		}
+		return "An address unsubscribed", fmt.Sprintf("%v unsubscribed %s at %s.\n", p["email_address"], where, when)
+	}
+	return "Event: " + e.Kind, fmt.Sprintf("%s on %s%s at %s.\n%s\n", e.Kind, e.SubjectType, id(), when, e.Payload)
+}
