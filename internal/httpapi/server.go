@@ -94,6 +94,7 @@ func (s *Server) routes(api *gin.RouterGroup) {
 	s.suppressionRoutes(api)
 	s.notificationRoutes(api)
 	s.templateRoutes(api)
+	s.senderRoutes(api)
 }
 
 // recover turns a panic into a logged 500, except http.ErrAbortHandler,

@@ -133,6 +133,29 @@ type SegmentRecipient struct {
 	UpdatedAt time.Time
 }
 
+type Sender struct {
+	ID              int64
+	UserID          int64
+	FromName        string
+	FromEmail       string
+	ReplyToEmail    string
+	CountryID       int32
+	StateID         *int32
+	CityID          *int32
+	ZipCode         string
+	CompanyAddress  string
+	CompanyAddress2 string
+	Nickname        string
+	IsVerified      int16
+	Utr             string
+	SendAt          *time.Time
+	VerifyTokenHash []byte
+	VerifyExpiresAt *time.Time
+	DeletedAt       *time.Time
+	CreatedAt       time.Time
+	UpdatedAt       time.Time
+}
+
 type State struct {
 	ID        int32
 	CountryID int32

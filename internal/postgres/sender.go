@@ -1,0 +1,76 @@
+package postgres
+
+import (
+	"context"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/mailroom/mailroom/internal/mail"
+	"github.com/mailroom/mailroom/internal/postgres/db"
+)
+
+// CreateSender stores a new, unverified sender and records sender.added.
+func (d *DB) CreateSender(ctx context.Context, userID int64, in mail.SenderInput) (int64, error) {
+	var id int64
+	err := d.InTx(ctx, func(_ pgx.Tx, q *db.Queries) error {
+		var err error
+		id, err = q.CreateSender(ctx, db.CreateSenderParams{UserID: userID, FromName: in.FromName, FromEmail: string(in.FromEmail),
+			ReplyToEmail: string(in.ReplyToEmail), CountryID: in.CountryID, StateID: in.StateID, CityID: in.CityID,
+			ZipCode: in.ZipCode, CompanyAddress: in.CompanyAddress, CompanyAddress2: in.CompanyAddress2,
+			Nickname: in.Nickname, Utr: mail.NewSenderUTR()})
+		return err
+	})
+	return id, err
+}
+
+// UpdateSender changes a live sender of the account; a changed from_email
+// makes it unverified.
+func (d *DB) UpdateSender(ctx context.Context, userID, id int64, in mail.SenderInput) error {
+	n, err := d.q.UpdateSender(ctx, db.UpdateSenderParams{ID: id, UserID: userID, FromName: in.FromName,
+		FromEmail: string(in.FromEmail), ReplyToEmail: string(in.ReplyToEmail), CountryID: in.CountryID,
+		StateID: in.StateID, CityID: in.CityID, ZipCode: in.ZipCode, CompanyAddress: in.CompanyAddress,
+		CompanyAddress2: in.CompanyAddress2, Nickname: in.Nickname})
+	if err == nil && n == 0 {
+		err = mail.NotFound()
+	}
+	return err
+}
+
+// DeleteSender soft-deletes a live sender of the account.
+func (d *DB) DeleteSender(ctx context.Context, userID, id int64) error {
+	n, err := d.q.DeleteSender(ctx, db.DeleteSenderParams{ID: id, UserID: userID})
+	if err == nil && n == 0 {
+		err = mail.NotFound()
+	}
+	return err
+}
+
+// Sender returns a live sender of the account, or ENOTFOUND.
+func (d *DB) Sender(ctx context.Context, userID, id int64) (mail.SenderRecord, error) {
+	r, err := d.q.SenderByID(ctx, db.SenderByIDParams{ID: id, UserID: userID})
+	if err != nil {
+		return mail.SenderRecord{}, translate(err)
+	}
+	return senderRecord(db.ListSendersRow(r)), nil
+}
+
+// Senders returns the account's live senders by id.
+func (d *DB) Senders(ctx context.Context, userID int64) ([]mail.SenderRecord, error) {
+	rows, err := d.q.ListSenders(ctx, userID)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]mail.SenderRecord, len(rows))
+	for i, r := range rows {
+		out[i] = senderRecord(r)
+	}
+	return out, nil
+}
+
+func senderRecord(r db.ListSendersRow) mail.SenderRecord {
+	return mail.SenderRecord{ID: r.ID, UserID: r.UserID, FromName: r.FromName, FromEmail: r.FromEmail,
+		ReplyToEmail: r.ReplyToEmail, CountryID: r.CountryID, StateID: r.StateID, CityID: r.CityID, ZipCode: r.ZipCode,
+		CompanyAddress: r.CompanyAddress, CompanyAddress2: r.CompanyAddress2, Nickname: r.Nickname,
+		IsVerified: int(r.IsVerified), UTR: r.Utr, SendAt: r.SendAt, DeletedAt: r.DeletedAt, CreatedAt: r.CreatedAt,
+		UpdatedAt: r.UpdatedAt}
+}
