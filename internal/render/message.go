@@ -1,0 +1,474 @@
+package render
+
+import (
+	"bytes"
+	"crypto/rand"
+	"encoding/base64"
+	"encoding/binary"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/mailroom/mailroom/internal/mail"
+)
+
+// FormOptions configures a send's Form.
+type FormOptions struct {
+	Domain string // right side of Message-IDs; the sender's domain when empty
+	SendID int64  // left side of Message-IDs: <SendID.deliveryID@Domain>
+	// UnsubscribeMailto, when set, is added to List-Unsubscribe as
+	// <mailto:addr?subject=unsubscribe-{deliveryID}>.
+	UnsubscribeMailto string
+	Now               func() time.Time // Date; time.Now when nil
+}
+
+// Form is the MIME frame of one send, built once by NewForm: everything
+// constant across recipients (From, Reply-To, MIME-Version, the
+// multipart boundary and part headers) is precomputed, and Build only
+// appends a recipient's headers and quoted-printable parts. A Form is
+// read-only and safe for concurrent use.
+type Form struct {
+	head     string // From, Reply-To
+	mime     string // MIME-Version ... first part's headers and blank line
+	mid      string // end of text part, second boundary, HTML part headers
+	end      string // end of HTML part, closing boundary
+	boundary string
+	msgID    string // "<SendID."
+	domain   string // "@Domain>\r\n"
+	mailto   string // "mailto:addr?subject=unsubscribe-"
+	now      func() time.Time
+	size     int // estimate of a built mail's size beyond the parts
+}
+
+// maxURL bounds a URL placed in a header or the pixel; a longer one is
+// left out rather than producing an over-long line.
+const maxURL = 900
+
+// NewForm precomputes a send's frame. Control characters are removed
+// from the sender's name and addresses, so nothing there can start a
+// header line.
+func NewForm(t *Template, s *mail.Sender, opts FormOptions) *Form {
+	if s == nil {
+		s = &mail.Sender{}
+	}
+	f := &Form{now: opts.Now}
+	if f.now == nil {
+		f.now = time.Now
+	}
+	from := cleanAddr(string(s.FromEmail))
+
+	var h []byte
+	h = append(h, "From: "...)
+	h = appendDisplayName(h, len("From: "), s.FromName, from)
+	if rt := cleanAddr(string(s.ReplyTo)); rt != "" {
+		h = append(h, "Reply-To: "...)
+		h = append(h, rt...)
+		h = append(h, "\r\n"...)
+	}
+	f.head = string(h)
+
+	f.boundary = newBoundary(t)
+	part := func(typ string) string {
+		return "--" + f.boundary + "\r\nContent-Type: " + typ + "; charset=utf-8\r\n" +
+			"Content-Transfer-Encoding: quoted-printable\r\n\r\n"
+	}
+	f.mime = "MIME-Version: 1.0\r\nContent-Type: multipart/alternative;\r\n boundary=\"" +
+		f.boundary + "\"\r\n\r\n" + part("text/plain")
+	f.mid = "\r\n" + part("text/html")
+	f.end = "\r\n--" + f.boundary + "--\r\n"
+
+	domain := cleanAddr(opts.Domain)
+	if domain == "" {
+		if i := strings.LastIndexByte(from, '@'); i >= 0 {
+			domain = from[i+1:]
+		}
+	}
+	if domain == "" {
+		domain = "localhost"
+	}
+	f.msgID = "<" + strconv.FormatInt(opts.SendID, 10) + "."
+	f.domain = "@" + domain + ">\r\n"
+	if m := cleanAddr(opts.UnsubscribeMailto); m != "" {
+		f.mailto = "mailto:" + m + "?subject=unsubscribe-"
+	}
+	f.size = len(f.head) + len(f.mime) + len(f.mid) + len(f.end) + 512
+	return f
+}
+
+// newBoundary is a random multipart boundary that occurs nowhere in the
+// template. It starts with "=_", which quoted-printable output never
+// holds, so no rendered value can produce it either.
+func newBoundary(t *Template) string {
+	for {
+		b := "=_" + rand.Text()
+		if t == nil || !t.holds(b) {
+			return b
+		}
+	}
+}
+
+func (t *Template) holds(s string) bool {
+	for _, p := range []program{t.subject, t.preheader, t.html, t.text} {
+		for _, sg := range p.segs {
+			if strings.Contains(sg.lit, s) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// Build appends to dst the whole RFC 5322 message (CRLF line ends) for r,
+// whose mail b was just rendered: To, Subject, Date, Message-ID,
+// List-Unsubscribe, then a multipart/alternative body with the text and
+// HTML parts in quoted-printable, the open pixel before </body> when
+// r.Tokens.OpenPixelURL is set. With a reused dst it allocates nothing.
+func (f *Form) Build(dst []byte, b *Buffer, r *mail.Recipient, deliveryID int64) []byte {
+	if r == nil {
+		r = &mail.Recipient{}
+	}
+	dst = slices.Grow(dst, f.size+len(b.Subject)*2+len(b.Text)*11/10+len(b.HTML)*12/10+3*len(r.Tokens.OpenPixelURL))
+
+	dst = append(dst, f.head...)
+	dst = append(dst, "To: "...)
+	dst = appendAddr(dst, string(r.Email))
+	dst = append(dst, "\r\nSubject: "...)
+	dst = appendSubject(dst, b.Subject)
+	dst = append(dst, "\r\nDate: "...)
+	dst = f.now().AppendFormat(dst, "Mon, 02 Jan 2006 15:04:05 -0700")
+	dst = append(dst, "\r\nMessage-ID: "...)
+	dst = f.appendMessageID(dst, deliveryID)
+
+	u := r.Tokens.UnsubscribeURL
+	if !urlOK(u) {
+		u = ""
+	}
+	if u != "" || f.mailto != "" {
+		dst = append(dst, "List-Unsubscribe: "...)
+		if u != "" {
+			dst = append(dst, '<')
+			dst = appendURL(dst, u, false)
+			dst = append(dst, '>')
+			if f.mailto != "" {
+				dst = append(dst, ",\r\n "...)
+			}
+		}
+		if f.mailto != "" {
+			dst = append(dst, '<')
+			dst = append(dst, f.mailto...)
+			dst = strconv.AppendInt(dst, deliveryID, 10)
+			dst = append(dst, '>')
+		}
+		dst = append(dst, "\r\n"...)
+		if u != "" {
+			dst = append(dst, "List-Unsubscribe-Post: List-Unsubscribe=One-Click\r\n"...)
+		}
+	}
+
+	dst = append(dst, f.mime...)
+	var q qp
+	dst = q.append(dst, b.Text)
+	dst = append(dst, f.mid...)
+	q = qp{}
+	if px := r.Tokens.OpenPixelURL; px != "" && urlOK(px) {
+		at := bodyEnd(b.HTML)
+		dst = q.append(dst, b.HTML[:at])
+		dst = q.append(dst, pixelOpen)
+		dst = q.appendURL(dst, px)
+		dst = q.append(dst, pixelClose)
+		dst = q.append(dst, b.HTML[at:])
+	} else {
+		dst = q.append(dst, b.HTML)
+	}
+	return append(dst, f.end...)
+}
+
+// MessageID is the Message-ID of the delivery's mail, angle brackets
+// included.
+func (f *Form) MessageID(deliveryID int64) string {
+	b := f.appendMessageID(nil, deliveryID)
+	return string(b[:len(b)-2])
+}
+
+func (f *Form) appendMessageID(dst []byte, deliveryID int64) []byte {
+	dst = append(dst, f.msgID...)
+	dst = strconv.AppendInt(dst, deliveryID, 10)
+	return append(dst, f.domain...)
+}
+
+var (
+	pixelOpen  = []byte(`<img src="`)
+	pixelClose = []byte(`" width="1" height="1" alt="" style="display:block;border:0">`)
+)
+
+// bodyEnd is the index of the last "</body" in h (any case), len(h) when
+// there is none. Values are HTML-escaped, so only the template can hold it.
+func bodyEnd(h []byte) int {
+	for i := len(h); i > 0; {
+		j := bytes.LastIndexByte(h[:i], '<')
+		if j < 0 {
+			break
+		}
+		if len(h)-j >= 6 && bytes.EqualFold(h[j:j+6], []byte("</body")) {
+			return j
+		}
+		i = j
+	}
+	return len(h)
+}
+
+// urlOK refuses a URL too long for a header line.
+func urlOK(u string) bool { return u != "" && len(u) <= maxURL }
+
+// appendURL appends u with bytes that could end a header, an angle
+// bracket or an attribute (control characters, space, '"', '<', '>',
+// '\\', non-ASCII) percent-encoded; in html mode '&' becomes &amp;.
+func appendURL(dst []byte, u string, html bool) []byte {
+	const hex = "0123456789ABCDEF"
+	for i := 0; i < len(u); i++ {
+		c := u[i]
+		switch {
+		case c <= ' ' || c >= 0x7f || c == '"' || c == '<' || c == '>' || c == '\\':
+			dst = append(dst, '%', hex[c>>4], hex[c&15])
+		case html && c == '&':
+			dst = append(dst, "&amp;"...)
+		default:
+			dst = append(dst, c)
+		}
+	}
+	return dst
+}
+
+// cleanAddr drops from an address or domain what could start a header
+// line or add an address: control characters, spaces, non-ASCII and
+// , ; < > ( ) " \ .
+func cleanAddr(s string) string {
+	return string(appendAddr(nil, s))
+}
+
+func appendAddr(dst []byte, s string) []byte {
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; {
+		case c <= ' ' || c >= 0x7f:
+		case c == ',' || c == ';' || c == '<' || c == '>' || c == '(' || c == ')' || c == '"' || c == '\\':
+		default:
+			dst = append(dst, c)
+		}
+	}
+	return dst
+}
+
+// appendDisplayName appends `"name" <addr>` and CRLF: a quoted string when
+// name is printable ASCII and fits the line, else RFC 2047 B-encoded
+// words folded at 78 characters. used is the line's length so far.
+func appendDisplayName(dst []byte, used int, name, addr string) []byte {
+	name = strings.TrimSpace(string(put(nil, modePlain, name)))
+	if name == "" {
+		dst = append(dst, '<')
+		dst = append(dst, addr...)
+		return append(dst, ">\r\n"...)
+	}
+	line := used
+	if plainHeader([]byte(name)) && used+len(name)+len(addr)+5+strings.Count(name, `"`)+strings.Count(name, `\`) <= 78 {
+		dst = append(dst, '"')
+		for i := 0; i < len(name); i++ {
+			if name[i] == '"' || name[i] == '\\' {
+				dst = append(dst, '\\')
+			}
+			dst = append(dst, name[i])
+		}
+		dst = append(dst, '"')
+		line += len(name) + 2
+	} else {
+		dst, line = appendWords(dst, used, []byte(name))
+	}
+	if line+len(addr)+3 > 78 {
+		dst = append(dst, "\r\n"...)
+	}
+	dst = append(dst, " <"...)
+	dst = append(dst, addr...)
+	return append(dst, ">\r\n"...)
+}
+
+// plainHeader reports whether s can be written as is in a header: printable
+// ASCII, no "=?" that a reader would take for an encoded word, no leading,
+// trailing or doubled spaces that unfolding could lose.
+func plainHeader(s []byte) bool {
+	for _, c := range s {
+		if c < ' ' || c > '~' {
+			return false
+		}
+	}
+	return !bytes.Contains(s, []byte("=?")) && !bytes.Contains(s, []byte("  ")) &&
+		!bytes.HasPrefix(s, []byte(" ")) && !bytes.HasSuffix(s, []byte(" "))
+}
+
+// appendSubject appends the subject's value after "Subject: ", folded at
+// 78 characters: as is when plainHeader allows and every word fits, else
+// as RFC 2047 B-encoded words.
+func appendSubject(dst []byte, s []byte) []byte {
+	const used = len("Subject: ")
+	if plainHeader(s) {
+		mark := len(dst)
+		line := used
+		ok := true
+		for i := 0; i < len(s); {
+			j := i
+			for j < len(s) && s[j] != ' ' {
+				j++
+			}
+			w := s[i:j]
+			switch {
+			case i == 0:
+				if line+len(w) > 78 {
+					ok = false
+				}
+				line += len(w)
+			case line+1+len(w) <= 78:
+				dst = append(dst, ' ')
+				line += 1 + len(w)
+			case 1+len(w) <= 78:
+				dst = append(dst, "\r\n "...)
+				line = 1 + len(w)
+			default:
+				ok = false
+			}
+			if !ok {
+				break
+			}
+			dst = append(dst, w...)
+			i = j + 1
+		}
+		if ok {
+			return dst
+		}
+		dst = dst[:mark]
+	}
+	dst, _ = appendWords(dst, used, s)
+	return dst
+}
+
+// appendWords appends s as "=?utf-8?b?…?=" words of at most 75
+// characters, cut at rune boundaries, one per line (CRLF SP between them)
+// so no line exceeds 78 characters. used is the first line's length so
+// far; it returns the last line's length.
+func appendWords(dst []byte, used int, s []byte) ([]byte, int) {
+	const pre, post = "=?utf-8?b?", "?="
+	line := used
+	first := true
+	for len(s) > 0 {
+		room := 63 // the longest word is 75 characters
+		if first && 78-used-len(pre)-len(post) < 8 {
+			first = false // no room on the first line
+		}
+		if first {
+			room = min(room, 78-used-len(pre)-len(post))
+		} else {
+			dst = append(dst, "\r\n "...)
+			line = 1
+		}
+		n := min(room/4*3, len(s))
+		for n < len(s) && n > 1 && s[n]&0xc0 == 0x80 {
+			n-- // do not split a rune
+		}
+		dst = append(dst, pre...)
+		dst = base64.StdEncoding.AppendEncode(dst, s[:n])
+		dst = append(dst, post...)
+		line += len(pre) + base64.StdEncoding.EncodedLen(n) + len(post)
+		s = s[n:]
+		first = false
+	}
+	return dst, line
+}
+
+// qp is a quoted-printable encoder (RFC 2045 6.7) that appends to a byte
+// slice and keeps its line length across calls, so a part can be written
+// in pieces. Lines end in CRLF: CRLF, LF and CR in the input are hard line
+// breaks; encoded lines hold at most 76 characters, soft break included.
+type qp struct{ n int }
+
+const qpMax = 75 // characters on an encoded line before a soft break "="
+
+// appendURL writes u as appendURL does in html mode, quoted-printable.
+func (q *qp) appendURL(dst []byte, u string) []byte {
+	var buf [64]byte
+	for len(u) > 0 {
+		b := buf[:0]
+		for len(u) > 0 && len(b) <= len(buf)-5 {
+			b = appendURL(b, u[:1], true)
+			u = u[1:]
+		}
+		dst = q.append(dst, b)
+	}
+	return dst
+}
+
+func (q *qp) append(dst []byte, src []byte) []byte {
+	const hex = "0123456789ABCDEF"
+	n := q.n
+	for i := 0; i < len(src); {
+		c := src[i]
+		if c == '\r' || c == '\n' {
+			dst = append(dst, '\r', '\n')
+			n = 0
+			i++
+			if c == '\r' && i < len(src) && src[i] == '\n' {
+				i++
+			}
+			continue
+		}
+		if n >= qpMax {
+			dst = append(dst, '=', '\r', '\n')
+			n = 0
+		}
+		// Fast path: a run of printable ASCII (space included) up to the
+		// line's room, checked eight bytes at a time.
+		room := min(qpMax-n, len(src)-i)
+		k := i
+		for k+8 <= i+room && safe8(binary.LittleEndian.Uint64(src[k:])) {
+			k += 8
+		}
+		for k < i+room && src[k] >= ' ' && src[k] <= '~' && src[k] != '=' {
+			k++
+		}
+		// A space before a line end or the end of the input would be
+		// stripped by readers: leave it to the slow path, which encodes it.
+		if k > i && src[k-1] == ' ' && (k == len(src) || src[k] == '\r' || src[k] == '\n') {
+			k--
+		}
+		if k > i {
+			dst = append(dst, src[i:k]...)
+			n += k - i
+			i = k
+			continue
+		}
+		// One byte the fast path would not take.
+		lit := (c == ' ' || c == '\t') && i+1 < len(src) && src[i+1] != '\r' && src[i+1] != '\n'
+		if lit {
+			dst = append(dst, c)
+			n++
+		} else {
+			if n+3 > qpMax {
+				dst = append(dst, '=', '\r', '\n')
+				n = 0
+			}
+			dst = append(dst, '=', hex[c>>4], hex[c&15])
+			n += 3
+		}
+		i++
+	}
+	q.n = n
+	return dst
+}
+
+// safe8 reports whether all eight bytes of x are printable ASCII (0x20 to
+// 0x7e) other than '='.
+func safe8(x uint64) bool {
+	const ones, highs = 0x0101010101010101, 0x8080808080808080
+	less := (x - ones*0x20) & ^x & highs // a byte < 0x20
+	more := ((x + ones) | x) & highs     // a byte >= 0x7f
+	eq := x ^ (ones * '=')               // zero where a byte is '='
+	zero := (eq - ones) & ^eq & highs    // a zero byte
+	return less|more|zero == 0
+}
