@@ -28,7 +28,8 @@ type Deps struct {
 	DB         *postgres.DB
 	Log        *slog.Logger
 	Transport  smtp.Transport
-	NotifyFrom string // From of notification mails
+	NotifyFrom string // From of notification and verification mails
+	PublicURL  string // base of the links put into mails
 }
 
 // NewMux returns the worker's handler mux. Each task type registers its
@@ -36,11 +37,15 @@ type Deps struct {
 func NewMux(d Deps) *asynq.ServeMux {
 	mux := asynq.NewServeMux()
 	mux.Handle(TypeNotifyEvents, NotifyEvents(d))
+	mux.Handle(TypeVerifySenders, VerifySenders(d))
 	return mux
 }
 
 // Schedule registers the periodic tasks on a scheduler.
 func Schedule(s *asynq.Scheduler) error {
-	_, err := s.Register("@every 1m", NewNotifyEventsTask())
+	if _, err := s.Register("@every 1m", NewNotifyEventsTask()); err != nil {
+		return err
+	}
+	_, err := s.Register("@every 1m", NewVerifySendersTask())
 	return err
 }

@@ -29,6 +29,7 @@ import (
 	"github.com/mailroom/mailroom/internal/logging"
 	"github.com/mailroom/mailroom/internal/mail"
 	"github.com/mailroom/mailroom/internal/postgres"
+	"github.com/mailroom/mailroom/jobs"
 )
 
 func main() {
@@ -144,6 +145,9 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger) error {
 		mon = m
 	}
 
+	tasks := asynq.NewClient(redisOpt)
+	defer tasks.Close()
+
 	h := httpapi.New(httpapi.Config{
 		MaxBodyBytes:       cfg.MaxBodyBytes,
 		MaxUploadBytes:     cfg.MaxUploadBytes,
@@ -156,6 +160,13 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger) error {
 		Log:        log,
 		RedisPing:  func(ctx context.Context) error { return rdb.Ping(ctx).Err() },
 		Monitoring: mon,
+		VerifySenders: func(ctx context.Context) error {
+			_, err := tasks.EnqueueContext(ctx, jobs.NewVerifySendersTask())
+			if errors.Is(err, asynq.ErrDuplicateTask) {
+				return nil // one is waiting already
+			}
+			return err
+		},
 	})
 
 	go resumeRebuilds(ctx, d, log)

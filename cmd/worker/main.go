@@ -65,7 +65,7 @@ func run(ctx context.Context, getenv func(string) string, stderr io.Writer) erro
 		return err
 	}
 	defer transport.Close()
-	if err := server.Start(jobs.NewMux(jobs.Deps{DB: d, Log: log, Transport: transport, NotifyFrom: cfg.NotifyFrom})); err != nil {
+	if err := server.Start(jobs.NewMux(jobs.Deps{DB: d, Log: log, Transport: transport, NotifyFrom: cfg.NotifyFrom, PublicURL: cfg.PublicURL})); err != nil {
 		return err
 	}
 	scheduler := asynq.NewScheduler(redisOpt, &asynq.SchedulerOpts{Logger: asynqLogger{log}})

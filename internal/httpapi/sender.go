@@ -1,6 +1,9 @@
 package httpapi
 
 import (
+	"html/template"
+	"net/http"
+
 	"github.com/gin-gonic/gin"
 
 	"github.com/mailroom/mailroom/internal/geo"
@@ -14,6 +17,61 @@ func (s *Server) senderRoutes(api *gin.RouterGroup) {
 	api.GET("/sender/details", s.senderDetails)
 	api.POST("/sender/update", s.updateSender)
 	api.DELETE("/sender/delete", s.deleteByID("sender_id", s.db.DeleteSender, deletedUnderErrors))
+	api.GET("/sender/resend-mail", s.resendSenderMail)
+}
+
+// wakeVerifier asks the worker to mail the verification links now; when
+// that fails (Redis down) the worker's minute sweep mails them anyway.
+func (s *Server) wakeVerifier(c *gin.Context) {
+	if s.verifySenders == nil {
+		return
+	}
+	if err := s.verifySenders(c.Request.Context()); err != nil {
+		s.log.WarnContext(c.Request.Context(), "enqueueing sender verification; the sweep will mail it", "err", err)
+	}
+}
+
+// resendSenderMail answers GET /sender/resend-mail: a fresh link is
+// mailed (send_at is set when the worker hands it over).
+func (s *Server) resendSenderMail(c *gin.Context) {
+	id, err := queryID(c, "sender_id")
+	if err == nil {
+		err = s.db.RequestSenderVerification(c.Request.Context(), userID(c), id)
+	}
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
+	s.wakeVerifier(c)
+	ok(c, "Verification Mail Send")
+}
+
+// verifyPage is the page a verification link opens.
+var verifyPage = template.Must(template.New("verify").Parse(`<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
+<title>{{.Title}}</title>
+<style>body{font-family:system-ui,sans-serif;max-width:36rem;margin:4rem auto;padding:0 1rem;line-height:1.5;color:#1a1a1a}h1{font-size:1.5rem}</style>
+</head><body><main><h1>{{.Title}}</h1><p>{{.Text}}</p></main></body></html>
+`))
+
+// verifySender answers GET /senders/verify/:token (outside /api, no
+// keys): the link of a verification mail.
+func (s *Server) verifySender(c *gin.Context) {
+	from, verified, err := s.db.VerifySender(c.Request.Context(), c.Param("token"))
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
+	page := struct{ Title, Text string }{"Sender verified", from + " is verified: mailroom may now send from it."}
+	code := http.StatusOK
+	if !verified {
+		page = struct{ Title, Text string }{"Link not valid", "This verification link is unknown, used already or expired. Ask for a new one (resend the verification mail)."}
+		code = http.StatusNotFound
+	}
+	c.Header("Content-Type", "text/html; charset=utf-8")
+	c.Header("Cache-Control", "no-store")
+	c.Status(code)
+	verifyPage.Execute(c.Writer, page)
 }
 
 // senderJSON is a sender as the API shows it.
@@ -97,6 +155,7 @@ func (s *Server) saveSender(c *gin.Context) {
 		s.fail(c, err)
 		return
 	}
+	s.wakeVerifier(c)
 	ok(c, "Added Successfully")
 }
 
@@ -116,6 +175,7 @@ func (s *Server) updateSender(c *gin.Context) {
 		s.fail(c, err)
 		return
 	}
+	s.wakeVerifier(c)
 	ok(c, "Updated Successfully")
 }
 

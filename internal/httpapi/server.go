@@ -40,6 +40,9 @@ type Server struct {
 	monitoring http.Handler
 	// imports bounds the CSV imports running.
 	imports *importSlots
+	// verifySenders enqueues the worker's sender verification; nil: the
+	// worker's minute sweep alone.
+	verifySenders func(context.Context) error
 }
 
 // Deps are the Server's collaborators, built by the main.
@@ -49,6 +52,9 @@ type Deps struct {
 	Log        *slog.Logger
 	RedisPing  func(context.Context) error
 	Monitoring http.Handler // nil: /monitoring is off
+	// VerifySenders enqueues the mailing of pending sender verification
+	// links (nil: left to the worker's sweep).
+	VerifySenders func(context.Context) error
 }
 
 // New builds the router.
@@ -58,7 +64,7 @@ func New(cfg Config, d Deps) http.Handler {
 
 func newServer(cfg Config, d Deps) *Server {
 	return &Server{db: d.DB, geo: newGeoResponse(d.Geo), log: d.Log, cfg: cfg, redisPing: d.RedisPing, monitoring: d.Monitoring,
-		imports: newImportSlots(cfg.MaxImports)}
+		imports: newImportSlots(cfg.MaxImports), verifySenders: d.VerifySenders}
 }
 
 func (s *Server) router() *gin.Engine {
@@ -77,6 +83,8 @@ func (s *Server) router() *gin.Engine {
 		mon.Any("", gin.WrapH(s.monitoring))
 		mon.Any("/*path", gin.WrapH(s.monitoring))
 	}
+
+	r.GET("/senders/verify/:token", s.verifySender)
 
 	api := r.Group("/api", notFoundText(recordNotFound), s.limitBody, s.authenticate)
 	s.routes(api)

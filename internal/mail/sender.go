@@ -2,7 +2,9 @@ package mail
 
 import (
 	"crypto/rand"
+	"crypto/sha256"
 	"encoding/base32"
+	"encoding/base64"
 	"strconv"
 	"strings"
 	"time"
@@ -149,4 +151,32 @@ type SenderRecord struct {
 	DeletedAt       *time.Time
 	CreatedAt       time.Time
 	UpdatedAt       time.Time
+}
+
+// EventSenderVerified is recorded when a sender's verification link is
+// opened (subject: sender; payload: from_email).
+const EventSenderVerified = "sender.verified"
+
+// NewVerificationToken returns an unguessable single-use token for a
+// link (32 random bytes, base64url) and the SHA-256 that is stored
+// instead of it.
+func NewVerificationToken() (token string, hash []byte) {
+	var b [32]byte
+	rand.Read(b[:])
+	token = base64.RawURLEncoding.EncodeToString(b[:])
+	return token, HashToken(token)
+}
+
+// HashToken is the stored form of a link token.
+func HashToken(token string) []byte {
+	h := sha256.Sum256([]byte(token))
+	return h[:]
+}
+
+// VerificationMail is the subject and text of a sender's verification
+// mail.
+func VerificationMail(fromName, fromEmail, link string) (subject, text string) {
+	return "Verify your sender address", "Hello " + fromName + ",\n\n" +
+		"Please confirm that " + fromEmail + " may send mail through mailroom by opening this link:\n\n" +
+		link + "\n\nThe link works once and expires in 48 hours. If you did not ask for this, ignore this mail.\n"
 }

@@ -2,6 +2,8 @@ package postgres
 
 import (
 	"context"
+	"errors"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -74,3 +76,71 @@ func senderRecord(r db.ListSendersRow) mail.SenderRecord {
 		IsVerified: int(r.IsVerified), UTR: r.Utr, SendAt: r.SendAt, DeletedAt: r.DeletedAt, CreatedAt: r.CreatedAt,
 		UpdatedAt: r.UpdatedAt}
 }
+
+// RequestSenderVerification records that a fresh verification mail is
+// wanted for a live sender of the account (resend-mail).
+func (d *DB) RequestSenderVerification(ctx context.Context, userID, id int64) error {
+	n, err := d.q.RequestSenderVerification(ctx, db.RequestSenderVerificationParams{ID: id, UserID: userID})
+	if err == nil && n == 0 {
+		err = mail.NotFound()
+	}
+	return err
+}
+
+// PendingSenderVerifications are senders whose verification mail is
+// wanted and not sent since (at most 100).
+func (d *DB) PendingSenderVerifications(ctx context.Context) ([]int64, error) {
+	return d.q.PendingSenderVerifications(ctx)
+}
+
+// SenderToVerify is what a verification mail needs.
+type SenderToVerify struct {
+	ID        int64
+	FromName  string
+	FromEmail string
+}
+
+// MailSenderVerification mails sender id a fresh link, if its mail is
+// still wanted and no other worker holds it: a new token's hash and
+// expiry are stored and send_at is set in the transaction that send runs
+// in, so a failed send changes nothing. It reports whether it sent.
+func (d *DB) MailSenderVerification(ctx context.Context, id int64, ttl time.Duration,
+	send func(ctx context.Context, s SenderToVerify, token string) error) (bool, error) {
+	sent := false
+	err := d.InTx(ctx, func(_ pgx.Tx, q *db.Queries) error {
+		r, err := q.ClaimSenderVerification(ctx, id)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		token, hash := mail.NewVerificationToken()
+		if err := q.SetSenderVerificationToken(ctx, db.SetSenderVerificationTokenParams{
+			TokenHash: hash, ExpiresAt: ptr(time.Now().Add(ttl)), ID: id}); err != nil {
+			return err
+		}
+		if err := send(ctx, SenderToVerify{ID: r.ID, FromName: r.FromName, FromEmail: r.FromEmail}, token); err != nil {
+			return err
+		}
+		sent = true
+		return nil
+	})
+	return sent, err
+}
+
+// VerifySender takes a verification link's token: a live sender whose
+// token it is, not expired, becomes verified (sender.verified is
+// recorded) and the token is spent. ok is false for any other token.
+func (d *DB) VerifySender(ctx context.Context, token string) (fromEmail string, ok bool, err error) {
+	r, err := d.q.VerifySender(ctx, mail.HashToken(token))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return "", false, nil
+	}
+	if err != nil {
+		return "", false, err
+	}
+	return r.FromEmail, true, nil
+}
+
+func ptr[T any](v T) *T { return &v }

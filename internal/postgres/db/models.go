@@ -134,26 +134,27 @@ type SegmentRecipient struct {
 }
 
 type Sender struct {
-	ID              int64
-	UserID          int64
-	FromName        string
-	FromEmail       string
-	ReplyToEmail    string
-	CountryID       int32
-	StateID         *int32
-	CityID          *int32
-	ZipCode         string
-	CompanyAddress  string
-	CompanyAddress2 string
-	Nickname        string
-	IsVerified      int16
-	Utr             string
-	SendAt          *time.Time
-	VerifyTokenHash []byte
-	VerifyExpiresAt *time.Time
-	DeletedAt       *time.Time
-	CreatedAt       time.Time
-	UpdatedAt       time.Time
+	ID                int64
+	UserID            int64
+	FromName          string
+	FromEmail         string
+	ReplyToEmail      string
+	CountryID         int32
+	StateID           *int32
+	CityID            *int32
+	ZipCode           string
+	CompanyAddress    string
+	CompanyAddress2   string
+	Nickname          string
+	IsVerified        int16
+	Utr               string
+	SendAt            *time.Time
+	VerifyTokenHash   []byte
+	VerifyExpiresAt   *time.Time
+	DeletedAt         *time.Time
+	CreatedAt         time.Time
+	UpdatedAt         time.Time
+	VerifyRequestedAt *time.Time
 }
 
 type State struct {

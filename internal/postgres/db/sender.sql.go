@@ -10,12 +10,39 @@ import (
 	"time"
 )
 
+const claimSenderVerification = `-- name: ClaimSenderVerification :one
+SELECT id, user_id, from_name, from_email FROM senders
+WHERE id = $1 AND deleted_at IS NULL AND verify_requested_at IS NOT NULL
+  AND verify_requested_at > COALESCE(send_at, '-infinity')
+FOR UPDATE SKIP LOCKED
+`
+
+type ClaimSenderVerificationRow struct {
+	ID        int64
+	UserID    int64
+	FromName  string
+	FromEmail string
+}
+
+// The sender to mail, locked, if its mail is still wanted.
+func (q *Queries) ClaimSenderVerification(ctx context.Context, id int64) (ClaimSenderVerificationRow, error) {
+	row := q.db.QueryRow(ctx, claimSenderVerification, id)
+	var i ClaimSenderVerificationRow
+	err := row.Scan(
+		&i.ID,
+		&i.UserID,
+		&i.FromName,
+		&i.FromEmail,
+	)
+	return i, err
+}
+
 const createSender = `-- name: CreateSender :one
 WITH s AS (
     INSERT INTO senders (user_id, from_name, from_email, reply_to_email, country_id, state_id, city_id, zip_code,
-        company_address, company_address2, nickname, utr)
+        company_address, company_address2, nickname, utr, verify_requested_at)
     VALUES ($1, $2, $3, $4, $5, $6, $7, $8,
-        $9, $10, $11, $12)
+        $9, $10, $11, $12, now())
     RETURNING id, user_id, from_email
 ), e AS (
     INSERT INTO events (user_id, kind, subject_type, subject_id, payload)
@@ -144,6 +171,54 @@ func (q *Queries) ListSenders(ctx context.Context, userID int64) ([]ListSendersR
 	return items, nil
 }
 
+const pendingSenderVerifications = `-- name: PendingSenderVerifications :many
+SELECT id FROM senders
+WHERE deleted_at IS NULL AND verify_requested_at IS NOT NULL
+  AND verify_requested_at > COALESCE(send_at, '-infinity')
+ORDER BY id
+LIMIT 100
+`
+
+// Senders whose verification mail is wanted and not sent since.
+func (q *Queries) PendingSenderVerifications(ctx context.Context) ([]int64, error) {
+	rows, err := q.db.Query(ctx, pendingSenderVerifications)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []int64
+	for rows.Next() {
+		var id int64
+		if err := rows.Scan(&id); err != nil {
+			return nil, err
+		}
+		items = append(items, id)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const requestSenderVerification = `-- name: RequestSenderVerification :execrows
+UPDATE senders SET verify_requested_at = now()
+WHERE id = $1 AND user_id = $2 AND deleted_at IS NULL
+`
+
+type RequestSenderVerificationParams struct {
+	ID     int64
+	UserID int64
+}
+
+// resend-mail: a fresh verification mail is wanted.
+func (q *Queries) RequestSenderVerification(ctx context.Context, arg RequestSenderVerificationParams) (int64, error) {
+	result, err := q.db.Exec(ctx, requestSenderVerification, arg.ID, arg.UserID)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
+}
+
 const senderByID = `-- name: SenderByID :one
 SELECT id, user_id, from_name, from_email, reply_to_email, country_id, state_id, city_id, zip_code,
     company_address, company_address2, nickname, is_verified, utr, send_at, deleted_at, created_at, updated_at
@@ -202,11 +277,28 @@ func (q *Queries) SenderByID(ctx context.Context, arg SenderByIDParams) (SenderB
 	return i, err
 }
 
+const setSenderVerificationToken = `-- name: SetSenderVerificationToken :exec
+UPDATE senders SET verify_token_hash = $1, verify_expires_at = $2, send_at = now()
+WHERE id = $3
+`
+
+type SetSenderVerificationTokenParams struct {
+	TokenHash []byte
+	ExpiresAt *time.Time
+	ID        int64
+}
+
+func (q *Queries) SetSenderVerificationToken(ctx context.Context, arg SetSenderVerificationTokenParams) error {
+	_, err := q.db.Exec(ctx, setSenderVerificationToken, arg.TokenHash, arg.ExpiresAt, arg.ID)
+	return err
+}
+
 const updateSender = `-- name: UpdateSender :execrows
 UPDATE senders SET from_name = $1, from_email = $2, reply_to_email = $3,
     country_id = $4, state_id = $5, city_id = $6, zip_code = $7,
     company_address = $8, company_address2 = $9, nickname = $10,
     is_verified = CASE WHEN lower(from_email) = lower($2) THEN is_verified ELSE 0 END,
+    verify_requested_at = CASE WHEN lower(from_email) = lower($2) THEN verify_requested_at ELSE now() END,
     updated_at = now()
 WHERE id = $11 AND user_id = $12 AND deleted_at IS NULL
 `
@@ -246,4 +338,29 @@ func (q *Queries) UpdateSender(ctx context.Context, arg UpdateSenderParams) (int
 		return 0, err
 	}
 	return result.RowsAffected(), nil
+}
+
+const verifySender = `-- name: VerifySender :one
+WITH s AS (
+    UPDATE senders SET is_verified = 1, verify_token_hash = NULL, verify_expires_at = NULL, updated_at = now()
+    WHERE verify_token_hash = $1 AND verify_expires_at > now() AND deleted_at IS NULL
+    RETURNING id, user_id, from_email
+), e AS (
+    INSERT INTO events (user_id, kind, subject_type, subject_id, payload)
+    SELECT user_id, 'sender.verified', 'sender', id, jsonb_build_object('from_email', from_email) FROM s
+)
+SELECT id, from_email FROM s
+`
+
+type VerifySenderRow struct {
+	ID        int64
+	FromEmail string
+}
+
+// The link was opened: single use, before it expires.
+func (q *Queries) VerifySender(ctx context.Context, tokenHash []byte) (VerifySenderRow, error) {
+	row := q.db.QueryRow(ctx, verifySender, tokenHash)
+	var i VerifySenderRow
+	err := row.Scan(&i.ID, &i.FromEmail)
+	return i, err
 }

@@ -1,0 +1,139 @@
+package jobs_test
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"net/http/httptest"
+	"net/url"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/mailroom/mailroom/internal/httpapi"
+	"github.com/mailroom/mailroom/internal/smtp"
+	"github.com/mailroom/mailroom/internal/smtp/smtptest"
+	"github.com/mailroom/mailroom/internal/testdb"
+	"github.com/mailroom/mailroom/jobs"
+)
+
+var linkRE = regexp.MustCompile(`https://mail\.example\.test(/senders/verify/[A-Za-z0-9_-]+)`)
+
+// A new sender gets one verification mail through a real SMTP server;
+// opening its link verifies the sender once; resend-mail sends a fresh
+// link and spends the old one.
+func TestSenderVerificationRoundTrip(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	d := testdb.New(t)
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	h := httpapi.New(httpapi.Config{MaxBodyBytes: 1 << 20}, httpapi.Deps{DB: d, Geo: testdb.Geo(t), Log: log})
+	_, keys, err := d.CreateAccount(ctx, "verify")
+	if err != nil {
+		t.Fatal(err)
+	}
+	call := func(method, path string, form url.Values) (int, string) {
+		var body io.Reader
+		if form != nil {
+			body = strings.NewReader(form.Encode())
+		}
+		r := httptest.NewRequest(method, path, body)
+		if form != nil {
+			r.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		}
+		if strings.HasPrefix(path, "/api/") {
+			r.Header.Set("PublicKey", keys.Public)
+			r.Header.Set("SecretKey", keys.Secret)
+		}
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, r)
+		return w.Code, w.Body.String()
+	}
+	if code, body := call("POST", "/api/sender/save", url.Values{"from_name": {"Acme"}, "from_email": {"news@acme.example"},
+		"reply_to_email": {"help@acme.example"}, "country_id": {"276"}, "company_address": {"Marienplatz 1"}, "nickname": {"news"}}); code != 200 {
+		t.Fatalf("save: %d %s", code, body)
+	}
+	var id int64
+	if err := d.Pool.QueryRow(ctx, "SELECT id FROM senders WHERE from_email = 'news@acme.example'").Scan(&id); err != nil {
+		t.Fatal(err)
+	}
+
+	s := smtptest.New(t, smtptest.Options{})
+	pool := smtp.NewPool(smtp.Config{Addr: s.Addr, Size: 1, Timeout: 5 * time.Second})
+	defer pool.Close()
+	run := jobs.VerifySenders(jobs.Deps{DB: d, Log: log, Transport: pool, NotifyFrom: "mailroom <verify@example.test>",
+		PublicURL: "https://mail.example.test"})
+	for range 2 { // the second run finds nothing to send
+		if err := run(ctx, jobs.NewVerifySendersTask()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	link := func(i int) string {
+		t.Helper()
+		if !s.Wait(i+1, 5*time.Second) {
+			t.Fatalf("%d mails", s.Count())
+		}
+		m := s.Messages()[i]
+		if m.To[0] != "news@acme.example" {
+			t.Fatalf("mailed %v", m.To)
+		}
+		match := linkRE.FindStringSubmatch(strings.ReplaceAll(string(m.Data), "=\r\n", ""))
+		if match == nil {
+			t.Fatalf("no link in\n%s", m.Data)
+		}
+		return match[1]
+	}
+	first := link(0)
+	if s.Count() != 1 {
+		t.Fatalf("%d mails, want 1", s.Count())
+	}
+	var sendAt *time.Time
+	if err := d.Pool.QueryRow(ctx, "SELECT send_at FROM senders WHERE id = $1", id).Scan(&sendAt); err != nil || sendAt == nil {
+		t.Fatalf("send_at %v %v", sendAt, err)
+	}
+
+	// resend-mail: a fresh link; the first one no longer works.
+	if code, body := call("GET", "/api/sender/resend-mail?sender_id="+strconv.FormatInt(id, 10), nil); code != 200 ||
+		body != `{"status":"success","message":"Verification Mail Send"}` {
+		t.Fatalf("resend: %d %s", code, body)
+	}
+	if err := run(ctx, jobs.NewVerifySendersTask()); err != nil {
+		t.Fatal(err)
+	}
+	second := link(1)
+	if second == first {
+		t.Fatal("the resent link is the same")
+	}
+	if code, body := call("GET", first, nil); code != 404 || !strings.Contains(body, "Link not valid") {
+		t.Fatalf("old link: %d %s", code, body)
+	}
+	if code, body := call("GET", second, nil); code != 200 || !strings.Contains(body, "news@acme.example is verified") {
+		t.Fatalf("link: %d %s", code, body)
+	}
+	if code, _ := call("GET", second, nil); code != 404 {
+		t.Fatal("a link worked twice")
+	}
+	var verified, events int
+	if err := d.Pool.QueryRow(ctx, `SELECT s.is_verified, (SELECT count(*) FROM events e WHERE e.kind = 'sender.verified' AND e.subject_id = s.id)
+		FROM senders s WHERE s.id = $1`, id).Scan(&verified, &events); err != nil || verified != 1 || events != 1 {
+		t.Fatalf("verified %d, events %d, %v", verified, events, err)
+	}
+
+	// An expired link does nothing.
+	call("GET", "/api/sender/resend-mail?sender_id="+strconv.FormatInt(id, 10), nil)
+	if err := run(ctx, jobs.NewVerifySendersTask()); err != nil {
+		t.Fatal(err)
+	}
+	third := link(2)
+	if _, err := d.Pool.Exec(ctx, "UPDATE senders SET verify_expires_at = now() - interval '1 second', is_verified = 0 WHERE id = $1", id); err != nil {
+		t.Fatal(err)
+	}
+	if code, _ := call("GET", third, nil); code != 404 {
+		t.Fatal("an expired link worked")
+	}
+	if code, body := call("GET", "/api/sender/resend-mail?sender_id=999999999", nil); code != 404 || body != `{"status":"failed","errors":"Record Not Found"}` {
+		t.Fatalf("resend unknown: %d %s", code, body)
+	}
+}
