@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/base64"
 	"encoding/binary"
+	"math/bits"
 	"slices"
 	"strconv"
 	"strings"
@@ -406,12 +407,58 @@ func (q *qp) appendURL(dst []byte, u string) []byte {
 
 func (q *qp) append(dst []byte, src []byte) []byte {
 	const hex = "0123456789ABCDEF"
-	n := q.n
+	// Room for the worst case (every byte as =XX, a soft break per 25 of
+	// them) and for the 8 bytes a word store writes: the loops then store
+	// into out without growing it.
+	dst = slices.Grow(dst, 3*len(src)+3*(len(src)/25+1)+8)
+	out := dst[:cap(dst)]
+	o, n := len(dst), q.n
 	for i := 0; i < len(src); {
+		// Fast path, while a whole word fits the line: eight bytes loaded
+		// and stored at once; the first byte to encode is found in the
+		// word (unsafe8) and a line end or an =XX written on the spot.
+		for i+8 <= len(src) && n <= qpMax-8 {
+			x := binary.LittleEndian.Uint64(src[i:])
+			binary.LittleEndian.PutUint64(out[o:], x)
+			m := unsafe8(x)
+			if m == 0 {
+				if x>>56 == ' ' && (i+8 == len(src) || src[i+8] == '\r' || src[i+8] == '\n') {
+					o, n, i = o+7, n+7, i+7 // the byte path encodes the space
+					break
+				}
+				o, n, i = o+8, n+8, i+8
+				continue
+			}
+			k := bits.TrailingZeros64(m) >> 3
+			c := src[i+k]
+			if c == '\r' || c == '\n' {
+				if k > 0 && src[i+k-1] == ' ' {
+					k-- // a space before a line end: the byte path encodes it
+					o, n, i = o+k, n+k, i+k
+					break
+				}
+				o, i = o+k, i+k+1
+				if c == '\r' && i < len(src) && src[i] == '\n' {
+					i++
+				}
+				out[o], out[o+1] = '\r', '\n'
+				o, n = o+2, 0
+				continue
+			}
+			o, n, i = o+k, n+k, i+k
+			if n+3 > qpMax {
+				break
+			}
+			out[o], out[o+1], out[o+2] = '=', hex[c>>4], hex[c&15]
+			o, n, i = o+3, n+3, i+1
+		}
+		if i >= len(src) {
+			break
+		}
 		c := src[i]
 		if c == '\r' || c == '\n' {
-			dst = append(dst, '\r', '\n')
-			n = 0
+			out[o], out[o+1] = '\r', '\n'
+			o, n = o+2, 0
 			i++
 			if c == '\r' && i < len(src) && src[i] == '\n' {
 				i++
@@ -419,56 +466,60 @@ func (q *qp) append(dst []byte, src []byte) []byte {
 			continue
 		}
 		if n >= qpMax {
-			dst = append(dst, '=', '\r', '\n')
-			n = 0
+			out[o], out[o+1], out[o+2] = '=', '\r', '\n'
+			o, n = o+3, 0
 		}
-		// Fast path: a run of printable ASCII (space included) up to the
-		// line's room, checked eight bytes at a time.
-		room := min(qpMax-n, len(src)-i)
-		k := i
-		for k+8 <= i+room && safe8(binary.LittleEndian.Uint64(src[k:])) {
-			k += 8
-		}
-		for k < i+room && src[k] >= ' ' && src[k] <= '~' && src[k] != '=' {
-			k++
-		}
-		// A space before a line end or the end of the input would be
-		// stripped by readers: leave it to the slow path, which encodes it.
-		if k > i && src[k-1] == ' ' && (k == len(src) || src[k] == '\r' || src[k] == '\n') {
-			k--
-		}
-		if k > i {
-			dst = append(dst, src[i:k]...)
-			n += k - i
-			i = k
-			continue
-		}
-		// One byte the fast path would not take.
-		lit := (c == ' ' || c == '\t') && i+1 < len(src) && src[i+1] != '\r' && src[i+1] != '\n'
-		if lit {
-			dst = append(dst, c)
-			n++
-		} else {
-			if n+3 > qpMax {
-				dst = append(dst, '=', '\r', '\n')
-				n = 0
+		// Up to eight printable ASCII bytes (space included) before the
+		// first to encode, within the line's room.
+		if i+8 <= len(src) {
+			x := binary.LittleEndian.Uint64(src[i:])
+			k := 8
+			if m := unsafe8(x); m != 0 {
+				k = bits.TrailingZeros64(m) >> 3
 			}
-			dst = append(dst, '=', hex[c>>4], hex[c&15])
-			n += 3
+			if k = min(k, qpMax-n); k > 0 {
+				// A space before a line end or the end of the input would
+				// be stripped by readers: the byte path encodes it.
+				if j := i + k; src[j-1] == ' ' && (j == len(src) || src[j] == '\r' || src[j] == '\n') {
+					k--
+				}
+				binary.LittleEndian.PutUint64(out[o:], x)
+				o, n, i = o+k, n+k, i+k
+				if k > 0 {
+					continue
+				}
+				c = src[i]
+			}
+		}
+		// One byte.
+		switch {
+		case c > ' ' && c <= '~' && c != '=',
+			(c == ' ' || c == '\t') && i+1 < len(src) && src[i+1] != '\r' && src[i+1] != '\n':
+			out[o] = c
+			o, n = o+1, n+1
+		default:
+			if n+3 > qpMax {
+				out[o], out[o+1], out[o+2] = '=', '\r', '\n'
+				o, n = o+3, 0
+			}
+			out[o], out[o+1], out[o+2] = '=', hex[c>>4], hex[c&15]
+			o, n = o+3, n+3
 		}
 		i++
 	}
 	q.n = n
-	return dst
+	return out[:o]
 }
 
-// safe8 reports whether all eight bytes of x are printable ASCII (0x20 to
-// 0x7e) other than '='.
-func safe8(x uint64) bool {
+// unsafe8 marks (0x80 in its byte) the bytes of x, read little-endian,
+// that are not printable ASCII (0x20 to 0x7e) or are '='. Carries and
+// borrows run only upward from a marked byte, so the lowest mark is
+// exact: the first byte to encode.
+func unsafe8(x uint64) uint64 {
 	const ones, highs = 0x0101010101010101, 0x8080808080808080
-	less := (x - ones*0x20) & ^x & highs // a byte < 0x20
-	more := ((x + ones) | x) & highs     // a byte >= 0x7f
-	eq := x ^ (ones * '=')               // zero where a byte is '='
-	zero := (eq - ones) & ^eq & highs    // a zero byte
-	return less|more|zero == 0
+	less := (x - ones*0x20) & ^x // a byte < 0x20
+	more := (x + ones) | x       // a byte >= 0x7f
+	eq := x ^ (ones * '=')       // zero where a byte is '='
+	zero := (eq - ones) & ^eq    // a zero byte
+	return (less | more | zero) & highs
 }

@@ -2,7 +2,9 @@ package render
 
 import (
 	"bytes"
+	"encoding/binary"
 	"io"
+	"math/bits"
 	"math/rand/v2"
 	"mime"
 	"mime/multipart"
@@ -409,7 +411,7 @@ func TestQuotedPrintable(t *testing.T) {
 		{"plain", "plain"},
 		{"a=b", "a=3Db"},
 		{"trailing \nspace ", "trailing=20\r\nspace=20"},
-		{"tab\there\t", "tab\there=09"},
+		{"tab\there\t", "tab=09here=09"},
 		{"crlf\r\ncr\rlf\n", "crlf\r\ncr\r\nlf\r\n"},
 		{"café", "caf=C3=A9"},
 		{strings.Repeat("a", 75), strings.Repeat("a", 75)},
@@ -460,21 +462,43 @@ func TestQuotedPrintable(t *testing.T) {
 	}
 }
 
-func TestSafe8(t *testing.T) {
+func TestUnsafe8(t *testing.T) {
 	t.Parallel()
+	first := func(w []byte) int {
+		for i, c := range w {
+			if c < ' ' || c > '~' || c == '=' {
+				return i
+			}
+		}
+		return 8
+	}
+	check := func(w []byte) {
+		m := unsafe8(binary.LittleEndian.Uint64(w))
+		got := 8
+		if m != 0 {
+			got = bits.TrailingZeros64(m) >> 3
+		}
+		if want := first(w); got != want {
+			t.Fatalf("unsafe8(%q): first at %d, want %d", w, got, want)
+		}
+	}
 	for c := range 256 {
 		for pos := range 8 {
 			w := []byte("abcdefgh")
 			w[pos] = byte(c)
-			want := c >= ' ' && c <= '~' && c != '='
-			x := uint64(0)
-			for i := 7; i >= 0; i-- {
-				x = x<<8 | uint64(w[i])
-			}
-			if got := safe8(x); got != want {
-				t.Fatalf("safe8 with %#x at %d = %v", c, pos, got)
+			check(w)
+		}
+	}
+	rng := rand.New(rand.NewPCG(3, 4))
+	for range 100000 {
+		w := make([]byte, 8)
+		for i := range w {
+			w[i] = byte(rng.IntN(256))
+			if rng.IntN(2) == 0 {
+				w[i] = byte(' ' + rng.IntN(95))
 			}
 		}
+		check(w)
 	}
 }
 
