@@ -407,10 +407,11 @@ func (q *qp) appendURL(dst []byte, u string) []byte {
 
 func (q *qp) append(dst []byte, src []byte) []byte {
 	const hex = "0123456789ABCDEF"
-	// Room for the worst case (every byte as =XX, a soft break per 25 of
-	// them) and for the 8 bytes a word store writes: the loops then store
-	// into out without growing it.
-	dst = slices.Grow(dst, 3*len(src)+3*(len(src)/25+1)+8)
+	// Room for the worst case (every byte as =XX; a soft break ends a line
+	// of at least 73 characters, so at most one per 24 input bytes) and
+	// for the 8 bytes a word store writes: the loops then store into out
+	// without growing it.
+	dst = slices.Grow(dst, 3*len(src)+3*(len(src)/24+1)+16)
 	out := dst[:cap(dst)]
 	o, n := len(dst), q.n
 	for i := 0; i < len(src); {

@@ -462,6 +462,21 @@ func TestQuotedPrintable(t *testing.T) {
 	}
 }
 
+// TestQuotedPrintableWorstCase: long inputs that expand the most still fit
+// the room the encoder reserves, and decode back.
+func TestQuotedPrintableWorstCase(t *testing.T) {
+	t.Parallel()
+	for _, unit := range []string{"\xff", "a\xff", "ab\xff", "a\xff\xff", " \n", "\n", "=", "\t"} {
+		in := []byte(strings.Repeat(unit, 100_000/len(unit)))
+		var q qp
+		out := q.append(make([]byte, 0, 1), in)
+		got, err := io.ReadAll(quotedprintable.NewReader(bytes.NewReader(out)))
+		if err != nil || string(got) != canon(string(in)) {
+			t.Errorf("%q x %d does not decode back: %v", unit, len(in)/len(unit), err)
+		}
+	}
+}
+
 func TestUnsafe8(t *testing.T) {
 	t.Parallel()
 	first := func(w []byte) int {
