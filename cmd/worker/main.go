@@ -53,7 +53,7 @@ func run(ctx context.Context, getenv func(string) string, stderr io.Writer) erro
 	server := asynq.NewServer(redisOpt, asynq.Config{
 		Concurrency:     cfg.WorkerConcurrency,
 		Queues:          jobs.Queues,
-		ShutdownTimeout: cfg.ShutdownTimeout,
+		ShutdownTimeout: cfg.WorkerShutdownTimeout,
 		Logger:          asynqLogger{log},
 		ErrorHandler: asynq.ErrorHandlerFunc(func(ctx context.Context, t *asynq.Task, err error) {
 			id, _ := asynq.GetTaskID(ctx)
@@ -77,7 +77,7 @@ func run(ctx context.Context, getenv func(string) string, stderr io.Writer) erro
 	}
 	log.Info("worker running", "queues", jobs.Queues, "concurrency", cfg.WorkerConcurrency)
 	<-ctx.Done()
-	log.Info("worker shutting down", "timeout", cfg.ShutdownTimeout)
+	log.Info("worker shutting down", "timeout", cfg.WorkerShutdownTimeout)
 	scheduler.Shutdown()
 	server.Shutdown()
 	return nil

@@ -29,7 +29,8 @@ type Config struct {
 	MaxUploadBytes         int64         // MAX_UPLOAD_BYTES: cap on a CSV upload
 	WorkerConcurrency      int           // WORKER_CONCURRENCY
 	MaxImports             int           // MAX_CONCURRENT_IMPORTS: CSV imports at once per API process
-	ShutdownTimeout        time.Duration // SHUTDOWN_TIMEOUT: HTTP drain and asynq shutdown
+	ShutdownTimeout        time.Duration // SHUTDOWN_TIMEOUT: the API's HTTP drain
+	WorkerShutdownTimeout  time.Duration // WORKER_SHUTDOWN_TIMEOUT: how long a stopping worker lets running tasks finish
 	LogLevel               string        // LOG_LEVEL: debug, info, warn, error
 }
 
@@ -92,15 +93,22 @@ func Load(getenv func(string) string) (Config, error) {
 		}
 		c.AllowUnverifiedSenders = b
 	}
-	c.ShutdownTimeout = 30 * time.Second
-	if v := str("SHUTDOWN_TIMEOUT", ""); v != "" {
+	duration := func(name string, def time.Duration) time.Duration {
+		v := str(name, "")
+		if v == "" {
+			return def
+		}
 		d, err := time.ParseDuration(v)
 		if err != nil || d <= 0 {
-			errs = append(errs, fmt.Errorf("SHUTDOWN_TIMEOUT: %q is not a positive duration (e.g. 30s)", v))
-		} else {
-			c.ShutdownTimeout = d
+			errs = append(errs, fmt.Errorf("%s: %q is not a positive duration (e.g. 30s)", name, v))
+			return def
 		}
+		return d
 	}
+	c.ShutdownTimeout = duration("SHUTDOWN_TIMEOUT", 30*time.Second)
+	// A worker outlasts the API's drain: a send batch in flight must flush
+	// its outcomes before asynq hands the task back.
+	c.WorkerShutdownTimeout = duration("WORKER_SHUTDOWN_TIMEOUT", 2*time.Minute)
 
 	errs = append(errs, c.validate()...)
 	return c, errors.Join(errs...)

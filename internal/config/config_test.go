@@ -17,7 +17,8 @@ func TestDefaults(t *testing.T) {
 	if c.DatabaseURL != "postgres://postgres@127.0.0.1:5432/mailer?sslmode=disable" ||
 		c.RedisURL != "redis://127.0.0.1:6379/0" || c.HTTPAddr != ":8080" ||
 		c.PublicURL != "http://localhost:8080" || c.SMTPURL != "" || c.AllowUnverifiedSenders ||
-		c.ShutdownTimeout != 30*time.Second || c.MaxBodyBytes != 10<<20 {
+		c.ShutdownTimeout != 30*time.Second || c.WorkerShutdownTimeout != 2*time.Minute || c.MaxBodyBytes != 10<<20 ||
+		c.NotifyFrom != "mailroom <notifications@localhost>" {
 		t.Fatalf("defaults: %+v", c)
 	}
 }
@@ -30,11 +31,14 @@ func TestValues(t *testing.T) {
 		"PUBLIC_URL":               "https://mail.example.com/",
 		"SMTP_URL":                 "smtps://u:p@smtp.example.com:465",
 		"SHUTDOWN_TIMEOUT":         "90s",
+		"WORKER_SHUTDOWN_TIMEOUT":  "5m",
+		"NOTIFY_FROM":              "Acme <ops@acme.example>",
 	}))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !c.AllowUnverifiedSenders || c.MaxUploadBytes != 512<<20 || c.PublicURL != "https://mail.example.com" || c.ShutdownTimeout != 90*time.Second {
+	if !c.AllowUnverifiedSenders || c.MaxUploadBytes != 512<<20 || c.PublicURL != "https://mail.example.com" || c.ShutdownTimeout != 90*time.Second ||
+		c.WorkerShutdownTimeout != 5*time.Minute || c.NotifyFrom != "Acme <ops@acme.example>" {
 		t.Fatalf("%+v", c)
 	}
 }
@@ -53,6 +57,8 @@ func TestBadValues(t *testing.T) {
 		"MONITORING_USER":          "admin",
 		"WORKER_CONCURRENCY":       "0",
 		"SHUTDOWN_TIMEOUT":         "soon",
+		"WORKER_SHUTDOWN_TIMEOUT":  "-1s",
+		"NOTIFY_FROM":              "not an address <",
 		"LOG_LEVEL":                "loud",
 	}))
 	if err == nil {
@@ -60,7 +66,7 @@ func TestBadValues(t *testing.T) {
 	}
 	msg := err.Error()
 	for _, name := range []string{"DATABASE_URL", "REDIS_URL", "HTTP_ADDR", "ALLOW_UNVERIFIED_SENDERS", "MAX_BODY_BYTES",
-		"SMTP_URL", "MONITORING_USER", "WORKER_CONCURRENCY", "SHUTDOWN_TIMEOUT", "LOG_LEVEL"} {
+		"SMTP_URL", "MONITORING_USER", "WORKER_CONCURRENCY", "SHUTDOWN_TIMEOUT", "WORKER_SHUTDOWN_TIMEOUT", "NOTIFY_FROM", "LOG_LEVEL"} {
 		if !strings.Contains(msg, name+":") && !strings.Contains(msg, name+" and") {
 			t.Errorf("%s not reported in:\n%s", name, msg)
 		}
@@ -68,7 +74,7 @@ func TestBadValues(t *testing.T) {
 	if strings.Contains(msg, "hunter2") {
 		t.Errorf("password leaked: %s", msg)
 	}
-	if n := strings.Count(msg, "\n") + 1; n != 10 {
-		t.Errorf("%d lines, want 10:\n%s", n, msg)
+	if n := strings.Count(msg, "\n") + 1; n != 12 {
+		t.Errorf("%d lines, want 12:\n%s", n, msg)
 	}
 }
