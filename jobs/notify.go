@@ -37,11 +37,11 @@ func NotifyEvents(d Deps) asynq.HandlerFunc {
 			n, err := d.DB.NotifyEvents(ctx, notifyBatch, func(ctx context.Context, e mail.Event, to []string) error {
 				subject, text := e.Notice()
 				for _, addr := range to {
-					m, err := smtp.Compose(d.NotifyFrom, addr, subject, text)
+					res, err := d.mailText(ctx, addr, subject, text)
 					if err != nil {
 						return err
 					}
-					if res := d.Transport.Send(ctx, m); res.Class != smtp.Accepted {
+					if res.Class != smtp.Accepted {
 						if res.Class == smtp.Permanent {
 							// This address will never take it: not a reason to
 							// hold the others' mail.
@@ -58,4 +58,14 @@ func NotifyEvents(d Deps) asynq.HandlerFunc {
 			}
 		}
 	}
+}
+
+// mailText composes a plain-text mail from NotifyFrom and hands it to the
+// transport; err is a mail that could not be composed.
+func (d Deps) mailText(ctx context.Context, to, subject, text string) (smtp.Result, error) {
+	m, err := smtp.Compose(d.NotifyFrom, to, subject, text)
+	if err != nil {
+		return smtp.Result{}, err
+	}
+	return d.Transport.Send(ctx, m), nil
 }

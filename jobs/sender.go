@@ -41,11 +41,11 @@ func VerifySenders(d Deps) asynq.HandlerFunc {
 			for _, id := range ids {
 				sent, err := d.DB.MailSenderVerification(ctx, id, VerificationTTL, func(ctx context.Context, s postgres.SenderToVerify, token string) error {
 					subject, text := mail.VerificationMail(s.FromName, s.FromEmail, d.PublicURL+"/senders/verify/"+token)
-					m, err := smtp.Compose(d.NotifyFrom, s.FromEmail, subject, text)
+					res, err := d.mailText(ctx, s.FromEmail, subject, text)
 					if err != nil {
 						return err
 					}
-					if res := d.Transport.Send(ctx, m); res.Class != smtp.Accepted {
+					if res.Class != smtp.Accepted {
 						return fmt.Errorf("jobs: verification mail to sender %d: %v: %w", id, res.Class, res.Err)
 					}
 					return nil

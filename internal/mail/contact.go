@@ -87,16 +87,6 @@ type CustomField struct {
 
 var fieldNameRE = regexp.MustCompile(`^[A-Za-z0-9_]+$`)
 
-// IsDynamicName reports whether name (any case) is a dynamic-content name.
-func IsDynamicName(name string) bool {
-	for _, d := range DynamicContent {
-		if strings.EqualFold(d, name) {
-			return true
-		}
-	}
-	return false
-}
-
 // ComputedNames are the dynamic-content names the renderer computes rather
 // than reads from a field: no custom field may take one. The other
 // dynamic-content names that are not reserved fields (father_name,

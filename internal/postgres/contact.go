@@ -293,18 +293,6 @@ func sortedUnique(ids []int64) []int64 {
 	return slices.Compact(out)
 }
 
-func unique(ids []int64) []int64 {
-	seen := make(map[int64]bool, len(ids))
-	out := ids[:0:0]
-	for _, id := range ids {
-		if !seen[id] {
-			seen[id] = true
-			out = append(out, id)
-		}
-	}
-	return out
-}
-
 // LiveContactType reports whether id is a live contact type of the account.
 func (d *DB) LiveContactType(ctx context.Context, userID, id int64) (bool, error) {
 	return d.q.LiveContactType(ctx, db.LiveContactTypeParams{ID: id, UserID: userID})

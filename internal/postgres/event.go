@@ -30,7 +30,7 @@ func (d *DB) NotifyEvents(ctx context.Context, n int, send func(ctx context.Cont
 		for _, r := range rows {
 			accounts = append(accounts, r.UserID)
 		}
-		addrs, err := q.NotificationAddresses(ctx, unique(accounts))
+		addrs, err := q.NotificationAddresses(ctx, sortedUnique(accounts))
 		if err != nil {
 			return err
 		}

@@ -455,7 +455,7 @@ func refreshSegments(ctx context.Context, tx pgx.Tx, userID int64, typeIDs []int
 		return nil
 	}
 	q := db.New(tx)
-	segs, err := q.LiveSegmentsOfTypes(ctx, db.LiveSegmentsOfTypesParams{UserID: userID, TypeIds: unique(typeIDs)})
+	segs, err := q.LiveSegmentsOfTypes(ctx, db.LiveSegmentsOfTypesParams{UserID: userID, TypeIds: sortedUnique(typeIDs)})
 	if err != nil || len(segs) == 0 {
 		return err
 	}
