@@ -214,7 +214,9 @@ func TestSingleLineFields(t *testing.T) {
 	acct := a.account()
 	typ := seedType(t, acct, "Lines")
 	seedField(t, acct, "company_name", "text")
-	segment := saveSegment(t, a, acct, typ)
+	named := cond(typ, 2, "is not empty")
+	named.Set("segment_name", "Named")
+	segment := saveSegment(t, a, acct, named)
 	long := strings.Repeat("é", 256)
 	bad := map[string]string{
 		"CRLF":    "Eve\r\nBcc: victim@example.com",
@@ -302,11 +304,9 @@ func TestSingleLineFields(t *testing.T) {
 		expect(t, 422, `{"status":"failed","errors":{"email_address":["The email address must be a valid email address."]}}`)
 }
 
-// saveSegment saves a segment over typ through the API and returns its id.
-func saveSegment(t *testing.T, a *api, acct account, typ int64) int64 {
+// saveSegment saves a segment (body) through the API and returns its id.
+func saveSegment(t *testing.T, a *api, acct account, body any) int64 {
 	t.Helper()
-	body := cond(typ, 2, "is not empty")
-	body.Set("segment_name", "Named")
 	a.do(req{method: "POST", path: "/api/segment/save", acct: &acct, body: body}).
 		expect(t, 200, `{"status":"success","message":"Saved Successfully"}`)
 	var id int64

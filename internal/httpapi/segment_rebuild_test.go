@@ -53,12 +53,7 @@ func TestSegmentRebuildStepsWithConcurrentWriters(t *testing.T) {
 	}
 	seg := cond(typ, 2, "starts with", "a")
 	seg.Set("segment_name", "A")
-	a.do(req{method: "POST", path: "/api/segment/save", acct: &acct, body: seg}).
-		expect(t, 200, `{"status":"success","message":"Saved Successfully"}`)
-	var segment int64
-	if err := testdb.New(t).Pool.QueryRow(context.Background(), "SELECT max(id) FROM segments WHERE user_id = $1", acct.id).Scan(&segment); err != nil {
-		t.Fatal(err)
-	}
+	segment := saveSegment(t, a, acct, seg)
 	if d := segmentMismatch(t, acct, typ, segment, "a"); d != "" {
 		t.Fatal("after save: " + d)
 	}
@@ -190,12 +185,7 @@ func TestSegmentRebuildNotStarvedByWriters(t *testing.T) {
 	}
 	seg := cond(typ, 2, "starts with", "a")
 	seg.Set("segment_name", "A")
-	a.do(req{method: "POST", path: "/api/segment/save", acct: &acct, body: seg}).
-		expect(t, 200, `{"status":"success","message":"Saved Successfully"}`)
-	var segment int64
-	if err := testdb.New(t).Pool.QueryRow(context.Background(), "SELECT max(id) FROM segments WHERE user_id = $1", acct.id).Scan(&segment); err != nil {
-		t.Fatal(err)
-	}
+	segment := saveSegment(t, a, acct, seg)
 	updated := make(chan response, 1)
 	var wg sync.WaitGroup
 	for w := range 12 {

@@ -56,14 +56,7 @@ func newSegmentFixture(t *testing.T) *segmentFixture {
 // save creates a segment and returns its id.
 func (f *segmentFixture) save(t *testing.T, body any) int64 {
 	t.Helper()
-	f.a.do(req{method: "POST", path: "/api/segment/save", acct: &f.acct, body: body}).
-		expect(t, 200, `{"status":"success","message":"Saved Successfully"}`)
-	var id int64
-	if err := testdb.New(t).Pool.QueryRow(context.Background(),
-		"SELECT max(id) FROM segments WHERE user_id = $1", f.acct.id).Scan(&id); err != nil {
-		t.Fatal(err)
-	}
-	return id
+	return saveSegment(t, f.a, f.acct, body)
 }
 
 // members lists a segment's recipients' addresses, sorted.

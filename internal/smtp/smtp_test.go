@@ -145,26 +145,13 @@ func BenchmarkPool(b *testing.B) {
 				defer s.Close()
 				p := smtp.NewPool(smtp.Config{Addr: s.Addr, Size: size, NoPipelining: !pipelined})
 				defer p.Close()
-				msgs := make(chan int)
-				var wg sync.WaitGroup
-				b.ResetTimer()
-				for range size {
-					wg.Add(1)
-					go func() {
-						defer wg.Done()
-						for i := range msgs {
-							if res := p.Send(context.Background(), message(fmt.Sprintf("u%d@example.com", i), body)); res.Class != smtp.Accepted {
-								b.Error(res.Err)
-							}
+				sendAll(b, size, func(msgs <-chan int) {
+					for i := range msgs {
+						if res := p.Send(context.Background(), message(fmt.Sprintf("u%d@example.com", i), body)); res.Class != smtp.Accepted {
+							b.Error(res.Err)
 						}
-					}()
-				}
-				for i := 0; i < b.N; i++ {
-					msgs <- i
-				}
-				close(msgs)
-				wg.Wait()
-				b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "mails/s")
+					}
+				})
 			})
 		}
 	}
@@ -183,56 +170,64 @@ func BenchmarkBareClient(b *testing.B) {
 				b.Fatal(err)
 			}
 			defer s.Close()
-			msgs := make(chan int)
-			var wg sync.WaitGroup
-			b.ResetTimer()
-			for range size {
-				wg.Add(1)
-				go func() {
-					defer wg.Done()
-					c, err := net.Dial("tcp", s.Addr)
-					if err != nil {
-						b.Error(err)
-						return
-					}
-					defer c.Close()
-					r, w := bufio.NewReader(c), bufio.NewWriter(c)
-					reply := func() string {
-						for {
-							line, err := r.ReadString('\n')
-							if err != nil {
-								b.Error(err)
-								return ""
-							}
-							if len(line) < 4 || line[3] != '-' {
-								return line
-							}
+			sendAll(b, size, func(msgs <-chan int) {
+				c, err := net.Dial("tcp", s.Addr)
+				if err != nil {
+					b.Error(err)
+					return
+				}
+				defer c.Close()
+				r, w := bufio.NewReader(c), bufio.NewWriter(c)
+				reply := func() string {
+					for {
+						line, err := r.ReadString('\n')
+						if err != nil {
+							b.Error(err)
+							return ""
+						}
+						if len(line) < 4 || line[3] != '-' {
+							return line
 						}
 					}
-					reply() // greeting
-					w.WriteString("EHLO bare\r\n")
+				}
+				reply() // greeting
+				w.WriteString("EHLO bare\r\n")
+				w.Flush()
+				reply()
+				for i := range msgs {
+					fmt.Fprintf(w, "MAIL FROM:<sender@example.com>\r\nRCPT TO:<u%d@example.com>\r\nDATA\r\n", i)
 					w.Flush()
 					reply()
-					for i := range msgs {
-						fmt.Fprintf(w, "MAIL FROM:<sender@example.com>\r\nRCPT TO:<u%d@example.com>\r\nDATA\r\n", i)
-						w.Flush()
-						reply()
-						reply()
-						reply()
-						fmt.Fprintf(w, "From: sender@example.com\r\nTo: u%d@example.com\r\nSubject: test\r\n\r\n%s\r\n.\r\n", i, body)
-						w.Flush()
-						if l := reply(); !strings.HasPrefix(l, "250") {
-							b.Errorf("%q", l)
-						}
+					reply()
+					reply()
+					fmt.Fprintf(w, "From: sender@example.com\r\nTo: u%d@example.com\r\nSubject: test\r\n\r\n%s\r\n.\r\n", i, body)
+					w.Flush()
+					if l := reply(); !strings.HasPrefix(l, "250") {
+						b.Errorf("%q", l)
 					}
-				}()
-			}
-			for i := 0; i < b.N; i++ {
-				msgs <- i
-			}
-			close(msgs)
-			wg.Wait()
-			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "mails/s")
+				}
+			})
 		})
 	}
+}
+
+// sendAll runs workers goroutines of send, hands them the message numbers
+// 0…b.N-1 with the timer running, and reports mails/s.
+func sendAll(b *testing.B, workers int, send func(msgs <-chan int)) {
+	msgs := make(chan int)
+	var wg sync.WaitGroup
+	b.ResetTimer()
+	for range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			send(msgs)
+		}()
+	}
+	for i := 0; i < b.N; i++ {
+		msgs <- i
+	}
+	close(msgs)
+	wg.Wait()
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "mails/s")
 }
