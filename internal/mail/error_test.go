@@ -84,3 +84,23 @@ func TestLineProblem(t *testing.T) {
 		}
 	}
 }
+
+// Each event kind has its own fixed subject; nothing of the payload
+// reaches it.
+func TestEventNotice(t *testing.T) {
+	t.Parallel()
+	id := int64(5)
+	for kind, want := range map[string]string{
+		EventContactsImported:    "Contacts imported",
+		EventAddressUnsubscribed: "An address unsubscribed",
+		EventSenderAdded:         "A sender was added",
+		EventSenderVerified:      "A sender was verified",
+		"something.else":         "Event: something.else",
+	} {
+		subject, text := Event{Kind: kind, SubjectType: "x", SubjectID: &id,
+			Payload: `{"from_email":"a@b.co\r\nBcc: x@y.z","email_address":"e@f.co"}`}.Notice()
+		if subject != want || text == "" {
+			t.Errorf("%s: %q %q", kind, subject, text)
+		}
+	}
+}

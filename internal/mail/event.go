@@ -53,6 +53,8 @@ func (e Event) Notice() (subject, text string) {
 		return "An address unsubscribed", fmt.Sprintf("%v unsubscribed %s at %s.\n", p["email_address"], where, when)
 	case EventSenderAdded:
 		return "A sender was added", fmt.Sprintf("The sender%s <%v> was added at %s; it sends once its address is verified.\n", id(), p["from_email"], when)
+	case EventSenderVerified:
+		return "A sender was verified", fmt.Sprintf("The sender%s <%v> was verified at %s: mail may go out from it.\n", id(), p["from_email"], when)
 	}
 	return "Event: " + e.Kind, fmt.Sprintf("%s on %s%s at %s.\n%s\n", e.Kind, e.SubjectType, id(), when, e.Payload)
 }
