@@ -1,7 +1,6 @@
 package httpapi
 
 import (
-	"html/template"
 	"net/http"
 
 	"github.com/gin-gonic/gin"
@@ -46,14 +45,6 @@ func (s *Server) resendSenderMail(c *gin.Context) {
 	ok(c, "Verification Mail Send")
 }
 
-// verifyPage is the page a verification link opens.
-var verifyPage = template.Must(template.New("verify").Parse(`<!doctype html>
-<html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
-<title>{{.Title}}</title>
-<style>body{font-family:system-ui,sans-serif;max-width:36rem;margin:4rem auto;padding:0 1rem;line-height:1.5;color:#1a1a1a}h1{font-size:1.5rem}</style>
-</head><body><main><h1>{{.Title}}</h1><p>{{.Text}}</p></main></body></html>
-`))
-
 // verifySender answers GET /senders/verify/:token (outside /api, no
 // keys): the link of a verification mail.
 func (s *Server) verifySender(c *gin.Context) {
@@ -62,16 +53,11 @@ func (s *Server) verifySender(c *gin.Context) {
 		s.fail(c, err)
 		return
 	}
-	page := struct{ Title, Text string }{"Sender verified", from + " is verified: mailroom may now send from it."}
-	code := http.StatusOK
 	if !verified {
-		page = struct{ Title, Text string }{"Link not valid", "This verification link is unknown, used already or expired. Ask for a new one (resend the verification mail)."}
-		code = http.StatusNotFound
+		pageNotFound(c, "This verification link is unknown, used already or expired. Ask for a new one (resend the verification mail).")
+		return
 	}
-	c.Header("Content-Type", "text/html; charset=utf-8")
-	c.Header("Cache-Control", "no-store")
-	c.Status(code)
-	verifyPage.Execute(c.Writer, page)
+	writeMessage(c, http.StatusOK, "Sender verified", from+" is verified: mailroom may now send from it.")
 }
 
 // senderJSON is a sender as the API shows it.

@@ -8,6 +8,7 @@ import (
 	"crypto/subtle"
 	"log/slog"
 	"net/http"
+	"sync"
 	"time"
 
 	"github.com/gin-gonic/gin"
@@ -43,6 +44,9 @@ type Server struct {
 	// verifySenders enqueues the worker's sender verification; nil: the
 	// worker's minute sweep alone.
 	verifySenders func(context.Context) error
+
+	signerMu sync.Mutex
+	tokens   *mail.TokenSigner // see signer
 }
 
 // Deps are the Server's collaborators, built by the main.
@@ -85,6 +89,7 @@ func (s *Server) router() *gin.Engine {
 	}
 
 	r.GET("/senders/verify/:token", s.verifySender)
+	s.preferenceRoutes(r)
 
 	api := r.Group("/api", notFoundText(recordNotFound), s.limitBody, s.authenticate)
 	s.routes(api)

@@ -34,6 +34,7 @@ type Recipient struct {
 
 // Tokens are the links a mail carries for its recipient.
 type Tokens struct {
+	Unsubscribe    string // the signed UnsubscribeToken of both URLs below
 	UnsubscribeURL string // one-click unsubscribe (List-Unsubscribe)
 	PreferencesURL string // preferences page, ((unsubscribe_preferences))
 	OpenPixelURL   string // open-tracking pixel, "" when not tracked

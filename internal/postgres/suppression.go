@@ -16,11 +16,17 @@ import (
 // already there, in any case, is left as it is. It returns how many were
 // added. An unknown group is ENOTFOUND.
 func (d *DB) Unsubscribe(ctx context.Context, userID int64, groupID *int64, emails []mail.Email) (int64, error) {
+	return d.unsubscribe(ctx, userID, groupID, emails, nil)
+}
+
+// unsubscribe is Unsubscribe with origin (JSON, nil for none) merged into
+// each event's payload.
+func (d *DB) unsubscribe(ctx context.Context, userID int64, groupID *int64, emails []mail.Email, origin []byte) (int64, error) {
 	addresses := make([]string, len(emails))
 	for i, e := range emails {
 		addresses[i] = string(e)
 	}
-	arg := db.AddUnsubscribesParams{UserID: userID, GroupID: groupID, Addresses: addresses, Kind: mail.EventAddressUnsubscribed}
+	arg := db.AddUnsubscribesParams{UserID: userID, GroupID: groupID, Addresses: addresses, Kind: mail.EventAddressUnsubscribed, Origin: origin}
 	var n int64
 	err := d.InTx(ctx, func(_ pgx.Tx, q *db.Queries) error {
 		list := int64(0)

@@ -19,7 +19,8 @@ type FormOptions struct {
 	Domain string // right side of Message-IDs; the sender's domain when empty
 	SendID int64  // left side of Message-IDs: <SendID.deliveryID@Domain>
 	// UnsubscribeMailto, when set, is added to List-Unsubscribe as
-	// <mailto:addr?subject=unsubscribe-{deliveryID}>.
+	// <mailto:addr?subject=unsubscribe-{token}> for a recipient with an
+	// unsubscribe token (an inbound route must read it: docs/unsubscribe.md).
 	UnsubscribeMailto string
 	Now               func() time.Time // Date; time.Now when nil
 }
@@ -145,20 +146,21 @@ func (f *Form) Build(dst []byte, b *Buffer, r *mail.Recipient, deliveryID int64)
 	if !urlOK(u) {
 		u = ""
 	}
-	if u != "" || f.mailto != "" {
+	mailto := f.mailto != "" && tokenOK(r.Tokens.Unsubscribe)
+	if u != "" || mailto {
 		dst = append(dst, "List-Unsubscribe: "...)
 		if u != "" {
 			dst = append(dst, '<')
 			dst = appendURL(dst, u, false)
 			dst = append(dst, '>')
-			if f.mailto != "" {
+			if mailto {
 				dst = append(dst, ",\r\n "...)
 			}
 		}
-		if f.mailto != "" {
+		if mailto {
 			dst = append(dst, '<')
 			dst = append(dst, f.mailto...)
-			dst = strconv.AppendInt(dst, deliveryID, 10)
+			dst = append(dst, r.Tokens.Unsubscribe...)
 			dst = append(dst, '>')
 		}
 		dst = append(dst, "\r\n"...)
@@ -217,6 +219,21 @@ func bodyEnd(h []byte) int {
 		i = j
 	}
 	return len(h)
+}
+
+// tokenOK accepts an unsubscribe token for the mailto subject: base64url
+// text short enough for a header line.
+func tokenOK(t string) bool {
+	if t == "" || len(t) > mail.MaxTokenLen {
+		return false
+	}
+	for i := 0; i < len(t); i++ {
+		c := t[i]
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '-' || c == '_') {
+			return false
+		}
+	}
+	return true
 }
 
 // urlOK refuses a URL too long for a header line.

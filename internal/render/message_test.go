@@ -120,7 +120,7 @@ func TestBuildHeaders(t *testing.T) {
 		"Subject":               "Hello Ann, your offers",
 		"Date":                  "Wed, 04 Mar 2026 05:06:07 +0530",
 		"Message-Id":            "<42.1001@mail.example>",
-		"List-Unsubscribe":      "<https://m.example/u/abc>, <mailto:unsub@mail.example?subject=unsubscribe-1001>",
+		"List-Unsubscribe":      "<https://m.example/u/abc>, <mailto:unsub@mail.example?subject=unsubscribe-abc>",
 		"List-Unsubscribe-Post": "List-Unsubscribe=One-Click",
 		"Mime-Version":          "1.0",
 		"Content-Type":          `multipart/alternative; boundary="` + f.boundary + `"`,
@@ -164,17 +164,19 @@ func TestBuildUnsubscribeVariants(t *testing.T) {
 	tp := mustCompile(t, "s", "", "<p>x</p>")
 	var b Buffer
 	tests := []struct {
-		name, url, mailto, list, post string
+		name, url, token, mailto, list, post string
 	}{
-		{"both", "https://u.example/1", "u@x.example", "<https://u.example/1>, <mailto:u@x.example?subject=unsubscribe-9>", "List-Unsubscribe=One-Click"},
-		{"url only", "https://u.example/1", "", "<https://u.example/1>", "List-Unsubscribe=One-Click"},
-		{"mailto only", "", "u@x.example", "<mailto:u@x.example?subject=unsubscribe-9>", ""},
-		{"none", "", "", "", ""},
-		{"url too long", "https://u.example/" + strings.Repeat("a", maxURL), "", "", ""},
+		{"both", "https://u.example/1", "tk-1_Z", "u@x.example", "<https://u.example/1>, <mailto:u@x.example?subject=unsubscribe-tk-1_Z>", "List-Unsubscribe=One-Click"},
+		{"url only", "https://u.example/1", "tk", "", "<https://u.example/1>", "List-Unsubscribe=One-Click"},
+		{"mailto only", "", "tk", "u@x.example", "<mailto:u@x.example?subject=unsubscribe-tk>", ""},
+		{"mailto without token", "", "", "u@x.example", "", ""},
+		{"mailto with a token that is not base64url", "", "a b>", "u@x.example", "", ""},
+		{"none", "", "", "", "", ""},
+		{"url too long", "https://u.example/" + strings.Repeat("a", maxURL), "", "", "", ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			r := &mail.Recipient{Email: "a@b.example", Tokens: mail.Tokens{UnsubscribeURL: tt.url}}
+			r := &mail.Recipient{Email: "a@b.example", Tokens: mail.Tokens{UnsubscribeURL: tt.url, Unsubscribe: tt.token}}
 			tp.Render(&b, r, nil)
 			f := NewForm(tp, sender(), FormOptions{SendID: 1, UnsubscribeMailto: tt.mailto})
 			data := f.Build(nil, &b, r, 9)
@@ -338,6 +340,7 @@ func TestBuildInjection(t *testing.T) {
 		Email:     "ann@example.com\r\nBcc: evil@x.example",
 		FirstName: "Ann\r\nBcc: evil@x.example\nX-A: 1",
 		Tokens: mail.Tokens{
+			Unsubscribe:    "tok\r\nBcc: evil@x.example",
 			UnsubscribeURL: "https://u.example/1>\r\nBcc: evil@x.example",
 			OpenPixelURL:   "https://t.example/1\" onerror=\"alert(1)\r\nBcc: evil@x.example",
 		},
@@ -360,7 +363,7 @@ func TestBuildInjection(t *testing.T) {
 			t.Errorf("injected header %s: %q", k, m.Header[k])
 		}
 	}
-	if got := m.Header.Get("List-Unsubscribe"); got != "<https://u.example/1%3E%0D%0ABcc:%20evil@x.example>, <mailto:u@m.exampleBcc:x?subject=unsubscribe-5>" {
+	if got := m.Header.Get("List-Unsubscribe"); got != "<https://u.example/1%3E%0D%0ABcc:%20evil@x.example>" {
 		t.Errorf("List-Unsubscribe = %q", got)
 	}
 	if got := m.Header.Get("To"); got != "ann@example.comBcc:evil@x.example" {

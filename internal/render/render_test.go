@@ -20,6 +20,7 @@ func recipient() *mail.Recipient {
 			"company_name": "Acme & Co", "birth_date": "1984-02-03", "join_date": "2020-01-01T09:30",
 		},
 		Tokens: mail.Tokens{
+			Unsubscribe:    "abc",
 			UnsubscribeURL: "https://m.example/u/abc",
 			PreferencesURL: "https://m.example/p/abc?x=1&y=2",
 		},

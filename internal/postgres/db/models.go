@@ -104,6 +104,12 @@ type NotificationRecipient struct {
 	UpdatedAt    time.Time
 }
 
+type Secret struct {
+	Name      string
+	Value     []byte
+	CreatedAt time.Time
+}
+
 type Segment struct {
 	ID             int64
 	UserID         int64

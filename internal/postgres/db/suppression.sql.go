@@ -22,6 +22,7 @@ WITH added AS (
     INSERT INTO events (user_id, kind, subject_type, subject_id, payload)
     SELECT $1::bigint, $4::text, 'unsubscribe', ad.id,
         jsonb_build_object('email_address', ad.email_address, 'unsubscribe_groups_id', ad.unsubscribe_groups_id)
+            || COALESCE($5::jsonb, '{}')
     FROM added ad
     ORDER BY ad.id
     RETURNING 1
@@ -34,12 +35,14 @@ type AddUnsubscribesParams struct {
 	GroupID   *int64
 	Addresses []string
 	Kind      string
+	Origin    []byte
 }
 
 // Puts each address on a list (the global one when group_id is NULL)
 // unless it is there already in any case, and records an event for each
 // address added: one statement for the whole batch. Returns how many were
-// added. Rows go in in lower-cased address order: an insert waits on a
+// added. origin, when not NULL, is merged into each event's payload (the
+// mail an unsubscribe came from). Rows go in in lower-cased address order: an insert waits on a
 // concurrent uncommitted insert of the same address, so two batches taking
 // their addresses in different orders could deadlock.
 func (q *Queries) AddUnsubscribes(ctx context.Context, arg AddUnsubscribesParams) (int64, error) {
@@ -48,6 +51,7 @@ func (q *Queries) AddUnsubscribes(ctx context.Context, arg AddUnsubscribesParams
 		arg.GroupID,
 		arg.Addresses,
 		arg.Kind,
+		arg.Origin,
 	)
 	var count int64
 	err := row.Scan(&count)

@@ -2,7 +2,8 @@
 -- Puts each address on a list (the global one when group_id is NULL)
 -- unless it is there already in any case, and records an event for each
 -- address added: one statement for the whole batch. Returns how many were
--- added. Rows go in in lower-cased address order: an insert waits on a
+-- added. origin, when not NULL, is merged into each event's payload (the
+-- mail an unsubscribe came from). Rows go in in lower-cased address order: an insert waits on a
 -- concurrent uncommitted insert of the same address, so two batches taking
 -- their addresses in different orders could deadlock.
 WITH added AS (
@@ -16,6 +17,7 @@ WITH added AS (
     INSERT INTO events (user_id, kind, subject_type, subject_id, payload)
     SELECT @user_id::bigint, @kind::text, 'unsubscribe', ad.id,
         jsonb_build_object('email_address', ad.email_address, 'unsubscribe_groups_id', ad.unsubscribe_groups_id)
+            || COALESCE(sqlc.narg(origin)::jsonb, '{}')
     FROM added ad
     ORDER BY ad.id
     RETURNING 1
