@@ -89,6 +89,7 @@ func (s *Server) router() *gin.Engine {
 	}
 
 	r.GET("/senders/verify/:token", s.verifySender)
+	r.GET("/design/previews/:file", s.designPreview)
 	s.preferenceRoutes(r)
 
 	api := r.Group("/api", notFoundText(recordNotFound), s.limitBody, s.authenticate)

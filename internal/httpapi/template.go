@@ -8,6 +8,7 @@ import (
 
 func (s *Server) templateRoutes(api *gin.RouterGroup) {
 	api.GET("/get-dynamic/content", s.dynamicContent)
+	api.GET("/get-design/template", s.designTemplates)
 }
 
 // dynamicContent answers GET /get-dynamic/content: the 21 placeholder
