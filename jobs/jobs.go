@@ -8,6 +8,7 @@ import (
 
 	"github.com/hibiken/asynq"
 
+	"github.com/mailroom/mailroom/internal/dkim"
 	"github.com/mailroom/mailroom/internal/postgres"
 	"github.com/mailroom/mailroom/internal/smtp"
 )
@@ -30,6 +31,8 @@ type Deps struct {
 	Transport  smtp.Transport
 	NotifyFrom string // From of notification and verification mails
 	PublicURL  string // base of the links put into mails
+	// DKIM signs each mail whose From domain has a key; nil signs none.
+	DKIM *dkim.Keys
 }
 
 // NewMux returns the worker's handler mux. Each task type registers its

@@ -60,12 +60,18 @@ func NotifyEvents(d Deps) asynq.HandlerFunc {
 	}
 }
 
-// mailText composes a plain-text mail from NotifyFrom and hands it to the
-// transport; err is a mail that could not be composed.
+// mailText composes a plain-text mail from NotifyFrom, DKIM-signs it when
+// its domain has a key, and hands it to the transport; err is a mail that
+// could not be composed or signed.
 func (d Deps) mailText(ctx context.Context, to, subject, text string) (smtp.Result, error) {
 	m, err := smtp.Compose(d.NotifyFrom, to, subject, text)
 	if err != nil {
 		return smtp.Result{}, err
+	}
+	if k := d.DKIM.For(m.From); k != nil {
+		if m.Data, err = k.Sign(nil, m.Data); err != nil {
+			return smtp.Result{}, err
+		}
 	}
 	return d.Transport.Send(ctx, m), nil
 }

@@ -1,7 +1,12 @@
 package jobs_test
 
 import (
+	"bytes"
 	"context"
+	"crypto/ed25519"
+	"crypto/rand"
+	"encoding/base64"
+	"errors"
 	"io"
 	"log/slog"
 	"net/http/httptest"
@@ -12,6 +17,9 @@ import (
 	"testing"
 	"time"
 
+	msgauth "github.com/emersion/go-msgauth/dkim"
+
+	"github.com/mailroom/mailroom/internal/dkim"
 	"github.com/mailroom/mailroom/internal/httpapi"
 	"github.com/mailroom/mailroom/internal/smtp"
 	"github.com/mailroom/mailroom/internal/smtp/smtptest"
@@ -135,5 +143,53 @@ func TestSenderVerificationRoundTrip(t *testing.T) {
 	}
 	if code, body := call("GET", "/api/sender/resend-mail?sender_id=999999999", nil); code != 404 || body != `{"status":"failed","errors":"Record Not Found"}` {
 		t.Fatalf("resend unknown: %d %s", code, body)
+	}
+}
+
+// With a DKIM key for NOTIFY_FROM's domain, the worker's mails arrive
+// signed, and the signature verifies against the published key.
+func TestWorkerMailsDKIMSigned(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	d := testdb.New(t)
+	user, _, err := d.CreateAccount(ctx, "dkim")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := d.Pool.Exec(ctx, `INSERT INTO senders (user_id, from_name, from_email, reply_to_email, country_id, company_address, nickname, utr, verify_requested_at)
+		VALUES ($1, 'Acme', 'dkim@acme.example', 'help@acme.example', 276, 'Marienplatz 1', 'news', gen_random_uuid()::text, now())`, user); err != nil {
+		t.Fatal(err)
+	}
+	pub, priv, err := ed25519.GenerateKey(rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	keys := &dkim.Keys{}
+	keys.Add(dkim.NewKey("example.test", "mr1", priv))
+	s := smtptest.New(t, smtptest.Options{})
+	pool := smtp.NewPool(smtp.Config{Addr: s.Addr, Size: 1, Timeout: 5 * time.Second})
+	defer pool.Close()
+	run := jobs.VerifySenders(jobs.Deps{DB: d, Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Transport: pool,
+		NotifyFrom: "mailroom <verify@example.test>", PublicURL: "https://mail.example.test", DKIM: keys})
+	if err := run(ctx, jobs.NewVerifySendersTask()); err != nil {
+		t.Fatal(err)
+	}
+	if !s.Wait(1, 5*time.Second) {
+		t.Fatal("no mail")
+	}
+	var data []byte
+	for _, m := range s.Messages() {
+		if m.To[0] == "dkim@acme.example" {
+			data = m.Data
+		}
+	}
+	vs, err := msgauth.VerifyWithOptions(bytes.NewReader(data), &msgauth.VerifyOptions{LookupTXT: func(name string) ([]string, error) {
+		if name != "mr1._domainkey.example.test" {
+			return nil, errors.New("no record " + name)
+		}
+		return []string{"v=DKIM1; k=ed25519; p=" + base64.StdEncoding.EncodeToString(pub)}, nil
+	}})
+	if err != nil || len(vs) != 1 || vs[0].Err != nil || vs[0].Domain != "example.test" {
+		t.Fatalf("verification %v %+v\n%s", err, vs, data)
 	}
 }

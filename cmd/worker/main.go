@@ -14,6 +14,7 @@ import (
 	"github.com/hibiken/asynq"
 
 	"github.com/mailroom/mailroom/internal/config"
+	"github.com/mailroom/mailroom/internal/dkim"
 	"github.com/mailroom/mailroom/internal/logging"
 	"github.com/mailroom/mailroom/internal/postgres"
 	"github.com/mailroom/mailroom/internal/smtp"
@@ -60,12 +61,17 @@ func run(ctx context.Context, getenv func(string) string, stderr io.Writer) erro
 			log.ErrorContext(ctx, "task failed", "type", t.Type(), "task_id", id, "err", err)
 		}),
 	})
+	keys, err := dkim.Parse(cfg.DKIMKeys, os.ReadFile)
+	if err != nil {
+		return fmt.Errorf("DKIM_KEYS: %w", err)
+	}
 	transport, err := newTransport(cfg)
 	if err != nil {
 		return err
 	}
 	defer transport.Close()
-	if err := server.Start(jobs.NewMux(jobs.Deps{DB: d, Log: log, Transport: transport, NotifyFrom: cfg.NotifyFrom, PublicURL: cfg.PublicURL})); err != nil {
+	if err := server.Start(jobs.NewMux(jobs.Deps{DB: d, Log: log, Transport: transport, NotifyFrom: cfg.NotifyFrom,
+		PublicURL: cfg.PublicURL, DKIM: keys})); err != nil {
 		return err
 	}
 	scheduler := asynq.NewScheduler(redisOpt, &asynq.SchedulerOpts{Logger: asynqLogger{log}})

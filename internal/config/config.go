@@ -22,6 +22,8 @@ type Config struct {
 	SMTPURL                string        // SMTP_URL; empty: write .eml files to OutboxDir
 	OutboxDir              string        // OUTBOX_DIR
 	NotifyFrom             string        // NOTIFY_FROM: From of notification mails
+	UnsubscribeMailto      string        // UNSUBSCRIBE_MAILTO: the mailto: of List-Unsubscribe; "none" leaves it out
+	DKIMKeys               string        // DKIM_KEYS: domain=selector:/path/key.pem,… (read by the worker)
 	AllowUnverifiedSenders bool          // ALLOW_UNVERIFIED_SENDERS
 	MonitoringUser         string        // MONITORING_USER
 	MonitoringPassword     string        // MONITORING_PASSWORD
@@ -77,6 +79,8 @@ func Load(getenv func(string) string) (Config, error) {
 		SMTPURL:            str("SMTP_URL", ""),
 		OutboxDir:          str("OUTBOX_DIR", "./var/outbox"),
 		NotifyFrom:         str("NOTIFY_FROM", "mailroom <notifications@localhost>"),
+		UnsubscribeMailto:  str("UNSUBSCRIBE_MAILTO", ""),
+		DKIMKeys:           str("DKIM_KEYS", ""),
 		MonitoringUser:     str("MONITORING_USER", ""),
 		MonitoringPassword: str("MONITORING_PASSWORD", ""),
 		MaxBodyBytes:       size("MAX_BODY_BYTES", 10<<20),
@@ -109,6 +113,21 @@ func Load(getenv func(string) string) (Config, error) {
 	// A worker outlasts the API's drain: a send batch in flight must flush
 	// its outcomes before asynq hands the task back.
 	c.WorkerShutdownTimeout = duration("WORKER_SHUTDOWN_TIMEOUT", 2*time.Minute)
+
+	switch {
+	case strings.EqualFold(c.UnsubscribeMailto, "none"):
+		c.UnsubscribeMailto = ""
+	case c.UnsubscribeMailto == "":
+		// unsubscribe@ the public host: it needs an inbound route there
+		// (docs/unsubscribe.md).
+		if u, err := url.Parse(c.PublicURL); err == nil && u.Hostname() != "" {
+			c.UnsubscribeMailto = "unsubscribe@" + u.Hostname()
+		}
+	default:
+		if a, err := netmail.ParseAddress(c.UnsubscribeMailto); err != nil || a.Name != "" || a.Address != c.UnsubscribeMailto {
+			errs = append(errs, fmt.Errorf("UNSUBSCRIBE_MAILTO: %q is not a bare address (or none)", c.UnsubscribeMailto))
+		}
+	}
 
 	errs = append(errs, c.validate()...)
 	return c, errors.Join(errs...)

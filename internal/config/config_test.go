@@ -18,7 +18,7 @@ func TestDefaults(t *testing.T) {
 		c.RedisURL != "redis://127.0.0.1:6379/0" || c.HTTPAddr != ":8080" ||
 		c.PublicURL != "http://localhost:8080" || c.SMTPURL != "" || c.AllowUnverifiedSenders ||
 		c.ShutdownTimeout != 30*time.Second || c.WorkerShutdownTimeout != 2*time.Minute || c.MaxBodyBytes != 10<<20 ||
-		c.NotifyFrom != "mailroom <notifications@localhost>" {
+		c.NotifyFrom != "mailroom <notifications@localhost>" || c.UnsubscribeMailto != "unsubscribe@localhost" || c.DKIMKeys != "" {
 		t.Fatalf("defaults: %+v", c)
 	}
 }
@@ -33,13 +33,21 @@ func TestValues(t *testing.T) {
 		"SHUTDOWN_TIMEOUT":         "90s",
 		"WORKER_SHUTDOWN_TIMEOUT":  "5m",
 		"NOTIFY_FROM":              "Acme <ops@acme.example>",
+		"DKIM_KEYS":                "acme.example=s1:/etc/dkim/acme.pem",
 	}))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !c.AllowUnverifiedSenders || c.MaxUploadBytes != 512<<20 || c.PublicURL != "https://mail.example.com" || c.ShutdownTimeout != 90*time.Second ||
-		c.WorkerShutdownTimeout != 5*time.Minute || c.NotifyFrom != "Acme <ops@acme.example>" {
+		c.WorkerShutdownTimeout != 5*time.Minute || c.NotifyFrom != "Acme <ops@acme.example>" ||
+		c.UnsubscribeMailto != "unsubscribe@mail.example.com" || c.DKIMKeys != "acme.example=s1:/etc/dkim/acme.pem" {
 		t.Fatalf("%+v", c)
+	}
+	for v, want := range map[string]string{"none": "", "NONE": "", "leave@acme.example": "leave@acme.example"} {
+		c, err := Load(env(map[string]string{"UNSUBSCRIBE_MAILTO": v}))
+		if err != nil || c.UnsubscribeMailto != want {
+			t.Errorf("UNSUBSCRIBE_MAILTO=%s: %q %v", v, c.UnsubscribeMailto, err)
+		}
 	}
 }
 
@@ -60,13 +68,14 @@ func TestBadValues(t *testing.T) {
 		"WORKER_SHUTDOWN_TIMEOUT":  "-1s",
 		"NOTIFY_FROM":              "not an address <",
 		"LOG_LEVEL":                "loud",
+		"UNSUBSCRIBE_MAILTO":       "Leave <leave@acme.example>",
 	}))
 	if err == nil {
 		t.Fatal("no error")
 	}
 	msg := err.Error()
 	for _, name := range []string{"DATABASE_URL", "REDIS_URL", "HTTP_ADDR", "ALLOW_UNVERIFIED_SENDERS", "MAX_BODY_BYTES",
-		"SMTP_URL", "MONITORING_USER", "WORKER_CONCURRENCY", "SHUTDOWN_TIMEOUT", "WORKER_SHUTDOWN_TIMEOUT", "NOTIFY_FROM", "LOG_LEVEL"} {
+		"SMTP_URL", "MONITORING_USER", "WORKER_CONCURRENCY", "SHUTDOWN_TIMEOUT", "WORKER_SHUTDOWN_TIMEOUT", "NOTIFY_FROM", "LOG_LEVEL", "UNSUBSCRIBE_MAILTO"} {
 		if !strings.Contains(msg, name+":") && !strings.Contains(msg, name+" and") {
 			t.Errorf("%s not reported in:\n%s", name, msg)
 		}
@@ -74,7 +83,7 @@ func TestBadValues(t *testing.T) {
 	if strings.Contains(msg, "hunter2") {
 		t.Errorf("password leaked: %s", msg)
 	}
-	if n := strings.Count(msg, "\n") + 1; n != 12 {
-		t.Errorf("%d lines, want 12:\n%s", n, msg)
+	if n := strings.Count(msg, "\n") + 1; n != 13 {
+		t.Errorf("%d lines, want 13:\n%s", n, msg)
 	}
 }

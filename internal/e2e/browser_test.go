@@ -126,7 +126,6 @@ func htmlPart(t *testing.T, data []byte) (string, netmail.Header) {
 	}
 }
 
-
 var prefsLinkRE = regexp.MustCompile(`<a href="([^"]+)">Manage your preferences</a>`)
 
 // A mail goes through a real SMTP server; its preferences link, opened in

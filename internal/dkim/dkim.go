@@ -1,0 +1,180 @@
+// Package dkim signs outgoing mails with the DKIM key of their sender's
+// domain (RFC 6376), through emersion/go-msgauth. Keys are configured per
+// domain (DKIM_KEYS); a mail whose From domain has no key goes unsigned.
+package dkim
+
+import (
+	"bytes"
+	"crypto"
+	"crypto/ed25519"
+	"crypto/rsa"
+	"crypto/x509"
+	"encoding/pem"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/emersion/go-msgauth/dkim"
+)
+
+// signedHeaders are the header fields signed when present: what a reader
+// sees and what RFC 8058 requires signed for one-click unsubscribe.
+var signedHeaders = []string{"From", "Reply-To", "To", "Subject", "Date", "Message-ID", "MIME-Version",
+	"Content-Type", "List-Unsubscribe", "List-Unsubscribe-Post"}
+
+// Key signs for one domain.
+type Key struct {
+	Domain   string
+	Selector string
+	signer   crypto.Signer
+}
+
+// Keys are the configured keys by domain (lower-case). The zero value and
+// nil sign nothing.
+type Keys struct {
+	byDomain map[string]*Key
+}
+
+// Parse reads DKIM_KEYS: comma-separated domain=selector:path entries,
+// each path a PEM private key (RSA in PKCS #1 or #8, or Ed25519 in
+// PKCS #8), read through read (os.ReadFile). An empty spec is no keys.
+func Parse(spec string, read func(string) ([]byte, error)) (*Keys, error) {
+	ks := &Keys{byDomain: map[string]*Key{}}
+	for _, entry := range strings.Split(spec, ",") {
+		entry = strings.TrimSpace(entry)
+		if entry == "" {
+			continue
+		}
+		domain, rest, ok1 := strings.Cut(entry, "=")
+		selector, path, ok2 := strings.Cut(rest, ":")
+		domain, selector = strings.ToLower(strings.TrimSpace(domain)), strings.TrimSpace(selector)
+		if !ok1 || !ok2 || domain == "" || selector == "" || strings.TrimSpace(path) == "" {
+			return nil, fmt.Errorf("%q is not domain=selector:/path/to/key.pem", entry)
+		}
+		if _, dup := ks.byDomain[domain]; dup {
+			return nil, fmt.Errorf("domain %s has two keys", domain)
+		}
+		pemBytes, err := read(strings.TrimSpace(path))
+		if err != nil {
+			return nil, fmt.Errorf("key of %s: %w", domain, err)
+		}
+		signer, err := ParseKey(pemBytes)
+		if err != nil {
+			return nil, fmt.Errorf("key of %s: %w", domain, err)
+		}
+		ks.byDomain[domain] = &Key{Domain: domain, Selector: selector, signer: signer}
+	}
+	return ks, nil
+}
+
+// ParseKey reads a PEM private key: RSA (at least 1024 bits; 2048 is the
+// norm) or Ed25519 (RFC 8463).
+func ParseKey(pemBytes []byte) (crypto.Signer, error) {
+	block, _ := pem.Decode(pemBytes)
+	if block == nil {
+		return nil, errors.New("no PEM block")
+	}
+	var key any
+	var err error
+	switch block.Type {
+	case "RSA PRIVATE KEY":
+		key, err = x509.ParsePKCS1PrivateKey(block.Bytes)
+	case "PRIVATE KEY":
+		key, err = x509.ParsePKCS8PrivateKey(block.Bytes)
+	default:
+		return nil, fmt.Errorf("PEM block %q is not a private key", block.Type)
+	}
+	if err != nil {
+		return nil, err
+	}
+	switch k := key.(type) {
+	case *rsa.PrivateKey:
+		if k.N.BitLen() < 1024 {
+			return nil, errors.New("RSA key shorter than 1024 bits")
+		}
+		return k, nil
+	case ed25519.PrivateKey:
+		return k, nil
+	}
+	return nil, fmt.Errorf("unsupported key type %T", key)
+}
+
+// NewKey is a key for domain and selector.
+func NewKey(domain, selector string, signer crypto.Signer) *Key {
+	return &Key{Domain: strings.ToLower(domain), Selector: selector, signer: signer}
+}
+
+// Add adds k (tests and callers that load keys themselves).
+func (ks *Keys) Add(k *Key) {
+	if ks.byDomain == nil {
+		ks.byDomain = map[string]*Key{}
+	}
+	ks.byDomain[k.Domain] = k
+}
+
+// For is the key of the domain of address (the part after the last @),
+// nil when there is none.
+func (ks *Keys) For(address string) *Key {
+	if ks == nil || len(ks.byDomain) == 0 {
+		return nil
+	}
+	i := strings.LastIndexByte(address, '@')
+	return ks.byDomain[strings.ToLower(strings.TrimSuffix(address[i+1:], ">"))]
+}
+
+// Len is the number of keys.
+func (ks *Keys) Len() int {
+	if ks == nil {
+		return 0
+	}
+	return len(ks.byDomain)
+}
+
+// Sign appends to dst the DKIM-Signature header field for msg (a whole
+// message, CRLF line ends) followed by msg: relaxed/relaxed
+// canonicalization, SHA-256.
+func (k *Key) Sign(dst, msg []byte) ([]byte, error) {
+	s, err := dkim.NewSigner(&dkim.SignOptions{
+		Domain: k.Domain, Selector: k.Selector, Signer: k.signer,
+		HeaderCanonicalization: dkim.CanonicalizationRelaxed, BodyCanonicalization: dkim.CanonicalizationSimple,
+		HeaderKeys: presentHeaders(msg),
+	})
+	if err != nil {
+		return dst, err
+	}
+	if _, err := s.Write(msg); err != nil {
+		s.Close()
+		return dst, err
+	}
+	if err := s.Close(); err != nil {
+		return dst, err
+	}
+	dst = append(dst, s.Signature()...)
+	return append(dst, msg...), nil
+}
+
+// presentHeaders are those of signedHeaders that msg's header holds.
+func presentHeaders(msg []byte) []string {
+	head := msg
+	if i := bytes.Index(msg, []byte("\r\n\r\n")); i >= 0 {
+		head = msg[:i+2]
+	}
+	keys := make([]string, 0, len(signedHeaders))
+	for _, h := range signedHeaders {
+		if hasHeader(head, h) {
+			keys = append(keys, h)
+		}
+	}
+	return keys
+}
+
+// hasHeader reports whether a line of head starts with name and a colon
+// (any case).
+func hasHeader(head []byte, name string) bool {
+	for line := range bytes.Lines(head) {
+		if len(line) > len(name) && line[len(name)] == ':' && bytes.EqualFold(line[:len(name)], []byte(name)) {
+			return true
+		}
+	}
+	return false
+}
