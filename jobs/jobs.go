@@ -39,8 +39,8 @@ type Deps struct {
 // handler here, built from d.
 func NewMux(d Deps) *asynq.ServeMux {
 	mux := asynq.NewServeMux()
-	mux.Handle(TypeNotifyEvents, NotifyEvents(d))
-	mux.Handle(TypeVerifySenders, VerifySenders(d))
+	mux.Handle(TypeNotifyEvents, boundary(d.Log, NotifyEvents(d)))
+	mux.Handle(TypeVerifySenders, boundary(d.Log, VerifySenders(d)))
 	return mux
 }
 

@@ -38,6 +38,12 @@ func NotifyEvents(d Deps) asynq.HandlerFunc {
 				subject, text := e.Notice()
 				for _, addr := range to {
 					res, err := d.mailText(ctx, addr, subject, text)
+					if IsPermanent(err) {
+						// No mail can be made for this address: it must
+						// not hold the others' mail either.
+						d.Log.WarnContext(ctx, "notification not composed", "event_id", e.ID, "err", err)
+						continue
+					}
 					if err != nil {
 						return err
 					}
@@ -62,15 +68,15 @@ func NotifyEvents(d Deps) asynq.HandlerFunc {
 
 // mailText composes a plain-text mail from NotifyFrom, DKIM-signs it when
 // its domain has a key, and hands it to the transport; err is a mail that
-// could not be composed or signed.
+// could not be composed or signed (Permanent).
 func (d Deps) mailText(ctx context.Context, to, subject, text string) (smtp.Result, error) {
 	m, err := smtp.Compose(d.NotifyFrom, to, subject, text)
 	if err != nil {
-		return smtp.Result{}, err
+		return smtp.Result{}, Permanent(err)
 	}
 	if k := d.DKIM.For(m.From); k != nil {
 		if m.Data, err = k.Sign(nil, m.Data); err != nil {
-			return smtp.Result{}, err
+			return smtp.Result{}, Permanent(err)
 		}
 	}
 	return d.Transport.Send(ctx, m), nil

@@ -45,11 +45,24 @@ func VerifySenders(d Deps) asynq.HandlerFunc {
 					if err != nil {
 						return err
 					}
-					if res.Class != smtp.Accepted {
-						return fmt.Errorf("jobs: verification mail to sender %d: %v: %w", id, res.Class, res.Err)
+					switch res.Class {
+					case smtp.Accepted:
+						return nil
+					case smtp.Permanent:
+						return Permanent(fmt.Errorf("jobs: verification mail to sender %d refused: %w", id, res.Err))
 					}
-					return nil
+					return fmt.Errorf("jobs: verification mail to sender %d: %v: %w", id, res.Class, res.Err)
 				})
+				if IsPermanent(err) {
+					// This address will not take it: stop wanting the mail
+					// (resend-mail asks again) rather than retry it forever,
+					// and go on with the other senders.
+					d.Log.WarnContext(ctx, "verification mail refused", "sender_id", id, "err", err)
+					if err := d.DB.DropSenderVerification(ctx, id); err != nil {
+						return err
+					}
+					continue
+				}
 				if err != nil {
 					return err
 				}

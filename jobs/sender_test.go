@@ -33,7 +33,8 @@ var linkRE = regexp.MustCompile(`https://mail\.example\.test(/senders/verify/[A-
 // opening its link verifies the sender once; resend-mail sends a fresh
 // link and spends the old one.
 func TestSenderVerificationRoundTrip(t *testing.T) {
-	t.Parallel()
+	// Not parallel: a verification run mails every pending sender of the
+	// package's database, another test's too.
 	ctx := context.Background()
 	d := testdb.New(t)
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
@@ -149,7 +150,8 @@ func TestSenderVerificationRoundTrip(t *testing.T) {
 // With a DKIM key for NOTIFY_FROM's domain, the worker's mails arrive
 // signed, and the signature verifies against the published key.
 func TestWorkerMailsDKIMSigned(t *testing.T) {
-	t.Parallel()
+	// Not parallel: a verification run mails every pending sender of the
+	// package's database, another test's too.
 	ctx := context.Background()
 	d := testdb.New(t)
 	user, _, err := d.CreateAccount(ctx, "dkim")
@@ -191,5 +193,58 @@ func TestWorkerMailsDKIMSigned(t *testing.T) {
 	}})
 	if err != nil || len(vs) != 1 || vs[0].Err != nil || vs[0].Domain != "example.test" {
 		t.Fatalf("verification %v %+v\n%s", err, vs, data)
+	}
+}
+
+// A verification mail refused for good (5xx) is not retried forever: the
+// request is dropped (resend-mail asks again), the other senders are
+// mailed, and the run succeeds.
+func TestVerificationRefusedForGood(t *testing.T) {
+	// Not parallel: a verification run mails every pending sender of the
+	// package's database, another test's too.
+	ctx := context.Background()
+	d := testdb.New(t)
+	user, _, err := d.CreateAccount(ctx, "refused")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var gone, fine int64
+	for addr, id := range map[string]*int64{"gone@refused.example": &gone, "fine@refused.example": &fine} {
+		if err := d.Pool.QueryRow(ctx, `INSERT INTO senders (user_id, from_name, from_email, reply_to_email, country_id, company_address, nickname, utr, verify_requested_at)
+			VALUES ($1, 'Acme', $2, $2, 276, 'Marienplatz 1', 'n', gen_random_uuid()::text, now()) RETURNING id`, user, addr).Scan(id); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s := smtptest.New(t, smtptest.Options{Reply: func(rcpt string) error {
+		if strings.HasPrefix(rcpt, "gone@") {
+			return smtptest.Permanent("no such user")
+		}
+		return nil
+	}})
+	pool := smtp.NewPool(smtp.Config{Addr: s.Addr, Size: 1, Timeout: 5 * time.Second})
+	defer pool.Close()
+	run := jobs.VerifySenders(jobs.Deps{DB: d, Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Transport: pool,
+		NotifyFrom: "mailroom <verify@example.test>", PublicURL: "https://mail.example.test"})
+	for range 2 {
+		if err := run(ctx, jobs.NewVerifySendersTask()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var wanted bool
+	var sendAt *time.Time
+	if err := d.Pool.QueryRow(ctx, "SELECT verify_requested_at IS NOT NULL, send_at FROM senders WHERE id = $1", gone).Scan(&wanted, &sendAt); err != nil {
+		t.Fatal(err)
+	}
+	if wanted || sendAt != nil {
+		t.Errorf("refused sender: still wanted %v, send_at %v", wanted, sendAt)
+	}
+	got := 0
+	for _, m := range s.Messages() {
+		if m.To[0] == "fine@refused.example" {
+			got++
+		}
+	}
+	if got != 1 {
+		t.Errorf("the other sender got %d mails, want 1", got)
 	}
 }

@@ -129,6 +129,12 @@ func (d *DB) MailSenderVerification(ctx context.Context, id int64, ttl time.Dura
 	return sent, err
 }
 
+// DropSenderVerification stops wanting sender id's verification mail (it
+// was refused for good); resend-mail wants it again.
+func (d *DB) DropSenderVerification(ctx context.Context, id int64) error {
+	return d.q.DropSenderVerification(ctx, id)
+}
+
 // VerifySender takes a verification link's token: a live sender whose
 // token it is, not expired, becomes verified (sender.verified is
 // recorded) and the token is spent. ok is false for any other token.

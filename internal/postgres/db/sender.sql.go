@@ -104,6 +104,17 @@ func (q *Queries) DeleteSender(ctx context.Context, arg DeleteSenderParams) (int
 	return result.RowsAffected(), nil
 }
 
+const dropSenderVerification = `-- name: DropSenderVerification :exec
+UPDATE senders SET verify_requested_at = NULL WHERE id = $1
+`
+
+// The verification mail was refused for good (5xx, or an address no mail
+// can be composed for): no longer wanted until resend-mail asks again.
+func (q *Queries) DropSenderVerification(ctx context.Context, id int64) error {
+	_, err := q.db.Exec(ctx, dropSenderVerification, id)
+	return err
+}
+
 const listSenders = `-- name: ListSenders :many
 SELECT id, user_id, from_name, from_email, reply_to_email, country_id, state_id, city_id, zip_code,
     company_address, company_address2, nickname, is_verified, utr, send_at, deleted_at, created_at, updated_at

@@ -71,3 +71,8 @@ WITH s AS (
     SELECT user_id, 'sender.verified', 'sender', id, jsonb_build_object('from_email', from_email) FROM s
 )
 SELECT id, from_email FROM s;
+
+-- name: DropSenderVerification :exec
+-- The verification mail was refused for good (5xx, or an address no mail
+-- can be composed for): no longer wanted until resend-mail asks again.
+UPDATE senders SET verify_requested_at = NULL WHERE id = @id;
