@@ -39,7 +39,7 @@ func TestSenderVerificationRoundTrip(t *testing.T) {
 	d := testdb.New(t)
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	h := httpapi.New(httpapi.Config{MaxBodyBytes: 1 << 20}, httpapi.Deps{DB: d, Geo: testdb.Geo(t), Log: log})
-	_, keys, err := d.CreateAccount(ctx, "verify")
+	user, keys, err := d.CreateAccount(ctx, "verify")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -65,7 +65,7 @@ func TestSenderVerificationRoundTrip(t *testing.T) {
 		t.Fatalf("save: %d %s", code, body)
 	}
 	var id int64
-	if err := d.Pool.QueryRow(ctx, "SELECT id FROM senders WHERE from_email = 'news@acme.example'").Scan(&id); err != nil {
+	if err := d.Pool.QueryRow(ctx, "SELECT id FROM senders WHERE from_email = 'news@acme.example' AND user_id = $1", user).Scan(&id); err != nil {
 		t.Fatal(err)
 	}
 
