@@ -7,6 +7,7 @@
 package smtp
 
 import (
+	"bytes"
 	"context"
 	"crypto/tls"
 	"errors"
@@ -14,6 +15,7 @@ import (
 	"io"
 	"net"
 	"net/textproto"
+	"slices"
 	"strings"
 	"time"
 
@@ -157,7 +159,8 @@ func (p *Pool) Close() error {
 type conn struct {
 	client     *gsmtp.Client
 	pipelining bool
-	broken     bool // a network failure: close, do not reuse
+	broken     bool   // a network failure: close, do not reuse
+	data       []byte // the dot-stuffed message being sent, reused
 }
 
 func (p *Pool) dial(ctx context.Context) (*conn, error) {
@@ -246,9 +249,11 @@ func (c *conn) send(m *Message, timeout time.Duration) Result {
 // their three replies, then the body and its reply.
 func (c *conn) pipelined(m *Message) error {
 	t := c.client.Text
-	if _, err := fmt.Fprintf(t.W, "MAIL FROM:<%s>\r\nRCPT TO:<%s>\r\nDATA\r\n", m.From, m.To); err != nil {
-		return err
-	}
+	t.W.WriteString("MAIL FROM:<")
+	t.W.WriteString(m.From)
+	t.W.WriteString(">\r\nRCPT TO:<")
+	t.W.WriteString(m.To)
+	t.W.WriteString(">\r\nDATA\r\n")
 	if err := t.W.Flush(); err != nil {
 		return err
 	}
@@ -296,17 +301,47 @@ func (c *conn) stepwise(m *Message) error {
 }
 
 // body writes the message, dot-stuffed, and reads the server's verdict.
+// The stuffed message is assembled first, so that bufio hands it to the
+// socket in one write (line by line, a 4 KB mail took two).
 func (c *conn) body(m *Message) error {
 	t := c.client.Text
-	dw := t.DotWriter()
-	if _, err := dw.Write(m.Data); err != nil {
-		return err
+	c.data = appendDotStuffed(c.data[:0], m.Data)
+	t.W.Write(c.data)
+	if cap(c.data) > 1<<20 {
+		c.data = nil // do not keep a rare huge mail's buffer
 	}
-	if err := dw.Close(); err != nil {
+	if err := t.W.Flush(); err != nil {
 		return err
 	}
 	_, _, err := t.ReadResponse(250)
 	return err
+}
+
+// appendDotStuffed appends data as the DATA section (RFC 5321 4.5.2):
+// every line ending in CRLF (a bare LF becomes CRLF), a line starting
+// with "." gets another, then the closing ".". It does what textproto's
+// DotWriter does, a line at a time instead of a byte at a time (a third
+// of the client's CPU per mail was DotWriter's).
+func appendDotStuffed(dst, data []byte) []byte {
+	dst = slices.Grow(dst, len(data)+len(data)/64+5)
+	if len(data) == 0 {
+		dst = append(dst, "\r\n"...) // an empty message is one empty line
+	}
+	for len(data) > 0 {
+		line := data
+		rest := []byte(nil)
+		if i := bytes.IndexByte(data, '\n'); i >= 0 {
+			line, rest = data[:i], data[i+1:]
+		}
+		line = bytes.TrimSuffix(line, []byte{'\r'})
+		if len(line) > 0 && line[0] == '.' {
+			dst = append(dst, '.')
+		}
+		dst = append(dst, line...)
+		dst = append(dst, "\r\n"...)
+		data = rest
+	}
+	return append(dst, ".\r\n"...)
 }
 
 func isReply(err error) bool {

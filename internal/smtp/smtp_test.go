@@ -4,9 +4,13 @@ import (
 	"bufio"
 	"context"
 	"fmt"
+	"io"
 	"net"
+	"os"
+	"os/exec"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -133,26 +137,29 @@ func TestDialFailureIsTemporary(t *testing.T) {
 
 // BenchmarkPool pushes messages of ~4 KB through pools of 8, 16 and 32
 // connections into the in-process server, pipelined and step by step.
+// sinks are the servers the transport benchmarks send into, each in a
+// child process: "go-smtp", emersion/go-smtp as the tests use it, and
+// "raw", a minimal pipelining responder (rawSink) that costs little CPU,
+// so that the client's own ceiling shows.
+var sinks = []string{"raw", "go-smtp"}
+
 func BenchmarkPool(b *testing.B) {
 	body := strings.Repeat("Lorem ipsum dolor sit amet, consectetur adipiscing elit.\r\n", 70)
-	for _, pipelined := range []bool{true, false} {
-		for _, size := range []int{8, 16, 32} {
-			b.Run(fmt.Sprintf("pipelined=%v/pool=%d", pipelined, size), func(b *testing.B) {
-				s, err := smtptest.Start(smtptest.Options{Discard: true})
-				if err != nil {
-					b.Fatal(err)
-				}
-				defer s.Close()
-				p := smtp.NewPool(smtp.Config{Addr: s.Addr, Size: size, NoPipelining: !pipelined})
-				defer p.Close()
-				sendAll(b, size, func(msgs <-chan int) {
-					for i := range msgs {
-						if res := p.Send(context.Background(), message(fmt.Sprintf("u%d@example.com", i), body)); res.Class != smtp.Accepted {
-							b.Error(res.Err)
+	for _, kind := range sinks {
+		for _, pipelined := range []bool{true, false} {
+			for _, size := range []int{8, 16, 32} {
+				b.Run(fmt.Sprintf("sink=%s/pipelined=%v/pool=%d", kind, pipelined, size), func(b *testing.B) {
+					p := smtp.NewPool(smtp.Config{Addr: sink(b, kind), Size: size, NoPipelining: !pipelined})
+					defer p.Close()
+					sendAll(b, size, func(msgs <-chan int) {
+						for i := range msgs {
+							if res := p.Send(context.Background(), message(fmt.Sprintf("u%d@example.com", i), body)); res.Class != smtp.Accepted {
+								b.Error(res.Err)
+							}
 						}
-					}
+					})
 				})
-			})
+			}
 		}
 	}
 }
@@ -163,59 +170,60 @@ func BenchmarkPool(b *testing.B) {
 // connection per goroutine.
 func BenchmarkBareClient(b *testing.B) {
 	body := strings.Repeat("Lorem ipsum dolor sit amet, consectetur adipiscing elit.\r\n", 70)
-	for _, size := range []int{8, 32} {
-		b.Run(fmt.Sprintf("conns=%d", size), func(b *testing.B) {
-			s, err := smtptest.Start(smtptest.Options{Discard: true})
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer s.Close()
-			sendAll(b, size, func(msgs <-chan int) {
-				c, err := net.Dial("tcp", s.Addr)
-				if err != nil {
-					b.Error(err)
-					return
-				}
-				defer c.Close()
-				r, w := bufio.NewReader(c), bufio.NewWriter(c)
-				reply := func() string {
-					for {
-						line, err := r.ReadString('\n')
-						if err != nil {
-							b.Error(err)
-							return ""
-						}
-						if len(line) < 4 || line[3] != '-' {
-							return line
+	for _, kind := range sinks {
+		for _, size := range []int{8, 16, 32} {
+			b.Run(fmt.Sprintf("sink=%s/conns=%d", kind, size), func(b *testing.B) {
+				addr := sink(b, kind)
+				sendAll(b, size, func(msgs <-chan int) {
+					c, err := net.Dial("tcp", addr)
+					if err != nil {
+						b.Error(err)
+						return
+					}
+					defer c.Close()
+					r, w := bufio.NewReader(c), bufio.NewWriter(c)
+					reply := func() string {
+						for {
+							line, err := r.ReadString('\n')
+							if err != nil {
+								b.Error(err)
+								return ""
+							}
+							if len(line) < 4 || line[3] != '-' {
+								return line
+							}
 						}
 					}
-				}
-				reply() // greeting
-				w.WriteString("EHLO bare\r\n")
-				w.Flush()
-				reply()
-				for i := range msgs {
-					fmt.Fprintf(w, "MAIL FROM:<sender@example.com>\r\nRCPT TO:<u%d@example.com>\r\nDATA\r\n", i)
+					reply() // greeting
+					w.WriteString("EHLO bare\r\n")
 					w.Flush()
 					reply()
-					reply()
-					reply()
-					fmt.Fprintf(w, "From: sender@example.com\r\nTo: u%d@example.com\r\nSubject: test\r\n\r\n%s\r\n.\r\n", i, body)
-					w.Flush()
-					if l := reply(); !strings.HasPrefix(l, "250") {
-						b.Errorf("%q", l)
+					for i := range msgs {
+						fmt.Fprintf(w, "MAIL FROM:<sender@example.com>\r\nRCPT TO:<u%d@example.com>\r\nDATA\r\n", i)
+						w.Flush()
+						reply()
+						reply()
+						reply()
+						fmt.Fprintf(w, "From: sender@example.com\r\nTo: u%d@example.com\r\nSubject: test\r\n\r\n%s\r\n.\r\n", i, body)
+						w.Flush()
+						if l := reply(); !strings.HasPrefix(l, "250") {
+							b.Errorf("%q", l)
+						}
 					}
-				}
+				})
 			})
-		})
+		}
 	}
 }
 
 // sendAll runs workers goroutines of send, hands them the message numbers
-// 0…b.N-1 with the timer running, and reports mails/s.
+// 0…b.N-1 with the timer running, and reports mails/s and the CPU this
+// process spent per mail (user + system; the SMTP server is another
+// process, see sink).
 func sendAll(b *testing.B, workers int, send func(msgs <-chan int)) {
 	msgs := make(chan int)
 	var wg sync.WaitGroup
+	cpu0 := cpuTime()
 	b.ResetTimer()
 	for range workers {
 		wg.Add(1)
@@ -229,5 +237,125 @@ func sendAll(b *testing.B, workers int, send func(msgs <-chan int)) {
 	}
 	close(msgs)
 	wg.Wait()
+	b.StopTimer()
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "mails/s")
+	b.ReportMetric(float64((cpuTime()-cpu0).Microseconds())/float64(b.N), "client-µs/mail")
+}
+
+// cpuTime is the user and system CPU time of this process so far.
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// sink starts a discarding SMTP server (PIPELINING offered) in a child
+// process, this test binary run again with SMTP_SINK set, so that the
+// benchmark's CPU figures hold the client alone. It stops with b.
+func sink(b *testing.B, kind string) string {
+	b.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), "SMTP_SINK="+kind)
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		b.Fatal(err)
+	}
+	in, err := cmd.StdinPipe()
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { in.Close(); cmd.Wait() })
+	addr, err := bufio.NewReader(out).ReadString('\n')
+	if err != nil {
+		b.Fatalf("sink: %v", err)
+	}
+	return strings.TrimSpace(addr)
+}
+
+// TestMain runs a sink when SMTP_SINK names one: it prints its address
+// and serves until its standard input closes.
+func TestMain(m *testing.M) {
+	kind := os.Getenv("SMTP_SINK")
+	if kind == "" {
+		os.Exit(m.Run())
+	}
+	var addr string
+	switch kind {
+	case "raw":
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		go rawSink(ln)
+		addr = ln.Addr().String()
+	default:
+		s, err := smtptest.Start(smtptest.Options{Discard: true})
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		addr = s.Addr
+	}
+	fmt.Println(addr)
+	io.Copy(io.Discard, os.Stdin)
+	os.Exit(0)
+}
+
+// rawSink accepts every mail with as little work as the protocol allows:
+// PIPELINING offered, replies written when the client's pipelined
+// commands are all read, DATA read a line at a time up to ".".
+func rawSink(ln net.Listener) {
+	for {
+		c, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		go func() {
+			defer c.Close()
+			r, w := bufio.NewReaderSize(c, 64<<10), bufio.NewWriter(c)
+			w.WriteString("220 sink\r\n")
+			w.Flush()
+			for {
+				line, err := r.ReadSlice('\n')
+				if err != nil {
+					return
+				}
+				switch cmd := strings.ToUpper(string(line[:min(4, len(line))])); cmd {
+				case "EHLO":
+					w.WriteString("250-sink\r\n250-PIPELINING\r\n250 8BITMIME\r\n")
+				case "DATA":
+					w.WriteString("354 go on\r\n")
+					w.Flush()
+					for {
+						l, err := r.ReadSlice('\n')
+						if err == bufio.ErrBufferFull {
+							continue // a long line goes on: it is not the end
+						}
+						if err != nil {
+							return
+						}
+						if string(l) == ".\r\n" {
+							break
+						}
+					}
+					w.WriteString("250 ok\r\n")
+				case "QUIT":
+					w.WriteString("221 bye\r\n")
+					w.Flush()
+					return
+				default:
+					w.WriteString("250 ok\r\n")
+				}
+				if r.Buffered() == 0 {
+					w.Flush()
+				}
+			}
+		}()
+	}
 }
