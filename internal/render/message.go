@@ -40,7 +40,99 @@ type Form struct {
 	domain   string // "@Domain>\r\n"
 	mailto   string // "mailto:addr?subject=unsubscribe-"
 	now      func() time.Time
-	size     int // estimate of a built mail's size beyond the parts
+	size     int // estimate of a built mail's size
+
+	t      *Template
+	sender *mail.Sender
+	// The text and HTML parts with their literals quoted-printable
+	// encoded once for the send; Build encodes only the values.
+	text, html qprogram
+}
+
+// qseg is one literal of a part, encoded once as if it started a line
+// (col is its last line's length), then the value of f (fNone: none). In
+// the HTML part, a qseg with pixel set marks where the open pixel goes.
+type qseg struct {
+	enc   string
+	col   int
+	f     field
+	pixel bool
+}
+
+type qprogram struct {
+	segs []qseg
+	mode mode
+}
+
+// encodeProgram encodes p's literals. With pixel, the literal holding the
+// last "</body" is cut before it and a pixel mark put there (at the end
+// when there is none): values are HTML-escaped, so only a literal can
+// hold it.
+func encodeProgram(p program, pixel bool) qprogram {
+	q := qprogram{mode: p.mode}
+	at := len(p.segs) // the seg whose literal holds the last </body
+	cut := 0
+	if pixel {
+		for i := len(p.segs) - 1; i >= 0; i-- {
+			if j := bodyEnd([]byte(p.segs[i].lit)); j < len(p.segs[i].lit) {
+				at, cut = i, j
+				break
+			}
+		}
+	}
+	add := func(lit string, f field, px bool) {
+		var e qp
+		enc := e.append(nil, []byte(lit))
+		q.segs = append(q.segs, qseg{enc: string(enc), col: e.n, f: f, pixel: px})
+	}
+	for i, sg := range p.segs {
+		if i == at {
+			add(sg.lit[:cut], fNone, true)
+			add(sg.lit[cut:], sg.f, false)
+			continue
+		}
+		add(sg.lit, sg.f, false)
+	}
+	if pixel && at == len(p.segs) {
+		add("", fNone, true)
+	}
+	return q
+}
+
+// size is the encoded literals' length.
+func (q *qprogram) size() int {
+	n := 0
+	for i := range q.segs {
+		n += len(q.segs[i].enc) + 3
+	}
+	return n
+}
+
+// appendPart appends the part for r: each literal as encoded, after a soft
+// line break when a value left the line open, each value encoded where it
+// falls; pixel (a URL, "" none) at the pixel mark.
+func (f *Form) appendPart(dst []byte, p *qprogram, r *mail.Recipient, scratch *[]byte, pixel string) []byte {
+	var q qp
+	for i := range p.segs {
+		sg := &p.segs[i]
+		if sg.enc != "" {
+			if q.n > 0 {
+				dst = append(dst, "=\r\n"...)
+			}
+			dst = append(dst, sg.enc...)
+			q.n = sg.col
+		}
+		if sg.pixel && pixel != "" {
+			dst = q.append(dst, pixelOpen)
+			dst = q.appendURL(dst, pixel)
+			dst = q.append(dst, pixelClose)
+		}
+		if sg.f != fNone {
+			*scratch = value((*scratch)[:0], sg.f, p.mode, r, f.sender)
+			dst = q.append(dst, *scratch)
+		}
+	}
+	return dst
 }
 
 // maxURL bounds a URL placed in a header or the pixel; a longer one is
@@ -54,7 +146,10 @@ func NewForm(t *Template, s *mail.Sender, opts FormOptions) *Form {
 	if s == nil {
 		s = &mail.Sender{}
 	}
-	f := &Form{now: opts.Now}
+	if t == nil {
+		t = &Template{}
+	}
+	f := &Form{now: opts.Now, t: t, sender: s, text: encodeProgram(t.text, false), html: encodeProgram(t.html, true)}
 	if f.now == nil {
 		f.now = time.Now
 	}
@@ -94,7 +189,7 @@ func NewForm(t *Template, s *mail.Sender, opts FormOptions) *Form {
 	if m := cleanAddr(opts.UnsubscribeMailto); m != "" {
 		f.mailto = "mailto:" + m + "?subject=unsubscribe-"
 	}
-	f.size = len(f.head) + len(f.mime) + len(f.mid) + len(f.end) + 512
+	f.size = len(f.head) + len(f.mime) + len(f.mid) + len(f.end) + f.text.size() + f.html.size() + 1024
 	return f
 }
 
@@ -121,16 +216,20 @@ func (t *Template) holds(s string) bool {
 	return false
 }
 
-// Build appends to dst the whole RFC 5322 message (CRLF line ends) for r,
-// whose mail b was just rendered: To, Subject, Date, Message-ID,
-// List-Unsubscribe, then a multipart/alternative body with the text and
-// HTML parts in quoted-printable, the open pixel before </body> when
-// r.Tokens.OpenPixelURL is set. With a reused dst it allocates nothing.
+// Build appends to dst the whole RFC 5322 message (CRLF line ends) for
+// r: To, Subject, Date, Message-ID, List-Unsubscribe, then a
+// multipart/alternative body with the text and HTML parts in
+// quoted-printable, the open pixel before </body> when
+// r.Tokens.OpenPixelURL is set. b is scratch space (its Subject is left
+// holding r's subject); the parts are made from the literals NewForm
+// encoded, so per recipient only values are encoded. With a reused dst
+// and b it allocates nothing.
 func (f *Form) Build(dst []byte, b *Buffer, r *mail.Recipient, deliveryID int64) []byte {
 	if r == nil {
 		r = &mail.Recipient{}
 	}
-	dst = slices.Grow(dst, f.size+len(b.Subject)*2+len(b.Text)*11/10+len(b.HTML)*12/10+3*len(r.Tokens.OpenPixelURL))
+	b.Subject = f.t.subject.run(grow(b.Subject[:0], f.t.size[0]), r, f.sender)
+	dst = slices.Grow(dst, f.size+len(b.Subject)*2+3*len(r.Tokens.OpenPixelURL))
 
 	dst = append(dst, f.head...)
 	dst = append(dst, "To: "...)
@@ -170,20 +269,13 @@ func (f *Form) Build(dst []byte, b *Buffer, r *mail.Recipient, deliveryID int64)
 	}
 
 	dst = append(dst, f.mime...)
-	var q qp
-	dst = q.append(dst, b.Text)
+	dst = f.appendPart(dst, &f.text, r, &b.scratch, "")
 	dst = append(dst, f.mid...)
-	q = qp{}
-	if px := r.Tokens.OpenPixelURL; px != "" && urlOK(px) {
-		at := bodyEnd(b.HTML)
-		dst = q.append(dst, b.HTML[:at])
-		dst = q.append(dst, pixelOpen)
-		dst = q.appendURL(dst, px)
-		dst = q.append(dst, pixelClose)
-		dst = q.append(dst, b.HTML[at:])
-	} else {
-		dst = q.append(dst, b.HTML)
+	px := r.Tokens.OpenPixelURL
+	if !urlOK(px) {
+		px = ""
 	}
+	dst = f.appendPart(dst, &f.html, r, &b.scratch, px)
 	return append(dst, f.end...)
 }
 

@@ -99,6 +99,8 @@ type Buffer struct {
 	Preheader []byte // plain, as Subject
 	HTML      []byte // the HTML part, with the hidden preheader
 	Text      []byte // the plain-text part derived from the HTML
+
+	scratch []byte // a value being encoded (Form.Build)
 }
 
 // Compile parses subject, preheader and html once. The preheader becomes
