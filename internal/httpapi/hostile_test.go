@@ -112,3 +112,59 @@ func TestHostileInputNever500(t *testing.T) {
 	}
 	t.Logf("%d requests", n)
 }
+
+// hostileParams stand in for the :token and :file of the public routes.
+var hostileParams = []string{"", "x", "%00", "%ff%fe", "..%2F..%2Fetc%2Fpasswd", "..", strings.Repeat("A", 10000),
+	"AQUCAABhQGIuZXhhbXBsZQCkxe_C0AWZ5IFsi83lLR8", "%E2%80%A8", "newsletter.png%00", "a%20b", "%2e%2e"}
+
+// The public routes (mail links, previews) answer hostile tokens, file
+// names and bodies with a page or the envelope, never a 500, and change
+// nothing.
+func TestHostilePublicRoutesNever500(t *testing.T) {
+	t.Parallel()
+	d := testdb.New(t)
+	srv := newServer(Config{MaxBodyBytes: 1 << 20, MaxUploadBytes: 1 << 20, MaxImports: 2}, Deps{
+		DB: d, Geo: testdb.Geo(t), Log: slog.New(slog.NewTextHandler(io.Discard, nil)),
+		RedisPing: func(context.Context) error { return nil },
+	})
+	r := srv.router()
+	var before int64
+	count := func() int64 {
+		var n int64
+		if err := d.Pool.QueryRow(context.Background(), `SELECT (SELECT count(*) FROM unsubscribes) + (SELECT count(*) FROM events)
+			+ (SELECT count(*) FROM senders WHERE is_verified = 1)`).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	before = count()
+	n := 0
+	for _, route := range r.Routes() {
+		if strings.HasPrefix(route.Path, "/api/") || strings.HasPrefix(route.Path, "/monitoring") || !strings.Contains(route.Path, ":") {
+			continue
+		}
+		for _, p := range hostileParams {
+			path := route.Path[:strings.IndexByte(route.Path, ':')] + p
+			bodies := hostileBodies
+			if route.Method == "GET" {
+				bodies = bodies[:1]
+			}
+			for _, b := range append(bodies, struct{ ct, body string }{"application/x-www-form-urlencoded", "List-Unsubscribe=One-Click&action=all&group=1"}) {
+				n++
+				req := httptest.NewRequest(route.Method, path+"?done=%00", strings.NewReader(b.body))
+				if b.ct != "" {
+					req.Header.Set("Content-Type", b.ct)
+				}
+				rec := httptest.NewRecorder()
+				r.ServeHTTP(rec, req)
+				if rec.Code >= 500 || rec.Code < 200 {
+					t.Errorf("%s %s %s %.80q: %d %.200s", route.Method, path, b.ct, b.body, rec.Code, rec.Body)
+				}
+			}
+		}
+	}
+	if after := count(); after != before {
+		t.Errorf("hostile requests changed %d rows", after-before)
+	}
+	t.Logf("%d requests", n)
+}
