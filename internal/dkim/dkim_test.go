@@ -119,7 +119,7 @@ func TestSignVerifies(t *testing.T) {
 				t.Errorf("h= %q lacks %s", hTag, h)
 			}
 		}
-		for _, change := range [][2]string{{"Subject: =?utf-8?b?", "Subject: =?UTF-8?b?"}, {"Hello Ann", "Hello Bob"}, {"To: ann@", "To: bob@"}} {
+		for _, change := range [][2]string{{"Subject: =?utf-8?b?", "Subject: =?UTF-8?b?"}, {" news.", " newz."}, {"To: ann@", "To: bob@"}} {
 			tampered := bytes.Replace(signed, []byte(change[0]), []byte(change[1]), 1)
 			if bytes.Equal(tampered, signed) {
 				t.Fatalf("%q not in the mail", change[0])
