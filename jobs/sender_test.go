@@ -21,6 +21,7 @@ import (
 
 	"github.com/mailroom/mailroom/internal/dkim"
 	"github.com/mailroom/mailroom/internal/httpapi"
+	"github.com/mailroom/mailroom/internal/postgres"
 	"github.com/mailroom/mailroom/internal/smtp"
 	"github.com/mailroom/mailroom/internal/smtp/smtptest"
 	"github.com/mailroom/mailroom/internal/testdb"
@@ -154,14 +155,7 @@ func TestWorkerMailsDKIMSigned(t *testing.T) {
 	// package's database, another test's too.
 	ctx := context.Background()
 	d := testdb.New(t)
-	user, _, err := d.CreateAccount(ctx, "dkim")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := d.Pool.Exec(ctx, `INSERT INTO senders (user_id, from_name, from_email, reply_to_email, country_id, company_address, nickname, utr, verify_requested_at)
-		VALUES ($1, 'Acme', 'dkim@acme.example', 'help@acme.example', 276, 'Marienplatz 1', 'news', gen_random_uuid()::text, now())`, user); err != nil {
-		t.Fatal(err)
-	}
+	pendingSenders(t, d, "dkim@acme.example")
 	pub, priv, err := ed25519.GenerateKey(rand.Reader)
 	if err != nil {
 		t.Fatal(err)
@@ -204,17 +198,8 @@ func TestVerificationRefusedForGood(t *testing.T) {
 	// package's database, another test's too.
 	ctx := context.Background()
 	d := testdb.New(t)
-	user, _, err := d.CreateAccount(ctx, "refused")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var gone, fine int64
-	for addr, id := range map[string]*int64{"gone@refused.example": &gone, "fine@refused.example": &fine} {
-		if err := d.Pool.QueryRow(ctx, `INSERT INTO senders (user_id, from_name, from_email, reply_to_email, country_id, company_address, nickname, utr, verify_requested_at)
-			VALUES ($1, 'Acme', $2, $2, 276, 'Marienplatz 1', 'n', gen_random_uuid()::text, now()) RETURNING id`, user, addr).Scan(id); err != nil {
-			t.Fatal(err)
-		}
-	}
+	ids := pendingSenders(t, d, "gone@refused.example", "fine@refused.example")
+	gone := ids[0]
 	s := smtptest.New(t, smtptest.Options{Reply: func(rcpt string) error {
 		if strings.HasPrefix(rcpt, "gone@") {
 			return smtptest.Permanent("no such user")
@@ -247,4 +232,23 @@ func TestVerificationRefusedForGood(t *testing.T) {
 	if got != 1 {
 		t.Errorf("the other sender got %d mails, want 1", got)
 	}
+}
+
+// pendingSenders inserts a sender per address into a new account, each
+// waiting for its verification mail, and returns their ids.
+func pendingSenders(t *testing.T, d *postgres.DB, addresses ...string) []int64 {
+	t.Helper()
+	ctx := context.Background()
+	user, _, err := d.CreateAccount(ctx, "pending")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ids := make([]int64, len(addresses))
+	for i, addr := range addresses {
+		if err := d.Pool.QueryRow(ctx, `INSERT INTO senders (user_id, from_name, from_email, reply_to_email, country_id, company_address, nickname, utr, verify_requested_at)
+			VALUES ($1, 'Acme', $2, $2, 276, 'Marienplatz 1', 'n', gen_random_uuid()::text, now()) RETURNING id`, user, addr).Scan(&ids[i]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return ids
 }

@@ -11,6 +11,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/gin-gonic/gin"
+
+	"github.com/mailroom/mailroom/internal/postgres"
 	"github.com/mailroom/mailroom/internal/testdb"
 )
 
@@ -53,12 +56,7 @@ var hostileQueries = []string{
 // other than the JSON envelope (or the CSV sample).
 func TestHostileInputNever500(t *testing.T) {
 	t.Parallel()
-	d := testdb.New(t)
-	srv := newServer(Config{MaxBodyBytes: 1 << 20, MaxUploadBytes: 1 << 20, MaxImports: 2}, Deps{
-		DB: d, Geo: testdb.Geo(t), Log: slog.New(slog.NewTextHandler(io.Discard, nil)),
-		RedisPing: func(context.Context) error { return nil },
-	})
-	r := srv.router()
+	d, r := hostileRouter(t)
 	_, keys, err := d.CreateAccount(context.Background(), "hostile")
 	if err != nil {
 		t.Fatal(err)
@@ -122,12 +120,7 @@ var hostileParams = []string{"", "x", "%00", "%ff%fe", "..%2F..%2Fetc%2Fpasswd",
 // nothing.
 func TestHostilePublicRoutesNever500(t *testing.T) {
 	t.Parallel()
-	d := testdb.New(t)
-	srv := newServer(Config{MaxBodyBytes: 1 << 20, MaxUploadBytes: 1 << 20, MaxImports: 2}, Deps{
-		DB: d, Geo: testdb.Geo(t), Log: slog.New(slog.NewTextHandler(io.Discard, nil)),
-		RedisPing: func(context.Context) error { return nil },
-	})
-	r := srv.router()
+	d, r := hostileRouter(t)
 	var before int64
 	count := func() int64 {
 		var n int64
@@ -167,4 +160,15 @@ func TestHostilePublicRoutesNever500(t *testing.T) {
 		t.Errorf("hostile requests changed %d rows", after-before)
 	}
 	t.Logf("%d requests", n)
+}
+
+// hostileRouter is the router with small body caps over the package's
+// test database.
+func hostileRouter(t *testing.T) (*postgres.DB, *gin.Engine) {
+	d := testdb.New(t)
+	srv := newServer(Config{MaxBodyBytes: 1 << 20, MaxUploadBytes: 1 << 20, MaxImports: 2}, Deps{
+		DB: d, Geo: testdb.Geo(t), Log: slog.New(slog.NewTextHandler(io.Discard, nil)),
+		RedisPing: func(context.Context) error { return nil },
+	})
+	return d, srv.router()
 }
