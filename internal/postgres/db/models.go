@@ -6,6 +6,8 @@ package db
 
 import (
 	"time"
+
+	"github.com/jackc/pgx/v5/pgtype"
 )
 
 type Account struct {
@@ -15,6 +17,14 @@ type Account struct {
 	SecretHash []byte
 	CreatedAt  time.Time
 	UpdatedAt  time.Time
+}
+
+type Bounce struct {
+	UserID    int64
+	EmailLc   string
+	SendID    *int64
+	Reason    string
+	CreatedAt time.Time
 }
 
 type City struct {
@@ -69,6 +79,24 @@ type CustomField struct {
 	FieldType string
 	CreatedAt time.Time
 	UpdatedAt time.Time
+}
+
+type Delivery struct {
+	ID                 int64
+	SendID             int64
+	UserID             int64
+	ContactID          *int64
+	SegmentRecipientID *int64
+	Email              string
+	ListKey            string
+	Status             int16
+	Attempts           int16
+	NextAt             *time.Time
+	LeaseUntil         *time.Time
+	SentAt             *time.Time
+	OpenedAt           *time.Time
+	Opens              int32
+	Error              *string
 }
 
 type Event struct {
@@ -161,6 +189,42 @@ type Sender struct {
 	CreatedAt         time.Time
 	UpdatedAt         time.Time
 	VerifyRequestedAt *time.Time
+}
+
+type SingleSend struct {
+	ID                         int64
+	UserID                     int64
+	Utr                        pgtype.UUID
+	TemplateID                 int64
+	TemplateJson               *string
+	TemplateHtml               *string
+	SenderID                   int64
+	UnsubscribeGroupID         int64
+	SingleSendName             string
+	Subject                    string
+	Preheader                  string
+	RecipientID                []byte
+	ExcludeSpecificRecipientID []byte
+	ScheduleType               int16
+	ScheduleDate               pgtype.Date
+	ScheduleTime               pgtype.Time
+	Status                     int16
+	Version                    int32
+	DueAt                      *time.Time
+	Triggered                  int64
+	Delivered                  int64
+	UniqueOpens                int64
+	TotalOpens                 int64
+	Bounces                    int64
+	Unsubscribes               int64
+	UniqueOpenToken            []byte
+	FirstDeliveryID            *int64
+	BatchSize                  *int32
+	StartedAt                  *time.Time
+	SentAt                     *time.Time
+	DeletedAt                  *time.Time
+	CreatedAt                  time.Time
+	UpdatedAt                  time.Time
 }
 
 type State struct {
