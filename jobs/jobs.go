@@ -4,11 +4,13 @@
 package jobs
 
 import (
+	"context"
 	"log/slog"
 
 	"github.com/hibiken/asynq"
 
 	"github.com/mailroom/mailroom/internal/dkim"
+	"github.com/mailroom/mailroom/internal/mail"
 	"github.com/mailroom/mailroom/internal/postgres"
 	"github.com/mailroom/mailroom/internal/smtp"
 )
@@ -33,14 +35,30 @@ type Deps struct {
 	PublicURL  string // base of the links put into mails
 	// DKIM signs each mail whose From domain has a key; nil signs none.
 	DKIM *dkim.Keys
+
+	// The delivery engine's (send.go): the per-mail links, the
+	// List-Unsubscribe mailto, how to enqueue follow-up tasks, and its
+	// tuning. The sends cache is made by NewMux when nil.
+	Links             mail.Links
+	UnsubscribeMailto string
+	Enqueue           func(context.Context, *asynq.Task) error
+	Engine            Engine
+	sends             *sendCache
 }
 
 // NewMux returns the worker's handler mux. Each task type registers its
 // handler here, built from d.
 func NewMux(d Deps) *asynq.ServeMux {
 	mux := asynq.NewServeMux()
+	if d.sends == nil {
+		d.sends = newSendCache()
+	}
+	d.Engine = d.Engine.withDefaults()
 	mux.Handle(TypeNotifyEvents, boundary(d.Log, NotifyEvents(d)))
 	mux.Handle(TypeVerifySenders, boundary(d.Log, VerifySenders(d)))
+	mux.Handle(TypeDispatchSend, boundary(d.Log, DispatchSend(d)))
+	mux.Handle(TypeSendBatch, boundary(d.Log, SendBatch(d)))
+	mux.Handle(TypeSweepSends, boundary(d.Log, SweepSends(d)))
 	return mux
 }
 
@@ -49,6 +67,9 @@ func Schedule(s *asynq.Scheduler) error {
 	if _, err := s.Register("@every 1m", NewNotifyEventsTask()); err != nil {
 		return err
 	}
-	_, err := s.Register("@every 1m", NewVerifySendersTask())
+	if _, err := s.Register("@every 1m", NewVerifySendersTask()); err != nil {
+		return err
+	}
+	_, err := s.Register("@every 10s", NewSweepSendsTask())
 	return err
 }

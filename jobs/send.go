@@ -36,3 +36,53 @@ func NewDispatchTask(sendID int64, version int32, at time.Time) *asynq.Task {
 	return asynq.NewTask(TypeDispatchSend, b, asynq.Queue(QueueDefault), asynq.ProcessAt(at),
 		asynq.TaskID(fmt.Sprintf("dispatch:%d:%d", sendID, version)), asynq.MaxRetry(25), asynq.Timeout(10*time.Minute))
 }
+
+// Engine is the delivery engine's tuning (docs/deliveries.md).
+type Engine struct {
+	BatchSize   int           // deliveries per batch task (id range); 1000
+	Window      int           // batch tasks of one send queued at once; 4
+	Concurrency int           // mails of one batch in flight at once; 16
+	Lease       time.Duration // how long a batch holds its rows; 2 min
+	StallAfter  time.Duration // a running send idle this long is restarted by the sweeper; 30 s
+}
+
+func (e Engine) withDefaults() Engine {
+	if e.BatchSize <= 0 {
+		e.BatchSize = 1000
+	}
+	if e.Window <= 0 {
+		e.Window = 4
+	}
+	if e.Concurrency <= 0 {
+		e.Concurrency = 16
+	}
+	if e.Lease <= 0 {
+		e.Lease = 2 * time.Minute
+	}
+	if e.StallAfter <= 0 {
+		e.StallAfter = 30 * time.Second
+	}
+	return e
+}
+
+// BatchPayload names batch K of a send: deliveries with ids in
+// [first + K*size, first + (K+1)*size), first and size fixed at dispatch.
+type BatchPayload struct {
+	SendID int64 `json:"send_id"`
+	K      int64 `json:"k"`
+}
+
+// NewBatchTask is batch k of send sendID on the bulk queue. Its TaskID
+// makes a batch queued twice one task; running one twice sends nothing
+// twice (its rows are leased, then recorded).
+func NewBatchTask(sendID, k int64) *asynq.Task {
+	b, _ := json.Marshal(BatchPayload{SendID: sendID, K: k})
+	return asynq.NewTask(TypeSendBatch, b, asynq.Queue(QueueBulk), asynq.TaskID(fmt.Sprintf("batch:%d:%d", sendID, k)),
+		asynq.MaxRetry(10), asynq.Timeout(10*time.Minute))
+}
+
+// NewSweepSendsTask is the sweeper's periodic task; Unique keeps one queued.
+func NewSweepSendsTask() *asynq.Task {
+	return asynq.NewTask(TypeSweepSends, nil, asynq.Queue(QueueDefault), asynq.Unique(10*time.Second),
+		asynq.MaxRetry(1), asynq.Timeout(time.Minute))
+}

@@ -16,6 +16,7 @@ import (
 	"github.com/mailroom/mailroom/internal/config"
 	"github.com/mailroom/mailroom/internal/dkim"
 	"github.com/mailroom/mailroom/internal/logging"
+	"github.com/mailroom/mailroom/internal/mail"
 	"github.com/mailroom/mailroom/internal/postgres"
 	"github.com/mailroom/mailroom/internal/smtp"
 	"github.com/mailroom/mailroom/jobs"
@@ -65,13 +66,27 @@ func run(ctx context.Context, getenv func(string) string, stderr io.Writer) erro
 	if err != nil {
 		return fmt.Errorf("DKIM_KEYS: %w", err)
 	}
+	key, err := d.Secret(ctx, "unsubscribe_token")
+	if err != nil {
+		return err
+	}
 	transport, err := newTransport(cfg)
 	if err != nil {
 		return err
 	}
 	defer transport.Close()
+	tasks := asynq.NewClient(redisOpt)
+	defer tasks.Close()
 	if err := server.Start(jobs.NewMux(jobs.Deps{DB: d, Log: log, Transport: transport, NotifyFrom: cfg.NotifyFrom,
-		PublicURL: cfg.PublicURL, DKIM: keys})); err != nil {
+		PublicURL: cfg.PublicURL, DKIM: keys,
+		Links:             mail.Links{Base: cfg.PublicURL, Signer: mail.NewTokenSigner(key)},
+		UnsubscribeMailto: cfg.UnsubscribeMailto,
+		Enqueue: func(ctx context.Context, t *asynq.Task) error {
+			_, err := tasks.EnqueueContext(ctx, t)
+			return err
+		},
+		Engine: jobs.Engine{BatchSize: cfg.SendBatchSize, Window: cfg.SendWindow, Concurrency: cfg.SendConcurrency, Lease: cfg.SendLease},
+	})); err != nil {
 		return err
 	}
 	scheduler := asynq.NewScheduler(redisOpt, &asynq.SchedulerOpts{Logger: asynqLogger{log}})

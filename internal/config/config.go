@@ -30,6 +30,10 @@ type Config struct {
 	MaxBodyBytes           int64         // MAX_BODY_BYTES: cap on a request body
 	MaxUploadBytes         int64         // MAX_UPLOAD_BYTES: cap on a CSV upload
 	WorkerConcurrency      int           // WORKER_CONCURRENCY
+	SendBatchSize          int           // SEND_BATCH_SIZE: deliveries per batch task
+	SendWindow             int           // SEND_WINDOW: batch tasks of one send queued at once
+	SendConcurrency        int           // SEND_CONCURRENCY: mails of one batch in flight at once
+	SendLease              time.Duration // SEND_LEASE: how long a batch holds its deliveries
 	MaxImports             int           // MAX_CONCURRENT_IMPORTS: CSV imports at once per API process
 	ShutdownTimeout        time.Duration // SHUTDOWN_TIMEOUT: the API's HTTP drain
 	WorkerShutdownTimeout  time.Duration // WORKER_SHUTDOWN_TIMEOUT: how long a stopping worker lets running tasks finish
@@ -86,6 +90,9 @@ func Load(getenv func(string) string) (Config, error) {
 		MaxBodyBytes:       size("MAX_BODY_BYTES", 10<<20),
 		MaxUploadBytes:     size("MAX_UPLOAD_BYTES", 2<<30),
 		WorkerConcurrency:  integer("WORKER_CONCURRENCY", 20),
+		SendBatchSize:      integer("SEND_BATCH_SIZE", 1000),
+		SendWindow:         integer("SEND_WINDOW", 4),
+		SendConcurrency:    integer("SEND_CONCURRENCY", 16),
 		MaxImports:         integer("MAX_CONCURRENT_IMPORTS", 4),
 		LogLevel:           strings.ToLower(str("LOG_LEVEL", "info")),
 	}
@@ -113,6 +120,7 @@ func Load(getenv func(string) string) (Config, error) {
 	// A worker outlasts the API's drain: a send batch in flight must flush
 	// its outcomes before asynq hands the task back.
 	c.WorkerShutdownTimeout = duration("WORKER_SHUTDOWN_TIMEOUT", 2*time.Minute)
+	c.SendLease = duration("SEND_LEASE", 2*time.Minute)
 
 	switch {
 	case strings.EqualFold(c.UnsubscribeMailto, "none"):

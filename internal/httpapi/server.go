@@ -91,6 +91,7 @@ func (s *Server) router() *gin.Engine {
 	r.GET("/senders/verify/:token", s.verifySender)
 	r.GET("/design/previews/:file", s.designPreview)
 	s.preferenceRoutes(r)
+	s.trackRoutes(r)
 
 	api := r.Group("/api", notFoundText(recordNotFound), s.limitBody, s.authenticate)
 	s.routes(api)

@@ -95,6 +95,9 @@ func TestEventNotice(t *testing.T) {
 		EventAddressUnsubscribed: "An address unsubscribed",
 		EventSenderAdded:         "A sender was added",
 		EventSenderVerified:      "A sender was verified",
+		EventSingleSendStarted:   "A single send started",
+		EventSingleSendCompleted: "A single send completed",
+		EventAddressBounced:      "An address bounced",
 		"something.else":         "Event: something.else",
 	} {
 		subject, text := Event{Kind: kind, SubjectType: "x", SubjectID: &id,

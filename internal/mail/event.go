@@ -51,6 +51,14 @@ func (e Event) Notice() (subject, text string) {
 			where = fmt.Sprintf("from unsubscribe group #%v", g)
 		}
 		return "An address unsubscribed", fmt.Sprintf("%v unsubscribed %s at %s.\n", p["email_address"], where, when)
+	case EventSingleSendStarted:
+		return "A single send started", fmt.Sprintf("The single send%s started at %s: %v recipients.\n", id(), when, p["triggered"])
+	case EventSingleSendCompleted:
+		return "A single send completed", fmt.Sprintf("The single send%s completed at %s: %v recipients, %v delivered, %v bounced.\n",
+			id(), when, p["triggered"], p["delivered"], p["bounces"])
+	case EventAddressBounced:
+		return "An address bounced", fmt.Sprintf("A mail of single send%s to %v was refused for good at %s (%v); the address is suppressed for later sends.\n",
+			id(), p["email_address"], when, p["reason"])
 	case EventSenderAdded:
 		return "A sender was added", fmt.Sprintf("The sender%s <%v> was added at %s; it sends once its address is verified.\n", id(), p["from_email"], when)
 	case EventSenderVerified:

@@ -123,3 +123,56 @@ func (l Links) Fill(r *Recipient, t UnsubscribeToken) {
 	r.Tokens.UnsubscribeURL = u
 	r.Tokens.PreferencesURL = u
 }
+
+// openVersion marks an open-pixel token: a send id and a delivery id.
+const openVersion = 2
+
+// SealOpen appends the open-pixel token of delivery id of send sendID:
+// base64url of a version byte, the two ids as varints and a 128-bit MAC.
+func (s *TokenSigner) SealOpen(dst []byte, sendID, id int64) []byte {
+	var buf [1 + 2*binary.MaxVarintLen64 + sha256.Size]byte
+	p := append(buf[:0], openVersion)
+	p = binary.AppendUvarint(p, uint64(sendID))
+	p = binary.AppendUvarint(p, uint64(id))
+	p = s.sum(p, p)
+	return base64.RawURLEncoding.AppendEncode(dst, p[:len(p)-sha256.Size+tokenMAC])
+}
+
+// OpenOpen reads a token made by SealOpen with the same key.
+func (s *TokenSigner) OpenOpen(text string) (sendID, id int64, ok bool) {
+	if len(text) > 64 {
+		return 0, 0, false
+	}
+	raw, err := base64.RawURLEncoding.Strict().DecodeString(text)
+	if err != nil || len(raw) < 1+2+tokenMAC || raw[0] != openVersion {
+		return 0, 0, false
+	}
+	body, mac := raw[:len(raw)-tokenMAC], raw[len(raw)-tokenMAC:]
+	var sum [sha256.Size]byte
+	if !hmac.Equal(s.sum(sum[:0], body)[:tokenMAC], mac) {
+		return 0, 0, false
+	}
+	p := body[1:]
+	a, n := binary.Uvarint(p)
+	if n <= 0 {
+		return 0, 0, false
+	}
+	b, m := binary.Uvarint(p[n:])
+	if m <= 0 || n+m != len(p) || a == 0 || b == 0 || a > 1<<63-1 || b > 1<<63-1 {
+		return 0, 0, false
+	}
+	return int64(a), int64(b), true
+}
+
+// OpenPath is where open pixels live: {OpenPath}{list token}/{token}.
+const OpenPath = "/o/"
+
+// Pixel appends the open-pixel URL of delivery id of send sendID, from
+// list listToken (the send's unique_open_token of the delivery's list).
+func (l Links) Pixel(dst []byte, listToken string, sendID, id int64) []byte {
+	dst = append(dst, l.Base...)
+	dst = append(dst, OpenPath...)
+	dst = append(dst, listToken...)
+	dst = append(dst, '/')
+	return l.Signer.SealOpen(dst, sendID, id)
+}

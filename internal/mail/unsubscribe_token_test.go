@@ -84,3 +84,32 @@ func BenchmarkLinksFill(b *testing.B) {
 		l.Fill(&r, tok)
 	}
 }
+
+func TestOpenToken(t *testing.T) {
+	t.Parallel()
+	s := NewTokenSigner(testKey)
+	for _, ids := range [][2]int64{{1, 1}, {42, 1234567}, {math.MaxInt64, math.MaxInt64}} {
+		tok := string(s.SealOpen(nil, ids[0], ids[1]))
+		if a, b, ok := s.OpenOpen(tok); !ok || a != ids[0] || b != ids[1] {
+			t.Errorf("OpenOpen(SealOpen(%v)) = %d %d %v", ids, a, b, ok)
+		}
+		if _, ok := s.Open(tok); ok {
+			t.Error("an open token opened as an unsubscribe token")
+		}
+		for i := range len(tok) {
+			b := []byte(tok)
+			b[i] ^= 1
+			if _, _, ok := s.OpenOpen(string(b)); ok {
+				t.Fatalf("changed at %d opened", i)
+			}
+		}
+	}
+	un := string(s.Seal(nil, UnsubscribeToken{UserID: 1, Email: "a@b.example"}))
+	if _, _, ok := s.OpenOpen(un); ok {
+		t.Error("an unsubscribe token opened as an open token")
+	}
+	l := Links{Base: "https://m.example", Signer: s}
+	if u := string(l.Pixel(nil, "LT", 3, 4)); u != "https://m.example/o/LT/"+string(s.SealOpen(nil, 3, 4)) {
+		t.Errorf("Pixel = %q", u)
+	}
+}

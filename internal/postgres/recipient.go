@@ -25,23 +25,33 @@ func (d *DB) Recipients(ctx context.Context, userID int64, ids []int64) ([]mail.
 		out[i] = mail.Recipient{ContactID: r.ID, Email: mail.Email(r.Email), FirstName: r.FirstName, LastName: r.LastName,
 			AltEmail: r.AltEmail, Country: r.Country, State: r.State, City: r.City, AddressLine1: r.AddressLine1,
 			AddressLine2: r.AddressLine2, StateProvinceRegion: r.StateProvinceRegion, PostalCode: r.PostalCode}
-		custom, err := decodeCustom([]byte(r.Custom))
+		custom, err := customValues(r.Custom)
 		if err != nil {
 			return nil, fmt.Errorf("postgres: contact %d custom values: %w", r.ID, err)
 		}
-		if len(custom) > 0 {
-			out[i].Custom = make(map[string]string, len(custom))
-			for k, v := range custom {
-				switch v := v.(type) {
-				case string:
-					out[i].Custom[strings.ToLower(k)] = v
-				case json.Number:
-					out[i].Custom[strings.ToLower(k)] = v.String()
-				case nil:
-				default:
-					out[i].Custom[strings.ToLower(k)] = fmt.Sprint(v)
-				}
-			}
+		out[i].Custom = custom
+	}
+	return out, nil
+}
+
+// customValues is a contact's custom column as text values keyed by the
+// lower-cased field name (nil when there are none), numbers written as
+// stored.
+func customValues(raw string) (map[string]string, error) {
+	custom, err := decodeCustom([]byte(raw))
+	if err != nil || len(custom) == 0 {
+		return nil, err
+	}
+	out := make(map[string]string, len(custom))
+	for k, v := range custom {
+		switch v := v.(type) {
+		case string:
+			out[strings.ToLower(k)] = v
+		case json.Number:
+			out[strings.ToLower(k)] = v.String()
+		case nil:
+		default:
+			out[strings.ToLower(k)] = fmt.Sprint(v)
 		}
 	}
 	return out, nil

@@ -225,6 +225,7 @@ type SingleSend struct {
 	DeletedAt                  *time.Time
 	CreatedAt                  time.Time
 	UpdatedAt                  time.Time
+	ProgressAt                 *time.Time
 }
 
 type State struct {

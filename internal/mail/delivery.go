@@ -1,0 +1,56 @@
+package mail
+
+import "time"
+
+// DeliveryStatus is where one recipient's mail of a send stands.
+type DeliveryStatus int16
+
+// The states of a delivery row.
+const (
+	DeliveryPending DeliveryStatus = 0 // waiting (again, after a temporary failure: from NextAt)
+	DeliverySending DeliveryStatus = 1 // leased by a batch
+	DeliverySent    DeliveryStatus = 2 // accepted by the SMTP server
+	DeliveryBounced DeliveryStatus = 3 // refused for good (5xx): a hard bounce
+	DeliveryFailed  DeliveryStatus = 4 // temporary failures until the attempts ran out
+)
+
+// Outcome is what became of one claimed delivery.
+type Outcome struct {
+	ID     int64
+	Email  Email
+	Status DeliveryStatus
+	NextAt *time.Time // for DeliveryPending: when to try again
+	Error  string     // the server's reply or the failure, for bounced and failed
+}
+
+// Claimed is a delivery a batch leased, with its recipient.
+type Claimed struct {
+	ID        int64
+	ListKey   string // the recipient list it came from: contacts_3, segments_7
+	Attempts  int    // this one included
+	Recipient Recipient
+}
+
+// Events of sends and bounces.
+const (
+	EventSingleSendStarted   = "single_send.started"   // subject: single_send; payload: triggered
+	EventSingleSendCompleted = "single_send.completed" // subject: single_send; payload: triggered, delivered, bounces
+	EventAddressBounced      = "address.bounced"       // subject: single_send; payload: email_address, reason
+)
+
+// MaxAttempts is how many times a delivery is tried before it is failed.
+const MaxAttempts = 5
+
+// RetryDelay is how long a delivery waits after its attempt-th temporary
+// failure: 30 s, 2 min, 10 min, 30 min.
+func RetryDelay(attempt int) time.Duration {
+	switch {
+	case attempt <= 1:
+		return 30 * time.Second
+	case attempt == 2:
+		return 2 * time.Minute
+	case attempt == 3:
+		return 10 * time.Minute
+	}
+	return 30 * time.Minute
+}

@@ -1,0 +1,322 @@
+package postgres
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/mailroom/mailroom/internal/mail"
+	"github.com/mailroom/mailroom/internal/postgres/db"
+)
+
+// PartitionSends is how many sends' deliveries share a partition
+// (deliveries_p{n} holds sends [n*PartitionSends, (n+1)*PartitionSends)).
+const PartitionSends = 10000
+
+// Dispatch is what a dispatch did.
+type Dispatch struct {
+	Started   bool       // the send is now running (or completed, with no recipient)
+	Completed bool       // it had no recipient: completed at once
+	DueAt     *time.Time // set when the send is ready but not due yet
+	SendID    int64
+	First     int64 // first delivery id: batch k holds [First+k*BatchSize, First+(k+1)*BatchSize)
+	Last      int64 // last delivery id
+	BatchSize int
+	Triggered int64
+}
+
+// DispatchSend expands send id, when it is still ready, of version and
+// due, into its deliveries in one set-based statement, and marks it
+// running (single_send.started recorded), all in one transaction: run
+// twice, the second finds it running and does nothing. A send with no
+// recipient is completed at once.
+func (d *DB) DispatchSend(ctx context.Context, id int64, version int32, batchSize int) (Dispatch, error) {
+	out := Dispatch{SendID: id, BatchSize: batchSize}
+	if err := d.ensurePartition(ctx, id); err != nil {
+		return out, err
+	}
+	err := d.InTx(ctx, func(tx pgx.Tx, q *db.Queries) error {
+		out = Dispatch{SendID: id, BatchSize: batchSize}
+		s, err := q.LockSendForDispatch(ctx, id)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return nil // deleted
+		}
+		if err != nil {
+			return err
+		}
+		if s.Status != 1 || s.Version != version {
+			return nil // updated since, started already, or a draft
+		}
+		if s.DueAt != nil && s.DueAt.After(time.Now()) {
+			out.DueAt = s.DueAt
+			return nil
+		}
+		types, segments, err := listIDs(s.RecipientID)
+		if err != nil {
+			return err
+		}
+		exTypes, exSegments, err := listIDs(s.ExcludeSpecificRecipientID)
+		if err != nil {
+			return err
+		}
+		n, err := q.ExpandSend(ctx, db.ExpandSendParams{SendID: id, UserID: s.UserID, TypeIds: types, SegmentIds: segments,
+			GroupID: s.UnsubscribeGroupID, ExcludeTypeIds: exTypes, ExcludeSegmentIds: exSegments})
+		if err != nil {
+			return err
+		}
+		bs := int32(batchSize)
+		first, err := q.StartSend(ctx, db.StartSendParams{Triggered: n, BatchSize: &bs, ID: id})
+		if err != nil {
+			return err
+		}
+		if err := q.RecordSendEvent(ctx, db.RecordSendEventParams{UserID: s.UserID, Kind: mail.EventSingleSendStarted,
+			SendID: &id, Payload: fmt.Appendf(nil, `{"triggered": %d}`, n)}); err != nil {
+			return err
+		}
+		out.Started, out.First, out.Last, out.Triggered = true, first, first+n-1, n
+		if n == 0 {
+			out.Completed, err = completeSend(ctx, q, id)
+		}
+		return err
+	})
+	return out, translate(err)
+}
+
+// ensurePartition makes the deliveries partition of send id when it is
+// missing, in its own short transaction (the DDL locks the parent table;
+// the expansion that follows must not hold that lock).
+func (d *DB) ensurePartition(ctx context.Context, sendID int64) error {
+	n := sendID / PartitionSends
+	name := "deliveries_p" + strconv.FormatInt(n, 10)
+	var exists bool
+	if err := d.Pool.QueryRow(ctx, "SELECT to_regclass($1) IS NOT NULL", name).Scan(&exists); err != nil || exists {
+		return err
+	}
+	return pgx.BeginFunc(ctx, d.Pool, func(tx pgx.Tx) error {
+		// One maker at a time; the others find it made.
+		if _, err := tx.Exec(ctx, "SELECT pg_advisory_xact_lock(1954115686, $1::int)", n); err != nil {
+			return err
+		}
+		_, err := tx.Exec(ctx, fmt.Sprintf("CREATE TABLE IF NOT EXISTS %s PARTITION OF deliveries FOR VALUES FROM (%d) TO (%d)",
+			name, n*PartitionSends, (n+1)*PartitionSends))
+		return err
+	})
+}
+
+// listIDs reads a send's lists ([{"id":"3","table":"contacts_"}]) into
+// contact type ids and segment ids.
+func listIDs(raw string) (types, segments []int64, err error) {
+	var lists []struct {
+		ID    string `json:"id"`
+		Table string `json:"table"`
+	}
+	if err := json.Unmarshal([]byte(raw), &lists); err != nil {
+		return nil, nil, fmt.Errorf("postgres: send lists %q: %w", raw, err)
+	}
+	types, segments = []int64{}, []int64{}
+	for _, l := range lists {
+		id, err := strconv.ParseInt(l.ID, 10, 64)
+		if err != nil {
+			return nil, nil, fmt.Errorf("postgres: send list id %q: %w", l.ID, err)
+		}
+		switch l.Table {
+		case "contacts_":
+			types = append(types, id)
+		case "segments_":
+			segments = append(segments, id)
+		default:
+			return nil, nil, fmt.Errorf("postgres: send list table %q", l.Table)
+		}
+	}
+	return types, segments, nil
+}
+
+// completeSend marks the send completed when nothing is left open,
+// recording single_send.completed; false when something is (or another
+// batch completed it).
+func completeSend(ctx context.Context, q *db.Queries, id int64) (bool, error) {
+	r, err := q.CompleteSend(ctx, id)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	return true, q.RecordSendEvent(ctx, db.RecordSendEventParams{UserID: r.UserID, Kind: mail.EventSingleSendCompleted, SendID: &id,
+		Payload: fmt.Appendf(nil, `{"triggered": %d, "delivered": %d, "bounces": %d}`, r.Triggered, r.Delivered, r.Bounces)})
+}
+
+// BatchSend is what a batch needs of a running send.
+type BatchSend struct {
+	ID, UserID      int64
+	Version         int32
+	Status          int16
+	TemplateID      int64
+	TemplateHTML    string // "" for a design template: the catalogue's html_code
+	Subject         string
+	Preheader       string
+	GroupID         int64
+	First           int64
+	BatchSize       int
+	ListTokens      map[string]string // unique_open_token
+	Sender          mail.Sender
+	SenderAvailable bool
+}
+
+// SendForBatch reads send id for its batches; ENOTFOUND when it is gone.
+func (d *DB) SendForBatch(ctx context.Context, id int64) (BatchSend, error) {
+	r, err := d.q.SendForBatch(ctx, id)
+	if err != nil {
+		return BatchSend{}, translate(err)
+	}
+	s := BatchSend{ID: r.ID, UserID: r.UserID, Version: r.Version, Status: r.Status, TemplateID: r.TemplateID,
+		TemplateHTML: r.TemplateHtml, Subject: r.Subject, Preheader: r.Preheader, GroupID: r.UnsubscribeGroupID,
+		First: r.FirstDeliveryID, BatchSize: int(r.BatchSize), SenderAvailable: r.FromEmail != "",
+		Sender: mail.Sender{FromName: r.FromName, FromEmail: mail.Email(r.FromEmail), ReplyTo: mail.Email(r.ReplyToEmail),
+			Address: r.CompanyAddress, City: r.City, State: r.State, Country: r.Country}}
+	if err := json.Unmarshal([]byte(r.UniqueOpenToken), &s.ListTokens); err != nil {
+		return s, fmt.Errorf("postgres: send %d unique_open_token: %w", id, err)
+	}
+	return s, nil
+}
+
+// ClaimDeliveries leases the open rows of send sendID with ids in
+// [from, to) for lease, with their recipients, in id order.
+func (d *DB) ClaimDeliveries(ctx context.Context, sendID, from, to int64, lease time.Duration) ([]mail.Claimed, error) {
+	rows, err := d.q.ClaimDeliveries(ctx, db.ClaimDeliveriesParams{LeaseSeconds: int32(lease / time.Second), SendID: sendID, FromID: from, ToID: to})
+	if err != nil {
+		return nil, translate(err)
+	}
+	out := make([]mail.Claimed, len(rows))
+	for i, r := range rows {
+		custom, err := customValues(r.Custom)
+		if err != nil {
+			return nil, fmt.Errorf("postgres: contact %d custom values: %w", r.ContactID, err)
+		}
+		out[i] = mail.Claimed{ID: r.ID, ListKey: r.ListKey, Attempts: int(r.Attempts), Recipient: mail.Recipient{
+			ContactID: r.ContactID, Email: mail.Email(r.Email), FirstName: r.FirstName, LastName: r.LastName, AltEmail: r.AltEmail,
+			Country: r.Country, State: r.State, City: r.City, AddressLine1: r.AddressLine1, AddressLine2: r.AddressLine2,
+			StateProvinceRegion: r.StateProvinceRegion, PostalCode: r.PostalCode, Custom: custom}}
+	}
+	return out, nil
+}
+
+// RecordBatch records a batch's outcomes in one transaction: the rows
+// (one statement), the send's counters (once), hard bounces suppressed
+// with address.bounced, and the send completed when nothing is left open.
+// It answers whether this batch completed the send.
+func (d *DB) RecordBatch(ctx context.Context, sendID, userID int64, outcomes []mail.Outcome) (completed bool, err error) {
+	n := len(outcomes)
+	ids, statuses, nextAts, errs := make([]int64, n), make([]int16, n), make([]time.Time, n), make([]string, n)
+	var delivered, bounced int64
+	var bounceEmails, bounceReasons []string
+	now := time.Now()
+	for i, o := range outcomes {
+		ids[i], statuses[i], errs[i], nextAts[i] = o.ID, int16(o.Status), o.Error, now
+		if o.NextAt != nil {
+			nextAts[i] = *o.NextAt
+		}
+		switch o.Status {
+		case mail.DeliverySent:
+			delivered++
+		case mail.DeliveryBounced:
+			bounced++
+			bounceEmails = append(bounceEmails, string(o.Email))
+			bounceReasons = append(bounceReasons, strings.ToValidUTF8(o.Error, ""))
+		}
+	}
+	err = d.InTx(ctx, func(_ pgx.Tx, q *db.Queries) error {
+		completed = false
+		if _, err := q.RecordDeliveries(ctx, db.RecordDeliveriesParams{Statuses: statuses, NextAts: nextAts, Errors: errs, SendID: sendID, Ids: ids}); err != nil {
+			return err
+		}
+		if err := q.BumpSendCounters(ctx, db.BumpSendCountersParams{Delivered: delivered, Bounced: bounced, ID: sendID}); err != nil {
+			return err
+		}
+		if len(bounceEmails) > 0 {
+			if _, err := q.AddBounces(ctx, db.AddBouncesParams{UserID: userID, SendID: sendID, Reasons: bounceReasons, Emails: bounceEmails}); err != nil {
+				return err
+			}
+		}
+		var err error
+		completed, err = completeSend(ctx, q, sendID)
+		return err
+	})
+	return completed, translate(err)
+}
+
+// CompleteSend completes send id when nothing is left open (a sweeper's
+// check for a send whose last batch was lost after recording).
+func (d *DB) CompleteSend(ctx context.Context, id int64) (bool, error) {
+	var done bool
+	err := d.InTx(ctx, func(_ pgx.Tx, q *db.Queries) error {
+		var err error
+		done, err = completeSend(ctx, q, id)
+		return err
+	})
+	return done, translate(err)
+}
+
+// LastDeliveryID is the highest delivery id of send id (0: none).
+func (d *DB) LastDeliveryID(ctx context.Context, id int64) (int64, error) {
+	return d.q.LastDeliveryID(ctx, id)
+}
+
+// DueSend is a ready send whose time has come.
+type DueSend struct {
+	ID      int64
+	Version int32
+}
+
+// DueSends are ready sends whose time has come, oldest due first.
+func (d *DB) DueSends(ctx context.Context) ([]DueSend, error) {
+	rows, err := d.q.DueSends(ctx)
+	out := make([]DueSend, len(rows))
+	for i, r := range rows {
+		out[i] = DueSend{ID: r.ID, Version: r.Version}
+	}
+	return out, err
+}
+
+// StalledSend is a running send without progress for a while.
+type StalledSend struct {
+	ID, First int64
+	BatchSize int
+}
+
+// StalledSends are running sends that recorded nothing for idle.
+func (d *DB) StalledSends(ctx context.Context, idle time.Duration) ([]StalledSend, error) {
+	rows, err := d.q.StalledSends(ctx, int32(idle/time.Second))
+	out := make([]StalledSend, len(rows))
+	for i, r := range rows {
+		out[i] = StalledSend{ID: r.ID, First: r.FirstDeliveryID, BatchSize: int(r.BatchSize)}
+	}
+	return out, err
+}
+
+// OpenRanges are up to n batch ranges of a send holding rows a batch could
+// take now, lowest first.
+func (d *DB) OpenRanges(ctx context.Context, s StalledSend, n int) ([]int64, error) {
+	if s.BatchSize <= 0 {
+		return nil, nil
+	}
+	return d.q.OpenRanges(ctx, db.OpenRangesParams{FirstID: s.First, BatchSize: int64(s.BatchSize), SendID: s.ID, N: int32(n)})
+}
+
+// TouchSend notes progress of send id (its chain was restarted).
+func (d *DB) TouchSend(ctx context.Context, id int64) error {
+	return d.q.TouchSend(ctx, id)
+}
+
+// RecordOpen counts an open of delivery id of send sendID when listToken
+// is its list's open token; false when nothing matched.
+func (d *DB) RecordOpen(ctx context.Context, sendID, id int64, listToken string) (bool, error) {
+	n, err := d.q.RecordOpen(ctx, db.RecordOpenParams{SendID: sendID, ID: id, ListToken: listToken})
+	return n > 0, translate(err)
+}

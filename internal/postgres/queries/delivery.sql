@@ -1,0 +1,198 @@
+-- name: LockSendForDispatch :one
+-- The send a dispatch task names, locked: the task acts only when it is
+-- still ready, of that version, and due.
+SELECT id, user_id, status, version, due_at, unsubscribe_group_id,
+    recipient_id::text AS recipient_id, exclude_specific_recipient_id::text AS exclude_specific_recipient_id
+FROM single_sends
+WHERE id = @id AND deleted_at IS NULL
+FOR UPDATE;
+
+-- name: ExpandSend :execrows
+-- The send's recipients, set-based: every live contact of the target
+-- contact types and every member of the target segments (a member stored
+-- by hand has no contact), one per lower-cased address, minus the exclude
+-- lists' addresses, the account's global unsubscribes and the send's
+-- group, and hard bounces. Rows go in by address, so a batch's id range
+-- is a stretch of the alphabet. list_key is the first list (in key order)
+-- the address came from.
+INSERT INTO deliveries (send_id, user_id, contact_id, segment_recipient_id, email, list_key)
+SELECT @send_id::bigint, @user_id::bigint, r.contact_id, r.segment_recipient_id, r.email, r.list_key
+FROM (
+    SELECT DISTINCT ON (x.email_lc) x.contact_id, x.segment_recipient_id, x.email, x.email_lc, x.list_key
+    FROM (
+        SELECT c.id AS contact_id, NULL::bigint AS segment_recipient_id, c.email, c.email_lc,
+               'contacts_' || c.contact_type_id AS list_key
+        FROM contacts c
+        WHERE c.user_id = @user_id AND c.contact_type_id = ANY(@type_ids::bigint[]) AND c.deleted_at IS NULL
+        UNION ALL
+        SELECT c.id, CASE WHEN sr.contact_id IS NULL THEN sr.id END, COALESCE(c.email, sr.email),
+               lower(COALESCE(c.email, sr.email)), 'segments_' || sr.segment_id
+        FROM segment_recipients sr
+        LEFT JOIN contacts c ON c.id = sr.contact_id AND c.deleted_at IS NULL
+        WHERE sr.user_id = @user_id AND sr.segment_id = ANY(@segment_ids::bigint[])
+          AND (sr.contact_id IS NULL OR c.id IS NOT NULL) AND COALESCE(c.email, sr.email) IS NOT NULL
+    ) x
+    WHERE NOT EXISTS (SELECT 1 FROM unsubscribes u
+                      WHERE u.user_id = @user_id AND u.email_lc = x.email_lc
+                        AND COALESCE(u.unsubscribe_groups_id, 0) IN (0, @group_id::bigint))
+      AND NOT EXISTS (SELECT 1 FROM bounces b WHERE b.user_id = @user_id AND b.email_lc = x.email_lc)
+      AND NOT EXISTS (SELECT 1 FROM contacts e
+                      WHERE e.contact_type_id = ANY(@exclude_type_ids::bigint[]) AND e.user_id = @user_id
+                        AND e.email_lc = x.email_lc AND e.deleted_at IS NULL)
+      AND NOT EXISTS (SELECT 1 FROM segment_recipients es
+                      LEFT JOIN contacts ec ON ec.id = es.contact_id AND ec.deleted_at IS NULL
+                      WHERE es.segment_id = ANY(@exclude_segment_ids::bigint[]) AND es.user_id = @user_id
+                        AND lower(COALESCE(ec.email, es.email)) = x.email_lc)
+    ORDER BY x.email_lc, x.list_key, x.contact_id NULLS LAST
+) r
+ORDER BY r.email_lc;
+
+-- name: StartSend :one
+-- The send is running: its batches are fixed by its first delivery id.
+UPDATE single_sends s
+SET status = 2, triggered = @triggered, batch_size = @batch_size, started_at = now(), progress_at = now(),
+    first_delivery_id = (SELECT min(d.id) FROM deliveries d WHERE d.send_id = s.id),
+    updated_at = now()
+WHERE s.id = @id
+RETURNING COALESCE(s.first_delivery_id, 0)::bigint AS first_delivery_id;
+
+-- name: RecordSendEvent :exec
+INSERT INTO events (user_id, kind, subject_type, subject_id, payload)
+VALUES (@user_id, @kind, 'single_send', @send_id, @payload::jsonb);
+
+-- name: SendForBatch :one
+-- What a batch needs of a running send to make its mails: the template,
+-- the sender (places by name), the batch ranges, the open tokens.
+SELECT s.id, s.user_id, s.version, s.status, s.template_id, COALESCE(s.template_html, '')::text AS template_html,
+    s.subject, s.preheader, s.unsubscribe_group_id, COALESCE(s.first_delivery_id, 0)::bigint AS first_delivery_id,
+    COALESCE(s.batch_size, 0)::int AS batch_size, s.unique_open_token::text AS unique_open_token,
+    COALESCE(se.from_name, '')::text AS from_name, COALESCE(se.from_email, '')::text AS from_email,
+    COALESCE(se.reply_to_email, '')::text AS reply_to_email,
+    TRIM(BOTH ' ' FROM COALESCE(se.company_address, '') || ' ' || COALESCE(se.company_address2, ''))::text AS company_address,
+    COALESCE(ci.name, '')::text AS city, COALESCE(st.name, '')::text AS state, COALESCE(co.name, '')::text AS country
+FROM single_sends s
+LEFT JOIN senders se ON se.id = s.sender_id
+LEFT JOIN cities ci ON ci.id = se.city_id
+LEFT JOIN states st ON st.id = se.state_id
+LEFT JOIN countries co ON co.id = se.country_id
+WHERE s.id = @id AND s.deleted_at IS NULL;
+
+-- name: ClaimDeliveries :many
+-- Leases the open rows of one id range of a send (pending and due, or
+-- leased by a worker that did not come back), with what a mail needs of
+-- each recipient, in one statement. A row another worker holds is not
+-- taken: its lease is in the future.
+WITH claimed AS (
+    UPDATE deliveries d
+    SET status = 1, lease_until = now() + make_interval(secs => @lease_seconds::int), attempts = d.attempts + 1
+    WHERE d.send_id = @send_id AND d.id >= @from_id AND d.id < @to_id
+      AND ((d.status = 0 AND (d.next_at IS NULL OR d.next_at <= now())) OR (d.status = 1 AND d.lease_until < now()))
+    RETURNING d.id, d.contact_id, d.segment_recipient_id, d.email, d.list_key, d.attempts
+)
+SELECT cl.id, cl.email, cl.list_key, cl.attempts, COALESCE(c.id, 0)::bigint AS contact_id,
+    COALESCE(c.first_name, sr.first_name, '')::text AS first_name, COALESCE(c.last_name, sr.last_name, '')::text AS last_name,
+    COALESCE(c.alt_email, '')::text AS alt_email, COALESCE(co.name, '')::text AS country,
+    COALESCE(c.state, '')::text AS state, COALESCE(c.city, '')::text AS city,
+    COALESCE(c.address_line1, '')::text AS address_line1, COALESCE(c.address_line2, '')::text AS address_line2,
+    COALESCE(c.state_province_region, '')::text AS state_province_region, COALESCE(c.postal_code, '')::text AS postal_code,
+    COALESCE(c.custom, '{}')::text AS custom
+FROM claimed cl
+LEFT JOIN contacts c ON c.id = cl.contact_id
+LEFT JOIN segment_recipients sr ON sr.id = cl.segment_recipient_id
+LEFT JOIN countries co ON co.id = c.country
+ORDER BY cl.id;
+
+-- name: RecordDeliveries :execrows
+-- The outcomes of a batch in one statement: 2 sent, 3 bounced, 4 failed,
+-- 0 pending again (a temporary failure, retried at next_at). Only rows
+-- still leased change.
+-- (The arrays are read by position: sqlc knows only one-array unnest.)
+UPDATE deliveries d
+SET status = (@statuses::smallint[])[r.i], lease_until = NULL,
+    next_at = CASE WHEN (@statuses::smallint[])[r.i] = 0 THEN (@next_ats::timestamptz[])[r.i] END,
+    error = NULLIF((@errors::text[])[r.i], ''),
+    sent_at = CASE WHEN (@statuses::smallint[])[r.i] = 2 THEN now() END
+FROM unnest(@ids::bigint[]) WITH ORDINALITY AS r(id, i)
+WHERE d.send_id = @send_id AND d.id = r.id AND d.status = 1;
+
+-- name: BumpSendCounters :exec
+UPDATE single_sends
+SET delivered = delivered + @delivered, bounces = bounces + @bounced, progress_at = now()
+WHERE id = @id;
+
+-- name: AddBounces :execrows
+-- Hard bounces suppress the address for the account's later sends, with
+-- an address.bounced event for each address newly bounced.
+WITH added AS (
+    INSERT INTO bounces (user_id, email_lc, send_id, reason)
+    SELECT @user_id::bigint, lower(a.email), @send_id::bigint, (@reasons::text[])[a.i]
+    FROM unnest(@emails::text[]) WITH ORDINALITY AS a(email, i)
+    ORDER BY lower(a.email)
+    ON CONFLICT DO NOTHING
+    RETURNING email_lc, reason
+)
+INSERT INTO events (user_id, kind, subject_type, subject_id, payload)
+SELECT @user_id::bigint, 'address.bounced', 'single_send', @send_id::bigint,
+    jsonb_build_object('email_address', a.email_lc, 'reason', a.reason)
+FROM added a;
+
+-- name: CompleteSend :one
+-- Marks the send completed when no row is pending or leased: a guarded
+-- update, so of all the batches that try, exactly one succeeds.
+UPDATE single_sends s
+SET status = 3, sent_at = now(), updated_at = now()
+WHERE s.id = @id AND s.status = 2
+  AND NOT EXISTS (SELECT 1 FROM deliveries d WHERE d.send_id = @id AND d.status IN (0, 1))
+RETURNING s.user_id, s.triggered, s.delivered, s.bounces;
+
+-- name: LastDeliveryID :one
+SELECT COALESCE(max(id), 0)::bigint FROM deliveries WHERE send_id = @send_id;
+
+-- name: DueSends :many
+-- Ready sends whose time has come (the sweeper dispatches them: a lost
+-- dispatch task only delays a send).
+SELECT id, version FROM single_sends
+WHERE status = 1 AND deleted_at IS NULL AND due_at <= now()
+ORDER BY due_at
+LIMIT 500;
+
+-- name: StalledSends :many
+-- Running sends that made no progress for a while: their batch chain was
+-- lost (a flushed Redis, a killed worker) or is waiting on retries.
+SELECT id, COALESCE(first_delivery_id, 0)::bigint AS first_delivery_id, COALESCE(batch_size, 0)::int AS batch_size
+FROM single_sends
+WHERE status = 2 AND progress_at < now() - make_interval(secs => @idle_seconds::int)
+ORDER BY id
+LIMIT 500;
+
+-- name: OpenRanges :many
+-- The batch ranges of a send that hold rows a batch could take now.
+SELECT DISTINCT ((id - @first_id::bigint) / @batch_size::bigint)::bigint AS k
+FROM deliveries
+WHERE send_id = @send_id
+  AND ((status = 0 AND (next_at IS NULL OR next_at <= now())) OR (status = 1 AND lease_until < now()))
+ORDER BY 1
+LIMIT @n::int;
+
+-- name: TouchSend :exec
+UPDATE single_sends SET progress_at = now() WHERE id = @id;
+
+-- name: RecordOpen :execrows
+-- An open of a delivery's mail, when the pixel's list token is the one the
+-- send gave the delivery's list: total opens always, unique opens the
+-- first time.
+WITH d AS (
+    UPDATE deliveries dl
+    SET opens = dl.opens + 1, opened_at = COALESCE(dl.opened_at, now())
+    WHERE dl.send_id = @send_id AND dl.id = @id AND dl.status = 2
+      AND EXISTS (SELECT 1 FROM single_sends s
+                  WHERE s.id = @send_id AND s.unique_open_token ->> dl.list_key = @list_token::text)
+    RETURNING dl.opens = 1 AS first
+)
+UPDATE single_sends s
+SET total_opens = s.total_opens + 1, unique_opens = s.unique_opens + CASE WHEN d.first THEN 1 ELSE 0 END
+FROM d
+WHERE s.id = @send_id;
+
+-- name: CountSendUnsubscribe :exec
+UPDATE single_sends SET unsubscribes = unsubscribes + 1 WHERE id = @id AND user_id = @user_id;

@@ -1,0 +1,153 @@
+package jobs
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/hibiken/asynq"
+
+	"github.com/mailroom/mailroom/internal/mail"
+	"github.com/mailroom/mailroom/internal/render"
+	"github.com/mailroom/mailroom/internal/smtp"
+)
+
+// SendBatch handles TypeSendBatch: it leases the open deliveries of its
+// id range with their recipients (one statement), makes each mail from
+// the send's compiled form, pushes them through the transport
+// Engine.Concurrency at a time, records every outcome in one transaction
+// (which completes the send when nothing is left), then queues the next
+// open range of the send's window. Run twice, the second run finds the
+// rows leased or recorded and sends nothing.
+func SendBatch(d Deps) asynq.HandlerFunc {
+	return func(ctx context.Context, t *asynq.Task) error {
+		var p BatchPayload
+		if err := json.Unmarshal(t.Payload(), &p); err != nil {
+			return Permanent(err)
+		}
+		cs, err := d.sends.get(ctx, d, p.SendID)
+		if IsPermanent(err) && !isGone(err) {
+			return err
+		}
+		if err != nil || cs.send.Status != 2 || cs.send.BatchSize <= 0 {
+			if isGone(err) {
+				return nil // deleted since
+			}
+			return err // nil for a send no longer running
+		}
+		size := int64(cs.send.BatchSize)
+		from := cs.send.First + p.K*size
+		claimed, err := d.DB.ClaimDeliveries(ctx, p.SendID, from, from+size, d.Engine.Lease)
+		if err != nil {
+			return err
+		}
+		if len(claimed) > 0 {
+			outcomes := d.deliver(ctx, cs, claimed)
+			// Outcomes are recorded even when the worker is stopping: the
+			// mails went out.
+			rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+			completed, err := d.DB.RecordBatch(rctx, p.SendID, cs.send.UserID, outcomes)
+			cancel()
+			if err != nil {
+				return err
+			}
+			if completed {
+				d.Log.InfoContext(ctx, "send completed", "send_id", p.SendID)
+				return nil
+			}
+		}
+		// The chain goes on at the next range with open rows beyond this
+		// window.
+		next := p.K + int64(d.Engine.Window)
+		if cs.send.First+next*size > cs.last {
+			return nil
+		}
+		return d.enqueue(ctx, NewBatchTask(p.SendID, next))
+	}
+}
+
+// deliver makes and sends the claimed mails, Engine.Concurrency at a
+// time, and answers their outcomes in claim order.
+func (d Deps) deliver(ctx context.Context, cs *compiledSend, claimed []mail.Claimed) []mail.Outcome {
+	out := make([]mail.Outcome, len(claimed))
+	key := d.DKIM.For(string(cs.send.Sender.FromEmail))
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range min(d.Engine.Concurrency, len(claimed)) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			var b render.Buffer
+			var data, signed, link []byte
+			for {
+				i := int(next.Add(1) - 1)
+				if i >= len(claimed) {
+					return
+				}
+				c := &claimed[i]
+				r := &c.Recipient
+				if ctx.Err() != nil { // stopping: not tried, again at once
+					out[i] = mail.Outcome{ID: c.ID, Email: r.Email, Status: mail.DeliveryPending, NextAt: new(time.Now())}
+					continue
+				}
+				d.Links.Fill(r, mail.UnsubscribeToken{UserID: cs.send.UserID, Email: r.Email, GroupID: cs.send.GroupID, SendID: cs.send.ID})
+				if lt := cs.send.ListTokens[c.ListKey]; lt != "" && d.Links.Signer != nil {
+					link = d.Links.Pixel(link[:0], lt, cs.send.ID, c.ID)
+					r.Tokens.OpenPixelURL = string(link)
+				}
+				data = cs.form.Build(data[:0], &b, r, c.ID)
+				msg := data
+				if key != nil {
+					var err error
+					if signed, err = key.Sign(signed[:0], data); err == nil {
+						msg = signed
+					}
+				}
+				res := d.Transport.Send(ctx, &smtp.Message{From: string(cs.send.Sender.FromEmail), To: string(r.Email), Data: msg})
+				out[i] = outcome(c, res)
+			}
+		}()
+	}
+	wg.Wait()
+	return out
+}
+
+// outcome is what a send's result makes of a delivery: sent, bounced, or
+// pending again after a backoff until the attempts run out.
+func outcome(c *mail.Claimed, res smtp.Result) mail.Outcome {
+	o := mail.Outcome{ID: c.ID, Email: c.Recipient.Email}
+	switch res.Class {
+	case smtp.Accepted:
+		o.Status = mail.DeliverySent
+	case smtp.Permanent:
+		o.Status, o.Error = mail.DeliveryBounced, errText(res.Err)
+	default:
+		o.Error = errText(res.Err)
+		if c.Attempts >= mail.MaxAttempts {
+			o.Status = mail.DeliveryFailed
+		} else {
+			o.Status, o.NextAt = mail.DeliveryPending, new(time.Now().Add(mail.RetryDelay(c.Attempts)))
+		}
+	}
+	return o
+}
+
+func errText(err error) string {
+	if err == nil {
+		return ""
+	}
+	s := err.Error()
+	if len(s) > 500 {
+		s = s[:500]
+	}
+	return s
+}
+
+// isGone reports whether err says the record is not there.
+func isGone(err error) bool {
+	var me *mail.Error
+	return errors.As(err, &me) && me.Code == mail.ENOTFOUND
+}

@@ -1,0 +1,337 @@
+package jobs_test
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"mime"
+	"mime/multipart"
+	"mime/quotedprintable"
+	"net/http/httptest"
+	netmail "net/mail"
+	"regexp"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/hibiken/asynq"
+
+	"github.com/mailroom/mailroom/internal/httpapi"
+	"github.com/mailroom/mailroom/internal/mail"
+	"github.com/mailroom/mailroom/internal/postgres"
+	"github.com/mailroom/mailroom/internal/smtp"
+	"github.com/mailroom/mailroom/internal/smtp/smtptest"
+	"github.com/mailroom/mailroom/internal/testdb"
+	"github.com/mailroom/mailroom/jobs"
+)
+
+// queue is an in-process stand-in for Redis in engine tests: Enqueue
+// keeps tasks (one per TaskID while queued, as asynq does), drain runs
+// them in order until none is left.
+type queue struct {
+	mu    sync.Mutex
+	tasks []*asynq.Task
+	ids   map[string]bool
+}
+
+func (q *queue) enqueue(_ context.Context, t *asynq.Task) error {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	id := taskID(t)
+	if q.ids == nil {
+		q.ids = map[string]bool{}
+	}
+	if q.ids[id] {
+		return asynq.ErrTaskIDConflict
+	}
+	q.ids[id] = true
+	q.tasks = append(q.tasks, t)
+	return nil
+}
+
+// taskID is the identity the engine gives a task: its type and payload.
+func taskID(t *asynq.Task) string { return t.Type() + string(t.Payload()) }
+
+func (q *queue) drain(t *testing.T, mux *asynq.ServeMux) int {
+	t.Helper()
+	n := 0
+	for {
+		q.mu.Lock()
+		if len(q.tasks) == 0 {
+			q.mu.Unlock()
+			return n
+		}
+		task := q.tasks[0]
+		q.tasks = q.tasks[1:]
+		delete(q.ids, taskID(task))
+		q.mu.Unlock()
+		if err := mux.ProcessTask(context.Background(), task); err != nil {
+			t.Fatalf("%s %s: %v", task.Type(), task.Payload(), err)
+		}
+		n++
+	}
+}
+
+// sendFixture is an account with lists, suppressions, a verified sender
+// and a ready single send over them.
+type sendFixture struct {
+	user, send, group int64
+	typeA, typeB      int64
+}
+
+func exec(t *testing.T, d *postgres.DB, q string, args ...any) {
+	t.Helper()
+	if _, err := d.Pool.Exec(context.Background(), q, args...); err != nil {
+		t.Fatalf("%s: %v", q, err)
+	}
+}
+
+func scalar[T any](t *testing.T, d *postgres.DB, q string, args ...any) T {
+	t.Helper()
+	var v T
+	if err := d.Pool.QueryRow(context.Background(), q, args...).Scan(&v); err != nil {
+		t.Fatalf("%s: %v", q, err)
+	}
+	return v
+}
+
+// newSendFixture: type A holds ann, Bob, carol, dave, erin, frank, gone,
+// later; type B holds bob (Bob again, other case) and gina; segment S
+// holds ann (again) and hank (stored by hand); the exclude type C holds
+// carol and gina. dave is on the global list, erin left the send's group,
+// frank bounced before. So the send goes to ann, bob, hank, gone (5xx)
+// and later (4xx once).
+func newSendFixture(t *testing.T, d *postgres.DB, html string) sendFixture {
+	t.Helper()
+	ctx := context.Background()
+	user, _, err := d.CreateAccount(ctx, "engine")
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := sendFixture{user: user}
+	typ := func(name string) int64 {
+		return scalar[int64](t, d, `INSERT INTO contact_types (user_id, name) VALUES ($1, $2) RETURNING id`, user, name)
+	}
+	contact := func(typeID int64, email, first string) int64 {
+		return scalar[int64](t, d, `INSERT INTO contacts (user_id, contact_type_id, email, first_name, last_name, custom)
+			VALUES ($1, $2, $3, $4, 'Lee', '{"Company_Name": "Acme & Co"}') RETURNING id`, user, typeID, email, first)
+	}
+	f.typeA, f.typeB = typ("A"), typ("B")
+	typeC := typ("C")
+	var ann int64
+	for _, e := range []string{"ann", "Bob", "carol", "dave", "erin", "frank", "gone", "later"} {
+		id := contact(f.typeA, e+"@example.com", strings.ToUpper(e[:1])+e[1:])
+		if e == "ann" {
+			ann = id
+		}
+	}
+	contact(f.typeB, "bob@EXAMPLE.com", "Bobby")
+	contact(f.typeB, "gina@example.com", "Gina")
+	contact(typeC, "Carol@example.com", "C")
+	contact(typeC, "gina@example.com", "G")
+	seg := scalar[int64](t, d, `INSERT INTO segments (user_id, contact_type_id, segment_name, select_field, select_operator, value)
+		VALUES ($1, $2, 'S', '{}', '{}', '{}') RETURNING id`, user, f.typeA)
+	exec(t, d, `INSERT INTO segment_recipients (user_id, segment_id, contact_id) VALUES ($1, $2, $3)`, user, seg, ann)
+	exec(t, d, `INSERT INTO segment_recipients (user_id, segment_id, first_name, last_name, email) VALUES ($1, $2, 'Hank', 'Hill', 'hank@example.com')`, user, seg)
+	f.group = scalar[int64](t, d, `INSERT INTO unsubscribe_groups (user_id, rand_id, group_name, description, is_display)
+		VALUES ($1, gen_random_uuid()::text, 'News', 'News', 1) RETURNING id`, user)
+	exec(t, d, `INSERT INTO unsubscribes (user_id, unsubscribe_groups_id, email_address) VALUES ($1, NULL, 'DAVE@example.com'), ($1, $2, 'erin@example.com')`, user, f.group)
+	exec(t, d, `INSERT INTO bounces (user_id, email_lc) VALUES ($1, 'frank@example.com')`, user)
+	sender := scalar[int64](t, d, `INSERT INTO senders (user_id, from_name, from_email, reply_to_email, country_id, company_address, nickname, utr, is_verified)
+		VALUES ($1, 'Acme Shop', 'news@acme.example', 'help@acme.example', 276, 'Marienplatz 1', 'n', gen_random_uuid()::text, 1) RETURNING id`, user)
+	lists := fmt.Sprintf(`[{"id":"%d","table":"contacts_"},{"id":"%d","table":"contacts_"},{"id":"%d","table":"segments_"}]`, f.typeA, f.typeB, seg)
+	f.send = scalar[int64](t, d, `INSERT INTO single_sends (user_id, utr, template_id, template_html, sender_id, unsubscribe_group_id,
+			single_send_name, subject, preheader, recipient_id, exclude_specific_recipient_id, status, due_at, unique_open_token)
+		VALUES ($1, gen_random_uuid(), 1, $2, $3, $4, 'Weekly', 'Hello ((first_name))', 'This week', $5::jsonb, $6::jsonb, 1, now(),
+			jsonb_build_object('contacts_' || $7::bigint, 'tokA', 'contacts_' || $8::bigint, 'tokB', 'segments_' || $9::bigint, 'tokS'))
+		RETURNING id`, user, html, sender, f.group, lists, fmt.Sprintf(`[{"id":"%d","table":"contacts_"}]`, typeC), f.typeA, f.typeB, seg)
+	return f
+}
+
+// engine is the worker's mux over d with an in-process queue.
+func engine(t *testing.T, d *postgres.DB, transport smtp.Transport, eng jobs.Engine) (*asynq.ServeMux, *queue, mail.Links) {
+	t.Helper()
+	key, err := d.Secret(context.Background(), "unsubscribe_token")
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := &queue{}
+	links := mail.Links{Base: "https://m.example.test", Signer: mail.NewTokenSigner(key)}
+	mux := jobs.NewMux(jobs.Deps{DB: d, Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Transport: transport,
+		NotifyFrom: "mailroom <n@example.test>", PublicURL: links.Base, Links: links, UnsubscribeMailto: "unsubscribe@m.example.test",
+		Enqueue: q.enqueue, Engine: eng})
+	return mux, q, links
+}
+
+// htmlOf is the decoded HTML part of a received mail and its header.
+func htmlOf(t *testing.T, data []byte) (string, netmail.Header) {
+	t.Helper()
+	m, err := netmail.ReadMessage(bytes.NewReader(data))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, params, err := mime.ParseMediaType(m.Header.Get("Content-Type"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := multipart.NewReader(m.Body, params["boundary"])
+	for {
+		p, err := r.NextRawPart()
+		if err != nil {
+			t.Fatalf("no html part: %v", err)
+		}
+		if strings.HasPrefix(p.Header.Get("Content-Type"), "text/html") {
+			b, _ := io.ReadAll(quotedprintable.NewReader(p))
+			return string(b), m.Header
+		}
+	}
+}
+
+type counters struct {
+	Status                                                      int
+	Triggered, Delivered, Bounces, UniqueOpens, TotalOpens, Uns int64
+	SentAt                                                      bool
+}
+
+func sendCounters(t *testing.T, d *postgres.DB, id int64) counters {
+	t.Helper()
+	var c counters
+	if err := d.Pool.QueryRow(context.Background(), `SELECT status, triggered, delivered, bounces, unique_opens, total_opens, unsubscribes, sent_at IS NOT NULL
+		FROM single_sends WHERE id = $1`, id).Scan(&c.Status, &c.Triggered, &c.Delivered, &c.Bounces, &c.UniqueOpens, &c.TotalOpens, &c.Uns, &c.SentAt); err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+var pixelRE = regexp.MustCompile(`<img src="https://m\.example\.test(/o/[^"]+)"`)
+
+// A send goes, through a real SMTP server, to exactly the addresses the
+// recipients rule allows (overlaps, case, excludes, global and group
+// unsubscribes, earlier bounces), personalized; a 5xx bounces and
+// suppresses, a 4xx is retried once its time comes and the send then
+// completes; opens and unsubscribes from its mails count.
+func TestSingleSendEndToEnd(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	d := testdb.New(t)
+	f := newSendFixture(t, d, `<html><body><p>Hi ((first_name)) of ((company_name))</p>`+
+		`<a href="((unsubscribe_preferences))">Preferences</a></body></html>`)
+	var laterTries atomic.Int32
+	s := smtptest.New(t, smtptest.Options{Reply: func(rcpt string) error {
+		switch {
+		case strings.HasPrefix(rcpt, "gone@"):
+			return smtptest.Permanent("no such user")
+		case strings.HasPrefix(rcpt, "later@") && laterTries.Add(1) == 1:
+			return smtptest.Temporary("try later")
+		}
+		return nil
+	}})
+	pool := smtp.NewPool(smtp.Config{Addr: s.Addr, Size: 4, Timeout: 5 * time.Second})
+	defer pool.Close()
+	mux, q, _ := engine(t, d, pool, jobs.Engine{BatchSize: 2, Window: 2, StallAfter: time.Second})
+
+	version := scalar[int32](t, d, "SELECT version FROM single_sends WHERE id = $1", f.send)
+	q.enqueue(ctx, jobs.NewDispatchTask(f.send, version, time.Now()))
+	q.enqueue(ctx, jobs.NewDispatchTask(f.send, version, time.Now())) // twice: one task
+	q.drain(t, mux)
+
+	got := sendCounters(t, d, f.send)
+	if want := (counters{Status: 2, Triggered: 5, Delivered: 3, Bounces: 1}); got != want {
+		t.Fatalf("after the first pass %+v, want %+v", got, want)
+	}
+	// The 4xx is due again; the sweeper finds the idle send and resumes it.
+	exec(t, d, "UPDATE deliveries SET next_at = now() WHERE send_id = $1 AND status = 0", f.send)
+	exec(t, d, "UPDATE single_sends SET progress_at = now() - interval '1 minute' WHERE id = $1", f.send)
+	q.enqueue(ctx, jobs.NewSweepSendsTask())
+	q.drain(t, mux)
+	got = sendCounters(t, d, f.send)
+	if want := (counters{Status: 3, Triggered: 5, Delivered: 4, Bounces: 1, SentAt: true}); got != want {
+		t.Fatalf("after the retry %+v, want %+v", got, want)
+	}
+
+	// What the server saw: one mail per allowed address, the 5xx and the
+	// first 4xx refused at RCPT.
+	var to []string
+	byAddr := map[string][]byte{}
+	for _, m := range s.Messages() {
+		to = append(to, m.To...)
+		byAddr[strings.ToLower(m.To[0])] = m.Data
+	}
+	slices.Sort(to)
+	if want := []string{"Bob@example.com", "ann@example.com", "hank@example.com", "later@example.com"}; !slices.Equal(to, want) {
+		t.Fatalf("received for %v, want %v", to, want)
+	}
+	html, h := htmlOf(t, byAddr["ann@example.com"])
+	if h.Get("Subject") != "Hello Ann" || !strings.Contains(html, "<p>Hi Ann of Acme &amp; Co</p>") || h.Get("From") != `"Acme Shop" <news@acme.example>` ||
+		!strings.HasPrefix(h.Get("List-Unsubscribe"), "<https://m.example.test/unsubscribe/") || h.Get("List-Unsubscribe-Post") != "List-Unsubscribe=One-Click" {
+		t.Fatalf("ann's mail: %v\n%s", h, html)
+	}
+	hank, _ := htmlOf(t, byAddr["hank@example.com"])
+	if !strings.Contains(hank, "<p>Hi Hank of </p>") {
+		t.Errorf("hank's mail:\n%s", hank)
+	}
+	if n := scalar[int64](t, d, "SELECT count(*) FROM bounces WHERE user_id = $1 AND email_lc = 'gone@example.com' AND send_id = $2", f.user, f.send); n != 1 {
+		t.Errorf("gone@ suppressed %d times", n)
+	}
+	events := scalar[[]string](t, d, "SELECT array_agg(kind ORDER BY id) FROM events WHERE user_id = $1", f.user)
+	if want := []string{"single_send.started", "address.bounced", "single_send.completed"}; !slices.Equal(events, want) {
+		t.Errorf("events %v, want %v", events, want)
+	}
+
+	// Opens: the pixel counts each time, uniquely once per mail; a forged
+	// list token counts nothing.
+	h2 := httpapi.New(httpapi.Config{MaxBodyBytes: 1 << 20}, httpapi.Deps{DB: d, Geo: testdb.Geo(t), Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	open := func(path string) {
+		w := httptest.NewRecorder()
+		h2.ServeHTTP(w, httptest.NewRequest("GET", path, nil))
+		if w.Code != 200 || w.Header().Get("Content-Type") != "image/gif" {
+			t.Fatalf("pixel %s: %d %s", path, w.Code, w.Header())
+		}
+	}
+	px := pixelRE.FindStringSubmatch(html)
+	if px == nil {
+		t.Fatalf("no pixel in\n%s", html)
+	}
+	open(px[1])
+	open(px[1])
+	hankPx := pixelRE.FindStringSubmatch(hank)
+	open(hankPx[1])
+	open(strings.Replace(px[1], "/o/tokA/", "/o/tokB/", 1))
+	open("/o/tokA/junk")
+	got = sendCounters(t, d, f.send)
+	if got.TotalOpens != 3 || got.UniqueOpens != 2 {
+		t.Errorf("opens %+v, want total 3, unique 2", got)
+	}
+
+	// One-click from ann's mail leaves the send's group and counts.
+	lu := regexp.MustCompile(`<https://m\.example\.test(/unsubscribe/[^>]+)>`).FindStringSubmatch(h.Get("List-Unsubscribe"))
+	w := httptest.NewRecorder()
+	r := httptest.NewRequest("POST", lu[1], strings.NewReader("List-Unsubscribe=One-Click"))
+	r.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	h2.ServeHTTP(w, r)
+	if w.Code != 200 {
+		t.Fatalf("one-click: %d", w.Code)
+	}
+	if got := sendCounters(t, d, f.send); got.Uns != 1 {
+		t.Errorf("unsubscribes %d, want 1", got.Uns)
+	}
+	if n := scalar[int64](t, d, "SELECT count(*) FROM unsubscribes WHERE user_id = $1 AND unsubscribe_groups_id = $2 AND email_lc = 'ann@example.com'", f.user, f.group); n != 1 {
+		t.Errorf("ann in the group's unsubscribes %d times", n)
+	}
+
+	// Running everything again sends nothing more.
+	q.enqueue(ctx, jobs.NewDispatchTask(f.send, version, time.Now()))
+	for k := int64(0); k < 4; k++ {
+		q.enqueue(ctx, jobs.NewBatchTask(f.send, k))
+	}
+	q.enqueue(ctx, jobs.NewSweepSendsTask())
+	q.drain(t, mux)
+	if n := s.Count(); n != 4 {
+		t.Errorf("%d mails after running every task again, want 4", n)
+	}
+}

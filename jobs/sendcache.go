@@ -1,0 +1,75 @@
+package jobs
+
+import (
+	"context"
+	"fmt"
+	"sync"
+
+	"github.com/mailroom/mailroom/internal/design"
+	"github.com/mailroom/mailroom/internal/postgres"
+	"github.com/mailroom/mailroom/internal/render"
+)
+
+// compiledSend is a running send as a worker's batches use it: compiled
+// once per worker and version.
+type compiledSend struct {
+	send postgres.BatchSend
+	tmpl *render.Template
+	form *render.Form
+	last int64 // highest delivery id
+}
+
+// sendCache keeps the compiled sends of this worker, a few dozen at most.
+type sendCache struct {
+	mu sync.Mutex
+	m  map[int64]*compiledSend
+}
+
+const sendCacheMax = 64
+
+func newSendCache() *sendCache { return &sendCache{m: map[int64]*compiledSend{}} }
+
+// get is send id compiled, from the cache when its version is the one the
+// database holds. The send's row is read every time (one query per batch):
+// that read also says whether it is still running.
+func (c *sendCache) get(ctx context.Context, d Deps, id int64) (*compiledSend, error) {
+	s, err := d.DB.SendForBatch(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	c.mu.Lock()
+	cs := c.m[id]
+	c.mu.Unlock()
+	if cs != nil && cs.send.Version == s.Version && cs.send.First == s.First {
+		cs.send.Status = s.Status
+		return cs, nil
+	}
+	html := s.TemplateHTML
+	if html == "" {
+		for _, t := range design.Templates() {
+			if t.ID == s.TemplateID {
+				html = t.HTML
+			}
+		}
+	}
+	tmpl, err := render.Compile(s.Subject, s.Preheader, html)
+	if err != nil {
+		return nil, Permanent(fmt.Errorf("jobs: send %d template: %w", id, err))
+	}
+	last, err := d.DB.LastDeliveryID(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	cs = &compiledSend{send: s, tmpl: tmpl, last: last,
+		form: render.NewForm(tmpl, &s.Sender, render.FormOptions{SendID: id, UnsubscribeMailto: d.UnsubscribeMailto})}
+	c.mu.Lock()
+	if len(c.m) >= sendCacheMax {
+		for k := range c.m { // any one: sends finish and are not asked for again
+			delete(c.m, k)
+			break
+		}
+	}
+	c.m[id] = cs
+	c.mu.Unlock()
+	return cs, nil
+}

@@ -1,0 +1,55 @@
+package jobs
+
+import (
+	"context"
+	"time"
+
+	"github.com/hibiken/asynq"
+)
+
+// SweepSends handles TypeSweepSends, every 10 seconds: PostgreSQL is the
+// truth and Redis only carries work, so whatever the queue lost is found
+// here. Ready sends that are due are dispatched (a lost or never queued
+// dispatch task); running sends idle for Engine.StallAfter get their
+// window restarted at their lowest open ranges (a flushed Redis, a killed
+// worker whose leases ran out, retries come due), or are completed when
+// nothing is left open.
+func SweepSends(d Deps) asynq.HandlerFunc {
+	return func(ctx context.Context, _ *asynq.Task) error {
+		due, err := d.DB.DueSends(ctx)
+		if err != nil {
+			return err
+		}
+		for _, s := range due {
+			if err := d.enqueue(ctx, NewDispatchTask(s.ID, s.Version, time.Now())); err != nil {
+				return err
+			}
+		}
+		stalled, err := d.DB.StalledSends(ctx, d.Engine.StallAfter)
+		if err != nil {
+			return err
+		}
+		for _, s := range stalled {
+			ks, err := d.DB.OpenRanges(ctx, s, d.Engine.Window)
+			if err != nil {
+				return err
+			}
+			if len(ks) == 0 {
+				if _, err := d.DB.CompleteSend(ctx, s.ID); err != nil {
+					return err
+				}
+				continue // completed, or only retries not due yet
+			}
+			d.Log.InfoContext(ctx, "restarting a stalled send", "send_id", s.ID, "ranges", ks)
+			for _, k := range ks {
+				if err := d.enqueue(ctx, NewBatchTask(s.ID, k)); err != nil {
+					return err
+				}
+			}
+			if err := d.DB.TouchSend(ctx, s.ID); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+}
