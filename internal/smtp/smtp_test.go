@@ -139,7 +139,7 @@ func TestDialFailureIsTemporary(t *testing.T) {
 // connections into the in-process server, pipelined and step by step.
 // sinks are the servers the transport benchmarks send into, each in a
 // child process: "go-smtp", emersion/go-smtp as the tests use it, and
-// "raw", a minimal pipelining responder (rawSink) that costs little CPU,
+// "raw", a minimal pipelining responder (smtptest.Sink) that costs little CPU,
 // so that the client's own ceiling shows.
 var sinks = []string{"raw", "go-smtp"}
 
@@ -287,13 +287,12 @@ func TestMain(m *testing.M) {
 	var addr string
 	switch kind {
 	case "raw":
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		s, err := smtptest.StartSink("127.0.0.1:0", false)
 		if err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			os.Exit(1)
 		}
-		go rawSink(ln)
-		addr = ln.Addr().String()
+		addr = s.Addr
 	default:
 		s, err := smtptest.Start(smtptest.Options{Discard: true})
 		if err != nil {
@@ -305,57 +304,4 @@ func TestMain(m *testing.M) {
 	fmt.Println(addr)
 	io.Copy(io.Discard, os.Stdin)
 	os.Exit(0)
-}
-
-// rawSink accepts every mail with as little work as the protocol allows:
-// PIPELINING offered, replies written when the client's pipelined
-// commands are all read, DATA read a line at a time up to ".".
-func rawSink(ln net.Listener) {
-	for {
-		c, err := ln.Accept()
-		if err != nil {
-			return
-		}
-		go func() {
-			defer c.Close()
-			r, w := bufio.NewReaderSize(c, 64<<10), bufio.NewWriter(c)
-			w.WriteString("220 sink\r\n")
-			w.Flush()
-			for {
-				line, err := r.ReadSlice('\n')
-				if err != nil {
-					return
-				}
-				switch cmd := strings.ToUpper(string(line[:min(4, len(line))])); cmd {
-				case "EHLO":
-					w.WriteString("250-sink\r\n250-PIPELINING\r\n250 8BITMIME\r\n")
-				case "DATA":
-					w.WriteString("354 go on\r\n")
-					w.Flush()
-					for {
-						l, err := r.ReadSlice('\n')
-						if err == bufio.ErrBufferFull {
-							continue // a long line goes on: it is not the end
-						}
-						if err != nil {
-							return
-						}
-						if string(l) == ".\r\n" {
-							break
-						}
-					}
-					w.WriteString("250 ok\r\n")
-				case "QUIT":
-					w.WriteString("221 bye\r\n")
-					w.Flush()
-					return
-				default:
-					w.WriteString("250 ok\r\n")
-				}
-				if r.Buffered() == 0 {
-					w.Flush()
-				}
-			}
-		}()
-	}
 }

@@ -106,3 +106,41 @@ func TestServerDropsInData(t *testing.T) {
 		t.Fatalf("after a drop: %v", err)
 	}
 }
+
+// The sink accepts and counts every mail, with PIPELINING offered or not,
+// including bodies with lines longer than its read buffer.
+func TestSink(t *testing.T) {
+	t.Parallel()
+	for _, noPipe := range []bool{false, true} {
+		s, err := smtptest.StartSink("127.0.0.1:0", noPipe)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c, err := smtp.Dial(s.Addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := c.Hello("client.test"); err != nil {
+			t.Fatal(err)
+		}
+		if ok, _ := c.Extension("PIPELINING"); ok == noPipe {
+			t.Errorf("noPipelining %v: PIPELINING offered %v", noPipe, ok)
+		}
+		c.Close()
+		before := time.Now()
+		if err := send(t, s.Addr, "a@example.com", "Subject: x\r\n\r\nshort\r\n"); err != nil {
+			t.Fatal(err)
+		}
+		if err := send(t, s.Addr, "b@example.com", "Subject: y\r\n\r\n"+strings.Repeat("z", 200<<10)+"\r\n"); err != nil {
+			t.Fatal(err)
+		}
+		if s.Mails() != 2 || s.Bytes() < 200<<10 || s.First().Before(before) || s.Last().Before(s.First()) {
+			t.Errorf("mails %d bytes %d first %v last %v", s.Mails(), s.Bytes(), s.First(), s.Last())
+		}
+		s.Reset()
+		if s.Mails() != 0 || !s.First().IsZero() {
+			t.Error("Reset kept counts")
+		}
+		s.Close()
+	}
+}
