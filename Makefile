@@ -3,7 +3,7 @@ GO       ?= go
 SQLC     ?= $(GO) run github.com/sqlc-dev/sqlc/cmd/sqlc@v1.31.1
 BIN      := bin
 
-.PHONY: run build test bench generate lint clean
+.PHONY: run build test bench bench-send generate lint clean
 
 build:
 	$(GO) build -o $(BIN)/api ./cmd/api
@@ -27,6 +27,11 @@ test:
 
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem ./...
+
+# A whole single send through the real api and worker processes into the
+# project's SMTP sink (cmd/bench-send): ARGS="-n 1000000 -workers 2".
+bench-send: build
+	$(GO) run ./cmd/bench-send $(ARGS)
 
 # Regenerates internal/postgres/db from queries/*.sql (needs cgo; slow the
 # first time while sqlc builds).

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/hibiken/asynq"
 )
@@ -19,17 +20,19 @@ func DispatchSend(d Deps) asynq.HandlerFunc {
 		if err := json.Unmarshal(t.Payload(), &p); err != nil {
 			return Permanent(err)
 		}
+		start := time.Now()
 		res, err := d.DB.DispatchSend(ctx, p.SendID, p.Version, d.Engine.BatchSize)
 		if err != nil {
 			return err
 		}
+		took := time.Since(start)
 		if res.DueAt != nil {
 			return d.enqueue(ctx, NewDispatchTask(p.SendID, p.Version, *res.DueAt))
 		}
 		if !res.Started || res.Completed {
 			return nil
 		}
-		d.Log.InfoContext(ctx, "send started", "send_id", p.SendID, "triggered", res.Triggered)
+		d.Log.InfoContext(ctx, "send started", "send_id", p.SendID, "triggered", res.Triggered, "expansion_ms", took.Milliseconds())
 		for k := int64(0); k < int64(d.Engine.Window) && res.First+k*int64(res.BatchSize) <= res.Last; k++ {
 			if err := d.enqueue(ctx, NewBatchTask(p.SendID, k)); err != nil {
 				return err // the sweeper restarts the chain if this is lost

@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"runtime/pprof"
 	"syscall"
 
 	"github.com/hibiken/asynq"
@@ -24,9 +25,20 @@ import (
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	// CPU_PROFILE=path writes a CPU profile of the whole run (the send
+	// benchmark profiles the worker so).
+	if path := os.Getenv("CPU_PROFILE"); path != "" {
+		if f, err := os.Create(path); err == nil {
+			if pprof.StartCPUProfile(f) == nil {
+				defer f.Close()
+				defer pprof.StopCPUProfile()
+			}
+		}
+	}
 	err := run(ctx, os.Getenv, os.Stderr)
 	stop()
 	if err != nil {
+		pprof.StopCPUProfile()
 		fmt.Fprintln(os.Stderr, "worker:", err)
 		os.Exit(1)
 	}

@@ -1,0 +1,515 @@
+// Command bench-send measures a whole single send end to end: the real
+// api and worker processes (bin/api, bin/worker; `make bench-send` builds
+// them) against a fresh database, Redis database 15 and an SMTP sink of
+// the project (internal/smtp/smtptest.Sink, pipelining). It imports N
+// contacts through the API with an overlapping second list and a few
+// suppressions, creates a send of a ~4 KB personalized HTML mail, waits
+// for status 3, and prints time to first mail, expansion time, end-to-end
+// mails/s, the workers' peak RSS and, in the same run against the same
+// sink, a bare pipelining SMTP client loop with the same connection
+// count. The first worker writes a CPU profile (var/bench/worker.cpu).
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"mime/multipart"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/mailroom/mailroom/internal/smtp/smtptest"
+)
+
+type options struct {
+	n, workers, conns int
+	dbName, redis     string
+	addr              string
+	noPipelining      bool
+}
+
+func main() {
+	var o options
+	flag.IntVar(&o.n, "n", 100_000, "contacts in the main list (the send's audience is about this)")
+	flag.IntVar(&o.workers, "workers", 1, "worker processes")
+	flag.IntVar(&o.conns, "conns", 16, "SMTP connections per worker (SMTP_URL pool=) and of the bare client")
+	flag.StringVar(&o.dbName, "db", "mailroom_bench_send", "database to create afresh")
+	flag.StringVar(&o.redis, "redis", "redis://127.0.0.1:6379/15", "Redis database to flush and use")
+	flag.StringVar(&o.addr, "addr", "127.0.0.1:18099", "the API's address")
+	flag.BoolVar(&o.noPipelining, "no-pipelining", false, "the sink hides PIPELINING (the engine must still work)")
+	flag.Parse()
+	if err := run(context.Background(), o); err != nil {
+		fmt.Fprintln(os.Stderr, "bench-send:", err)
+		os.Exit(1)
+	}
+}
+
+func run(ctx context.Context, o options) error {
+	dir := filepath.Join("var", "bench")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	sink, err := smtptest.StartSink("127.0.0.1:0", o.noPipelining)
+	if err != nil {
+		return err
+	}
+	defer sink.Close()
+	dsn := "postgres://postgres@127.0.0.1:5432/" + o.dbName + "?sslmode=disable"
+	if err := dropDatabase(ctx, o.dbName); err != nil {
+		return err
+	}
+	if err := exec.CommandContext(ctx, "redis-cli", "-u", o.redis, "FLUSHDB").Run(); err != nil {
+		return fmt.Errorf("flushing %s: %w", o.redis, err)
+	}
+	env := append(os.Environ(), "DATABASE_URL="+dsn, "REDIS_URL="+o.redis, "HTTP_ADDR="+o.addr,
+		"PUBLIC_URL=http://"+o.addr, "SMTP_URL=smtp://"+sink.Addr+"?pool="+strconv.Itoa(o.conns),
+		"ALLOW_UNVERIFIED_SENDERS=true", "LOG_LEVEL=info", "MAX_UPLOAD_BYTES=4GB")
+	if out, err := command(ctx, env, "bin/api", "migrate").CombinedOutput(); err != nil {
+		return fmt.Errorf("migrate: %v\n%s", err, out)
+	}
+	api, err := start(ctx, env, filepath.Join(dir, "api.log"), "bin/api")
+	if err != nil {
+		return err
+	}
+	defer stop(api)
+	base := "http://" + o.addr
+	if err := waitHTTP(base + "/healthz"); err != nil {
+		return err
+	}
+	out, err := command(ctx, env, "bin/api", "accounts", "create", "--name", "bench").Output()
+	if err != nil {
+		return fmt.Errorf("accounts create: %w", err)
+	}
+	var keys struct {
+		Public string `json:"public_key"`
+		Secret string `json:"secret_key"`
+	}
+	if err := json.Unmarshal(out, &keys); err != nil {
+		return err
+	}
+	c := &client{base: base + "/api", public: keys.Public, secret: keys.Secret}
+
+	fmt.Printf("bench-send: N=%d, workers=%d, conns=%d, pipelining=%v\n", o.n, o.workers, o.conns, !o.noPipelining)
+	t0 := time.Now()
+	listA, err := c.listWithContacts(ctx, "main list", 0, o.n)
+	if err != nil {
+		return err
+	}
+	// The second list overlaps the first on a tenth of it and adds as many
+	// again: the send must mail each address once.
+	listB, err := c.listWithContacts(ctx, "second list", o.n-o.n/10, o.n/10*2)
+	if err != nil {
+		return err
+	}
+	var suppressed []string
+	for i := 0; i < o.n && len(suppressed) < 100; i += max(1, o.n/100) {
+		suppressed = append(suppressed, address(i))
+	}
+	if _, err := c.call("POST", "/global-unsubscribes/save", url.Values{"email_address": {strings.Join(suppressed, ",")}}); err != nil {
+		return err
+	}
+	fmt.Printf("  import of %d + %d contacts: %v\n", o.n, o.n/10*2, time.Since(t0).Round(time.Millisecond))
+
+	if _, err := c.call("POST", "/unsubscribes-groups/save", url.Values{"group_name": {"News"}, "description": {"News"}, "is_display": {"1"}}); err != nil {
+		return err
+	}
+	group, err := c.lastID("/unsubscribes-groups", "unsubscribesGroups")
+	if err != nil {
+		return err
+	}
+	if _, err := c.call("POST", "/sender/save", url.Values{"from_name": {"Bench Shop"}, "from_email": {"news@bench.example"},
+		"reply_to_email": {"help@bench.example"}, "country_id": {"276"}, "company_address": {"Marienplatz 1"}, "nickname": {"bench"}}); err != nil {
+		return err
+	}
+	sender, err := c.lastID("/senders", "senders")
+	if err != nil {
+		return err
+	}
+
+	var workers []*exec.Cmd
+	for i := range o.workers {
+		wenv := env
+		if i == 0 {
+			wenv = append(append([]string(nil), env...), "CPU_PROFILE="+filepath.Join(dir, "worker.cpu"))
+		}
+		w, err := start(ctx, wenv, filepath.Join(dir, fmt.Sprintf("worker%d.log", i)), "bin/worker")
+		if err != nil {
+			return err
+		}
+		workers = append(workers, w)
+	}
+	defer func() {
+		for _, w := range workers {
+			stop(w)
+		}
+	}()
+	time.Sleep(time.Second) // the workers connect and migrate (a no-op)
+
+	sink.Reset()
+	created := time.Now()
+	res, err := c.call("POST", "/single/send/create", url.Values{
+		"template_id": {"1"}, "template_html": {template}, "sender_id": {strconv.FormatInt(sender, 10)},
+		"unsubscribe_group_id": {strconv.FormatInt(group, 10)}, "single_send_name": {"Bench"},
+		"subject": {"Hello ((first_name)), this week's picks"}, "preheader": {"Fresh picks for ((first_name))"},
+		"recipient_id[0]": {"contacts_" + strconv.FormatInt(listA, 10)}, "recipient_id[1]": {"contacts_" + strconv.FormatInt(listB, 10)},
+		"schedule_type": {"0"},
+	})
+	if err != nil {
+		return err
+	}
+	var made struct {
+		UTR string `json:"utr"`
+	}
+	if err := json.Unmarshal(res, &made); err != nil || made.UTR == "" {
+		return fmt.Errorf("create answered %s", res)
+	}
+	var send struct {
+		Status    int   `json:"status"`
+		Triggered int64 `json:"triggered"`
+		Delivered int64 `json:"delivered"`
+		Bounces   int64 `json:"bounces"`
+	}
+	deadline := time.Now().Add(time.Duration(o.n/500+120) * time.Second)
+	for send.Status != 3 {
+		if time.Now().After(deadline) {
+			return fmt.Errorf("the send did not complete: %+v, sink %d mails", send, sink.Mails())
+		}
+		time.Sleep(20 * time.Millisecond)
+		b, err := c.call("GET", "/single-send/details?utr="+made.UTR, nil)
+		if err != nil {
+			return err
+		}
+		var d struct {
+			SingleSend []json.RawMessage `json:"singleSend"`
+		}
+		if err := json.Unmarshal(b, &d); err != nil || len(d.SingleSend) != 1 {
+			return fmt.Errorf("details answered %s", b)
+		}
+		json.Unmarshal(d.SingleSend[0], &send)
+	}
+	done := time.Now()
+	mails, size := sink.Mails(), sink.Bytes()/max(1, sink.Mails())
+	elapsed := done.Sub(created)
+	var peak []string
+	for _, w := range workers {
+		peak = append(peak, fmt.Sprintf("%d MB", vmHWM(w.Process.Pid)>>10))
+	}
+	expansion := expansionMS(filepath.Join(dir, "worker0.log"), o.workers, dir)
+	for _, w := range workers {
+		stop(w)
+	}
+	workers = nil
+
+	fmt.Printf("  send: triggered %d, delivered %d, bounces %d; the sink took %d mails of %d bytes on average\n",
+		send.Triggered, send.Delivered, send.Bounces, mails, size)
+	fmt.Printf("  time to first mail: %v (create -> first mail accepted)\n", sink.First().Sub(created).Round(time.Millisecond))
+	fmt.Printf("  expansion: %s\n", expansion)
+	fmt.Printf("  end to end (create -> status 3): %v, %.0f mails/s\n", elapsed.Round(time.Millisecond), float64(mails)/elapsed.Seconds())
+	fmt.Printf("  worker peak RSS: %s\n", strings.Join(peak, ", "))
+
+	// The bare client, same sink, same connection count, same size.
+	sink.Reset()
+	bare, err := bareClient(sink.Addr, o.conns*o.workers, int(mails), int(size), !o.noPipelining)
+	if err != nil {
+		return err
+	}
+	fmt.Printf("  bare SMTP client, %d connections, %d mails: %.0f mails/s\n", o.conns*o.workers, mails, bare)
+	fmt.Printf("  ratio end to end / bare client: %.2f\n", float64(mails)/elapsed.Seconds()/bare)
+	fmt.Printf("  worker CPU profile: go tool pprof -top bin/worker %s\n", filepath.Join(dir, "worker.cpu"))
+	return nil
+}
+
+// client calls the API with an account's keys.
+type client struct {
+	base, public, secret string
+}
+
+func (c *client) do(req *http.Request) ([]byte, error) {
+	req.Header.Set("PublicKey", c.public)
+	req.Header.Set("SecretKey", c.secret)
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer res.Body.Close()
+	b, err := io.ReadAll(res.Body)
+	if err != nil {
+		return nil, err
+	}
+	var env struct {
+		Status  string          `json:"status"`
+		Message json.RawMessage `json:"message"`
+	}
+	if res.StatusCode != 200 || json.Unmarshal(b, &env) != nil || env.Status != "success" {
+		return nil, fmt.Errorf("%s %s: %d %.300s", req.Method, req.URL.Path, res.StatusCode, b)
+	}
+	return env.Message, nil
+}
+
+func (c *client) call(method, path string, form url.Values) ([]byte, error) {
+	var body io.Reader
+	if form != nil {
+		body = strings.NewReader(form.Encode())
+	}
+	req, err := http.NewRequest(method, c.base+path, body)
+	if err != nil {
+		return nil, err
+	}
+	if form != nil {
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	}
+	return c.do(req)
+}
+
+// lastID is the id of the last item of a list answer's field.
+func (c *client) lastID(path, field string) (int64, error) {
+	b, err := c.call("GET", path, nil)
+	if err != nil {
+		return 0, err
+	}
+	var m map[string][]struct {
+		ID int64 `json:"id"`
+	}
+	if err := json.Unmarshal(b, &m); err != nil || len(m[field]) == 0 {
+		return 0, fmt.Errorf("%s: no %s in %.200s", path, field, b)
+	}
+	return m[field][len(m[field])-1].ID, nil
+}
+
+// listWithContacts makes a contact type and imports contacts from..from+n
+// into it by CSV upload, streamed.
+func (c *client) listWithContacts(ctx context.Context, name string, from, n int) (int64, error) {
+	if _, err := c.call("POST", "/contacts-type/add", url.Values{"name": {name}}); err != nil {
+		return 0, err
+	}
+	id, err := c.lastID("/contacts-type", "contactTypes")
+	if err != nil {
+		return 0, err
+	}
+	pr, pw := io.Pipe()
+	mw := multipart.NewWriter(pw)
+	go func() {
+		mw.WriteField("contact_type_id", strconv.FormatInt(id, 10))
+		fw, err := mw.CreateFormFile("file", "contacts.csv")
+		if err != nil {
+			pw.CloseWithError(err)
+			return
+		}
+		w := bufio.NewWriterSize(fw, 1<<16)
+		w.WriteString("email,first_name,last_name,city,postal_code\n")
+		for i := from; i < from+n; i++ {
+			fmt.Fprintf(w, "%s,First%d,Last%d,Munich,%05d\n", address(i), i, i, i%100000)
+		}
+		w.Flush()
+		pw.CloseWithError(mw.Close())
+	}()
+	req, err := http.NewRequestWithContext(ctx, "POST", c.base+"/contacts/upload-csv", pr)
+	if err != nil {
+		return 0, err
+	}
+	req.Header.Set("Content-Type", mw.FormDataContentType())
+	if _, err := c.do(req); err != nil {
+		return 0, err
+	}
+	return id, nil
+}
+
+func address(i int) string { return fmt.Sprintf("user%07d@bench.example", i) }
+
+// template is a ~4 KB personalized HTML mail.
+var template = `<!doctype html><html><head><meta charset="utf-8"><title>Picks</title></head><body style="margin:0;background:#f4f5f7">
+<table role="presentation" width="100%" cellpadding="0" cellspacing="0"><tr><td align="center">
+<table role="presentation" width="600" cellpadding="0" cellspacing="0" style="background:#ffffff;font-family:Helvetica,Arial,sans-serif">
+<tr><td style="padding:32px 40px;font-size:24px;font-weight:bold;color:#111">Hello ((first_name)) ((last_name)),</td></tr>
+` + strings.Repeat(`<tr><td style="padding:0 40px 16px;font-size:16px;line-height:24px;color:#333">
+Here is a pick we think you will like in ((city)): a well-made thing at a fair price, chosen for ((first_name)) by our team.
+<a href="https://shop.example/picks?ref=((postal_code))" style="color:#1f4fa3">See it in the shop</a>.</td></tr>
+`, 10) + `<tr><td style="padding:24px 40px;font-size:12px;color:#777">Sent to ((email)) by ((sender_name)), ((sender_address)).
+<a href="((unsubscribe_preferences))" style="color:#777">Unsubscribe or manage your preferences</a></td></tr>
+</table></td></tr></table></body></html>`
+
+func command(ctx context.Context, env []string, name string, args ...string) *exec.Cmd {
+	cmd := exec.CommandContext(ctx, name, args...)
+	cmd.Env = env
+	return cmd
+}
+
+func start(ctx context.Context, env []string, logPath, name string, args ...string) (*exec.Cmd, error) {
+	f, err := os.Create(logPath)
+	if err != nil {
+		return nil, err
+	}
+	cmd := exec.Command(name, args...)
+	cmd.Env, cmd.Stdout, cmd.Stderr = env, f, f
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	return cmd, nil
+}
+
+// stop ends a process with SIGTERM and waits for it (a worker writes its
+// profile then).
+func stop(cmd *exec.Cmd) {
+	if cmd == nil || cmd.Process == nil || cmd.ProcessState != nil {
+		return
+	}
+	cmd.Process.Signal(os.Interrupt)
+	done := make(chan struct{})
+	go func() { cmd.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(30 * time.Second):
+		cmd.Process.Kill()
+		<-done
+	}
+}
+
+func waitHTTP(u string) error {
+	for range 100 {
+		if res, err := http.Get(u); err == nil {
+			res.Body.Close()
+			return nil
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	return errors.New(u + " did not answer")
+}
+
+// vmHWM is a process's peak resident set size in KB.
+func vmHWM(pid int) int64 {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0
+	}
+	for line := range strings.Lines(string(b)) {
+		if v, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+			n, _ := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
+			return n
+		}
+	}
+	return 0
+}
+
+// expansionMS reads the "send started" line of the worker logs.
+func expansionMS(_ string, workers int, dir string) string {
+	for i := range workers {
+		b, _ := os.ReadFile(filepath.Join(dir, fmt.Sprintf("worker%d.log", i)))
+		for line := range bytes.Lines(b) {
+			var l struct {
+				Msg string `json:"msg"`
+				MS  int64  `json:"expansion_ms"`
+				N   int64  `json:"triggered"`
+			}
+			if json.Unmarshal(line, &l) == nil && l.Msg == "send started" {
+				return fmt.Sprintf("%d ms for %d recipients (one INSERT … SELECT)", l.MS, l.N)
+			}
+		}
+	}
+	return "not logged"
+}
+
+// bareClient sends mails of size bytes over conns connections with a
+// bare pipelining loop (raw bytes, reply codes only) and answers mails/s.
+func bareClient(addr string, conns, mails, size int, pipelining bool) (float64, error) {
+	body := strings.Repeat("x", 76) + "\r\n"
+	msg := "From: a@bench.example\r\nSubject: bare\r\n\r\n" + strings.Repeat(body, max(1, size/len(body))) + ".\r\n"
+	work := make(chan int)
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var firstErr error
+	startAt := time.Now()
+	for range conns {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			err := func() error {
+				c, err := net.Dial("tcp", addr)
+				if err != nil {
+					return err
+				}
+				defer c.Close()
+				r, w := bufio.NewReader(c), bufio.NewWriterSize(c, 64<<10)
+				reply := func() error {
+					for {
+						line, err := r.ReadString('\n')
+						if err != nil {
+							return err
+						}
+						if len(line) < 4 || line[3] != '-' {
+							if line[0] != '2' && line[0] != '3' {
+								return errors.New(strings.TrimSpace(line))
+							}
+							return nil
+						}
+					}
+				}
+				reply()
+				w.WriteString("EHLO bare\r\n")
+				w.Flush()
+				reply()
+				for i := range work {
+					if pipelining {
+						fmt.Fprintf(w, "MAIL FROM:<a@bench.example>\r\nRCPT TO:<%s>\r\nDATA\r\n", address(i))
+						w.Flush()
+						for range 3 {
+							if err := reply(); err != nil {
+								return err
+							}
+						}
+					} else {
+						for _, cmd := range []string{"MAIL FROM:<a@bench.example>\r\n", "RCPT TO:<" + address(i) + ">\r\n", "DATA\r\n"} {
+							w.WriteString(cmd)
+							w.Flush()
+							if err := reply(); err != nil {
+								return err
+							}
+						}
+					}
+					w.WriteString(msg)
+					w.Flush()
+					if err := reply(); err != nil {
+						return err
+					}
+				}
+				return nil
+			}()
+			if err != nil {
+				mu.Lock()
+				firstErr = err
+				mu.Unlock()
+			}
+		}()
+	}
+	for i := range mails {
+		work <- i
+	}
+	close(work)
+	wg.Wait()
+	return float64(mails) / time.Since(startAt).Seconds(), firstErr
+}
+
+// dropDatabase removes the benchmark's database of an earlier run.
+func dropDatabase(ctx context.Context, name string) error {
+	conn, err := pgx.Connect(ctx, "postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable")
+	if err != nil {
+		return err
+	}
+	defer conn.Close(ctx)
+	_, err = conn.Exec(ctx, "DROP DATABASE IF EXISTS "+pgx.Identifier{name}.Sanitize()+" WITH (FORCE)")
+	return err
+}
