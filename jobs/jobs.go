@@ -6,6 +6,7 @@ package jobs
 import (
 	"context"
 	"log/slog"
+	"time"
 
 	"github.com/hibiken/asynq"
 
@@ -62,14 +63,18 @@ func NewMux(d Deps) *asynq.ServeMux {
 	return mux
 }
 
-// Schedule registers the periodic tasks on a scheduler.
-func Schedule(s *asynq.Scheduler) error {
+// Schedule registers the periodic tasks on a scheduler; the send sweeper
+// runs every sweepEvery (10 s when 0).
+func Schedule(s *asynq.Scheduler, sweepEvery time.Duration) error {
+	if sweepEvery <= 0 {
+		sweepEvery = 10 * time.Second
+	}
 	if _, err := s.Register("@every 1m", NewNotifyEventsTask()); err != nil {
 		return err
 	}
 	if _, err := s.Register("@every 1m", NewVerifySendersTask()); err != nil {
 		return err
 	}
-	_, err := s.Register("@every 10s", NewSweepSendsTask())
+	_, err := s.Register("@every "+sweepEvery.String(), NewSweepSendsTask())
 	return err
 }

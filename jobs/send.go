@@ -76,9 +76,20 @@ type BatchPayload struct {
 // makes a batch queued twice one task; running one twice sends nothing
 // twice (its rows are leased, then recorded).
 func NewBatchTask(sendID, k int64) *asynq.Task {
+	return batchTask(sendID, k, "")
+}
+
+// batchTask is NewBatchTask with tag added to its TaskID: the sweeper's
+// restarts must not be refused because a dead worker's task of the same
+// range still counts as active in Redis until asynq recovers it (the
+// rows' leases keep two runs of one range from sending twice).
+func batchTask(sendID, k int64, tag string) *asynq.Task {
 	b, _ := json.Marshal(BatchPayload{SendID: sendID, K: k})
-	return asynq.NewTask(TypeSendBatch, b, asynq.Queue(QueueBulk), asynq.TaskID(fmt.Sprintf("batch:%d:%d", sendID, k)),
-		asynq.MaxRetry(10), asynq.Timeout(10*time.Minute))
+	id := fmt.Sprintf("batch:%d:%d", sendID, k)
+	if tag != "" {
+		id += ":" + tag
+	}
+	return asynq.NewTask(TypeSendBatch, b, asynq.Queue(QueueBulk), asynq.TaskID(id), asynq.MaxRetry(10), asynq.Timeout(10*time.Minute))
 }
 
 // NewSweepSendsTask is the sweeper's periodic task; Unique keeps one queued.

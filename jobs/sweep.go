@@ -2,6 +2,7 @@ package jobs
 
 import (
 	"context"
+	"strconv"
 	"time"
 
 	"github.com/hibiken/asynq"
@@ -41,8 +42,9 @@ func SweepSends(d Deps) asynq.HandlerFunc {
 				continue // completed, or only retries not due yet
 			}
 			d.Log.InfoContext(ctx, "restarting a stalled send", "send_id", s.ID, "ranges", ks)
+			tag := "sweep" + strconv.FormatInt(time.Now().UnixNano(), 36)
 			for _, k := range ks {
-				if err := d.enqueue(ctx, NewBatchTask(s.ID, k)); err != nil {
+				if err := d.enqueue(ctx, batchTask(s.ID, k, tag)); err != nil {
 					return err
 				}
 			}

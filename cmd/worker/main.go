@@ -97,12 +97,13 @@ func run(ctx context.Context, getenv func(string) string, stderr io.Writer) erro
 			_, err := tasks.EnqueueContext(ctx, t)
 			return err
 		},
-		Engine: jobs.Engine{BatchSize: cfg.SendBatchSize, Window: cfg.SendWindow, Concurrency: cfg.SendConcurrency, Lease: cfg.SendLease},
+		Engine: jobs.Engine{BatchSize: cfg.SendBatchSize, Window: cfg.SendWindow, Concurrency: cfg.SendConcurrency, Lease: cfg.SendLease,
+			StallAfter: cfg.SendStallAfter},
 	})); err != nil {
 		return err
 	}
 	scheduler := asynq.NewScheduler(redisOpt, &asynq.SchedulerOpts{Logger: asynqLogger{log}})
-	if err := jobs.Schedule(scheduler); err != nil {
+	if err := jobs.Schedule(scheduler, cfg.SendSweepEvery); err != nil {
 		return err
 	}
 	if err := scheduler.Start(); err != nil {

@@ -34,6 +34,8 @@ type Config struct {
 	SendWindow             int           // SEND_WINDOW: batch tasks of one send queued at once
 	SendConcurrency        int           // SEND_CONCURRENCY: mails of one batch in flight at once
 	SendLease              time.Duration // SEND_LEASE: how long a batch holds its deliveries
+	SendStallAfter         time.Duration // SEND_STALL_AFTER: a running send idle this long is restarted
+	SendSweepEvery         time.Duration // SEND_SWEEP_EVERY: how often the sweeper runs
 	MaxImports             int           // MAX_CONCURRENT_IMPORTS: CSV imports at once per API process
 	ShutdownTimeout        time.Duration // SHUTDOWN_TIMEOUT: the API's HTTP drain
 	WorkerShutdownTimeout  time.Duration // WORKER_SHUTDOWN_TIMEOUT: how long a stopping worker lets running tasks finish
@@ -121,6 +123,8 @@ func Load(getenv func(string) string) (Config, error) {
 	// its outcomes before asynq hands the task back.
 	c.WorkerShutdownTimeout = duration("WORKER_SHUTDOWN_TIMEOUT", 2*time.Minute)
 	c.SendLease = duration("SEND_LEASE", 2*time.Minute)
+	c.SendStallAfter = duration("SEND_STALL_AFTER", 30*time.Second)
+	c.SendSweepEvery = duration("SEND_SWEEP_EVERY", 10*time.Second)
 
 	switch {
 	case strings.EqualFold(c.UnsubscribeMailto, "none"):

@@ -1,0 +1,208 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/mailroom/mailroom/internal/postgres"
+	"github.com/mailroom/mailroom/internal/smtp/smtptest"
+	"github.com/mailroom/mailroom/internal/testdb"
+)
+
+// TestMain runs the worker itself when MAILROOM_TEST_WORKER is set: the
+// crash tests start this test binary as a real worker process they can
+// SIGKILL.
+func TestMain(m *testing.M) {
+	if os.Getenv("MAILROOM_TEST_WORKER") == "" {
+		os.Exit(m.Run())
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	err := run(ctx, os.Getenv, os.Stderr)
+	stop()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "worker:", err)
+		os.Exit(1)
+	}
+	os.Exit(0)
+}
+
+// redisDB is the Redis database of this package's tests, flushed by each.
+const redisDB = "redis://127.0.0.1:6379/12"
+
+// worker starts a worker process with the package's database, Redis db
+// 12, the SMTP server at smtpAddr and a quick engine: small batches, short
+// leases, a sweeper every second.
+func worker(t *testing.T, smtpAddr, name string) *exec.Cmd {
+	t.Helper()
+	log, err := os.Create(filepath.Join(t.TempDir(), name+".log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), "MAILROOM_TEST_WORKER=1", "DATABASE_URL="+testdb.DSN(t), "REDIS_URL="+redisDB,
+		"SMTP_URL=smtp://"+smtpAddr+"?pool=4", "PUBLIC_URL=https://m.example.test", "LOG_LEVEL=warn",
+		"WORKER_CONCURRENCY=4", "SEND_BATCH_SIZE=50", "SEND_WINDOW=2", "SEND_CONCURRENCY=4",
+		"SEND_LEASE=2s", "SEND_STALL_AFTER=2s", "SEND_SWEEP_EVERY=1s", "WORKER_SHUTDOWN_TIMEOUT=5s")
+	cmd.Stdout, cmd.Stderr = log, log
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if cmd.ProcessState == nil {
+			cmd.Process.Signal(os.Interrupt)
+			cmd.Wait()
+		}
+		if t.Failed() {
+			b, _ := os.ReadFile(log.Name())
+			t.Logf("%s log:\n%s", name, b)
+		}
+	})
+	return cmd
+}
+
+// readySend makes an account with n contacts, a verified sender and a
+// ready, due send to them all; it answers the send's id.
+func readySend(t *testing.T, d *postgres.DB, n int) int64 {
+	t.Helper()
+	ctx := context.Background()
+	user, _, err := d.CreateAccount(ctx, "crash")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var typ, sender, group, send int64
+	q := func(dst *int64, sql string, args ...any) {
+		t.Helper()
+		if err := d.Pool.QueryRow(ctx, sql, args...).Scan(dst); err != nil {
+			t.Fatalf("%s: %v", sql, err)
+		}
+	}
+	q(&typ, `INSERT INTO contact_types (user_id, name) VALUES ($1, 'all') RETURNING id`, user)
+	if _, err := d.Pool.Exec(ctx, `INSERT INTO contacts (user_id, contact_type_id, email, first_name)
+		SELECT $1, $2, 'r' || i || '@crash.example', 'R' || i FROM generate_series(1, $3::int) i`, user, typ, n); err != nil {
+		t.Fatal(err)
+	}
+	q(&sender, `INSERT INTO senders (user_id, from_name, from_email, reply_to_email, country_id, company_address, nickname, utr, is_verified)
+		VALUES ($1, 'Crash', 'news@crash.example', 'news@crash.example', 276, 'Street 1', 'n', gen_random_uuid()::text, 1) RETURNING id`, user)
+	q(&group, `INSERT INTO unsubscribe_groups (user_id, rand_id, group_name, description) VALUES ($1, gen_random_uuid()::text, 'g', 'g') RETURNING id`, user)
+	q(&send, `INSERT INTO single_sends (user_id, utr, template_id, template_html, sender_id, unsubscribe_group_id, single_send_name,
+			subject, preheader, recipient_id, status, due_at, unique_open_token)
+		VALUES ($1, gen_random_uuid(), 1, '<p>Hi ((first_name))</p>', $2, $3, 'crash', 'Hi ((first_name))', 'p',
+			jsonb_build_array(jsonb_build_object('id', $4::text, 'table', 'contacts_')), 1, now(), '{}') RETURNING id`,
+		user, sender, group, fmt.Sprint(typ))
+	return send
+}
+
+// waitStatus polls the send until it has status 3 or timeout passes.
+func waitCompleted(t *testing.T, d *postgres.DB, send int64, timeout time.Duration) (delivered int64) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		var status int
+		if err := d.Pool.QueryRow(context.Background(), "SELECT status, delivered FROM single_sends WHERE id = $1", send).Scan(&status, &delivered); err != nil {
+			t.Fatal(err)
+		}
+		if status == 3 {
+			return delivered
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("send %d: status %d after %v, %d delivered", send, status, timeout, delivered)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// received counts the mails the server took per address.
+func received(s *smtptest.Server) map[string]int {
+	got := map[string]int{}
+	for _, m := range s.Messages() {
+		for _, to := range m.To {
+			got[strings.ToLower(to)]++
+		}
+	}
+	return got
+}
+
+// A worker SIGKILLed mid-send, then a new one: every address gets the
+// mail, and the duplicates are at most what the dead worker held in
+// flight (its leased batches: window × batch size).
+func TestWorkerKilledMidSend(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts worker processes")
+	}
+	d := testdb.New(t)
+	rdb := redis.NewClient(&redis.Options{Addr: "127.0.0.1:6379", DB: 12})
+	defer rdb.Close()
+	if err := rdb.FlushDB(context.Background()).Err(); err != nil {
+		t.Fatal(err)
+	}
+	const n = 1500
+	const inFlight = 2 * 50 // SEND_WINDOW × SEND_BATCH_SIZE of the killed worker
+	s := smtptest.New(t, smtptest.Options{Reply: func(string) error { time.Sleep(2 * time.Millisecond); return nil }})
+	send := readySend(t, d, n)
+
+	w := worker(t, s.Addr, "first")
+	if !s.Wait(n/3, 60*time.Second) {
+		t.Fatalf("the first worker sent %d mails", s.Count())
+	}
+	if err := w.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	w.Wait()
+	atKill := s.Count()
+	worker(t, s.Addr, "second")
+	delivered := waitCompleted(t, d, send, 90*time.Second)
+
+	got := received(s)
+	total := 0
+	for i := 1; i <= n; i++ {
+		c := got[fmt.Sprintf("r%d@crash.example", i)]
+		if c == 0 {
+			t.Errorf("r%d@crash.example got no mail", i)
+		}
+		total += c
+	}
+	if dup := total - n; dup > inFlight || len(got) != n {
+		t.Errorf("%d mails for %d addresses (%d of them before the kill): %d duplicates, at most %d allowed", total, len(got), atKill, dup, inFlight)
+	}
+	if delivered != n {
+		t.Errorf("delivered %d, want %d", delivered, n)
+	}
+	t.Logf("%d mails before the kill, %d in all for %d addresses", atKill, total, n)
+}
+
+// Redis flushed mid-send (every queued batch lost): the sweeper, working
+// from the deliveries table, finishes the send, each address once.
+func TestRedisFlushedMidSend(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts worker processes")
+	}
+	d := testdb.New(t)
+	rdb := redis.NewClient(&redis.Options{Addr: "127.0.0.1:6379", DB: 12})
+	defer rdb.Close()
+	s := smtptest.New(t, smtptest.Options{Reply: func(string) error { time.Sleep(2 * time.Millisecond); return nil }})
+	send := readySend(t, d, 1000)
+	worker(t, s.Addr, "worker")
+	if !s.Wait(300, 60*time.Second) {
+		t.Fatalf("the worker sent %d mails", s.Count())
+	}
+	if err := rdb.FlushDB(context.Background()).Err(); err != nil {
+		t.Fatal(err)
+	}
+	waitCompleted(t, d, send, 90*time.Second)
+	got := received(s)
+	for i := 1; i <= 1000; i++ {
+		if c := got[fmt.Sprintf("r%d@crash.example", i)]; c != 1 {
+			t.Errorf("r%d@crash.example got %d mails", i, c)
+		}
+	}
+}
