@@ -100,7 +100,7 @@ func scalar[T any](t *testing.T, d *postgres.DB, q string, args ...any) T {
 	return v
 }
 
-// newSendFixture: type A holds ann, Bob, carol, dave, erin, frank, gone,
+// newSendFixture (the send a draft: ready it to dispatch): type A holds ann, Bob, carol, dave, erin, frank, gone,
 // later; type B holds bob (Bob again, other case) and gina; segment S
 // holds ann (again) and hank (stored by hand); the exclude type C holds
 // carol and gina. dave is on the global list, erin left the send's group,
@@ -147,7 +147,7 @@ func newSendFixture(t *testing.T, d *postgres.DB, html string) sendFixture {
 	lists := fmt.Sprintf(`[{"id":"%d","table":"contacts_"},{"id":"%d","table":"contacts_"},{"id":"%d","table":"segments_"}]`, f.typeA, f.typeB, seg)
 	f.send = scalar[int64](t, d, `INSERT INTO single_sends (user_id, utr, template_id, template_html, sender_id, unsubscribe_group_id,
 			single_send_name, subject, preheader, recipient_id, exclude_specific_recipient_id, status, due_at, unique_open_token)
-		VALUES ($1, gen_random_uuid(), 1, $2, $3, $4, 'Weekly', 'Hello ((first_name))', 'This week', $5::jsonb, $6::jsonb, 1, now(),
+		VALUES ($1, gen_random_uuid(), 1, $2, $3, $4, 'Weekly', 'Hello ((first_name))', 'This week', $5::jsonb, $6::jsonb, 0, now(),
 			jsonb_build_object('contacts_' || $7::bigint, 'tokA', 'contacts_' || $8::bigint, 'tokB', 'segments_' || $9::bigint, 'tokS'))
 		RETURNING id`, user, html, sender, f.group, lists, fmt.Sprintf(`[{"id":"%d","table":"contacts_"}]`, typeC), f.typeA, f.typeB, seg)
 	return f
@@ -216,7 +216,8 @@ var pixelRE = regexp.MustCompile(`<img src="https://m\.example\.test(/o/[^"]+)"`
 // suppresses, a 4xx is retried once its time comes and the send then
 // completes; opens and unsubscribes from its mails count.
 func TestSingleSendEndToEnd(t *testing.T) {
-	t.Parallel()
+	// Not parallel: its sweeper works on every send of the package's
+	// database.
 	ctx := context.Background()
 	d := testdb.New(t)
 	f := newSendFixture(t, d, `<html><body><p>Hi ((first_name)) of ((company_name))</p>`+
@@ -235,6 +236,7 @@ func TestSingleSendEndToEnd(t *testing.T) {
 	defer pool.Close()
 	mux, q, _ := engine(t, d, pool, jobs.Engine{BatchSize: 2, Window: 2, StallAfter: time.Second})
 
+	exec(t, d, "UPDATE single_sends SET status = 1 WHERE id = $1", f.send)
 	version := scalar[int32](t, d, "SELECT version FROM single_sends WHERE id = $1", f.send)
 	q.enqueue(ctx, jobs.NewDispatchTask(f.send, version, time.Now()))
 	q.enqueue(ctx, jobs.NewDispatchTask(f.send, version, time.Now())) // twice: one task
@@ -333,5 +335,73 @@ func TestSingleSendEndToEnd(t *testing.T) {
 	q.drain(t, mux)
 	if n := s.Count(); n != 4 {
 		t.Errorf("%d mails after running every task again, want 4", n)
+	}
+}
+
+// step runs the first queued task; false when none is queued.
+func (q *queue) step(t *testing.T, mux *asynq.ServeMux) bool {
+	t.Helper()
+	q.mu.Lock()
+	if len(q.tasks) == 0 {
+		q.mu.Unlock()
+		return false
+	}
+	task := q.tasks[0]
+	q.tasks = q.tasks[1:]
+	delete(q.ids, taskID(task))
+	q.mu.Unlock()
+	if err := mux.ProcessTask(context.Background(), task); err != nil {
+		t.Fatalf("%s %s: %v", task.Type(), task.Payload(), err)
+	}
+	return true
+}
+
+// Fairness: while a big send is going out, a small send of another
+// account created later completes after a bounded number of the big
+// send's batches (its window), not after the big send.
+func TestSmallSendNotBehindBigOne(t *testing.T) {
+	// Not parallel: see TestSingleSendEndToEnd.
+	ctx := context.Background()
+	d := testdb.New(t)
+	s := smtptest.New(t, smtptest.Options{Discard: true})
+	pool := smtp.NewPool(smtp.Config{Addr: s.Addr, Size: 4, Timeout: 5 * time.Second})
+	defer pool.Close()
+	const window = 3
+	mux, q, _ := engine(t, d, pool, jobs.Engine{BatchSize: 20, Window: window})
+
+	big := newSendFixture(t, d, "<p>big</p>")
+	exec(t, d, `INSERT INTO contacts (user_id, contact_type_id, email) SELECT $1, $2, 'big' || i || '@example.com' FROM generate_series(1, 2000) i`, big.user, big.typeA)
+	small := newSendFixture(t, d, "<p>small</p>")
+
+	exec(t, d, "UPDATE single_sends SET status = 1 WHERE id = $1", big.send)
+	q.enqueue(ctx, jobs.NewDispatchTask(big.send, 1, time.Now()))
+	for range 5 { // the big send is under way
+		q.step(t, mux)
+	}
+	if c := sendCounters(t, d, big.send); c.Status != 2 || c.Delivered == 0 {
+		t.Fatalf("big send %+v", c)
+	}
+	exec(t, d, "UPDATE single_sends SET status = 1, version = version + 1 WHERE id = $1", small.send)
+	q.enqueue(ctx, jobs.NewDispatchTask(small.send, 2, time.Now()))
+	steps := 0
+	for sendCounters(t, d, small.send).Status != 3 {
+		if !q.step(t, mux) {
+			t.Fatal("the queue ran dry before the small send completed")
+		}
+		steps++
+	}
+	// The small send's dispatch waits behind the big send's window, then
+	// its batches (its own window of 1-2 ranges) behind the next window.
+	if limit := 3*window + 3; steps > limit {
+		t.Errorf("the small send took %d tasks to complete, more than %d", steps, limit)
+	}
+	if c := sendCounters(t, d, big.send); c.Status != 2 {
+		t.Errorf("the big send finished first: %+v", c)
+	} else {
+		t.Logf("the small send completed after %d tasks; the big one had %d of %d delivered", steps, c.Delivered, c.Triggered)
+	}
+	q.drain(t, mux)
+	if c := sendCounters(t, d, big.send); c.Status != 3 || c.Delivered < 2000 {
+		t.Errorf("big send at the end %+v", c)
 	}
 }
