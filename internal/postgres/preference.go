@@ -55,11 +55,6 @@ func (d *DB) UnsubscribeRecipient(ctx context.Context, t mail.UnsubscribeToken, 
 	if err != nil {
 		return false, err
 	}
-	n, err := d.unsubscribe(ctx, t.UserID, groupID, []mail.Email{t.Email}, js)
-	if err == nil && n > 0 && t.SendID > 0 {
-		// The send's unsubscribes statistic; a send of another account
-		// (a forged id cannot pass the MAC) or deleted is left alone.
-		err = d.q.CountSendUnsubscribe(ctx, db.CountSendUnsubscribeParams{ID: t.SendID, UserID: t.UserID})
-	}
-	return n > 0, translate(err)
+	n, err := d.unsubscribe(ctx, t.UserID, groupID, []mail.Email{t.Email}, js, t.SendID)
+	return n > 0, err
 }

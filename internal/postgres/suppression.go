@@ -16,12 +16,13 @@ import (
 // already there, in any case, is left as it is. It returns how many were
 // added. An unknown group is ENOTFOUND.
 func (d *DB) Unsubscribe(ctx context.Context, userID int64, groupID *int64, emails []mail.Email) (int64, error) {
-	return d.unsubscribe(ctx, userID, groupID, emails, nil)
+	return d.unsubscribe(ctx, userID, groupID, emails, nil, 0)
 }
 
 // unsubscribe is Unsubscribe with origin (JSON, nil for none) merged into
-// each event's payload.
-func (d *DB) unsubscribe(ctx context.Context, userID int64, groupID *int64, emails []mail.Email, origin []byte) (int64, error) {
+// each event's payload; with sendID, the send's unsubscribes statistic
+// grows by the addresses added, in the same transaction.
+func (d *DB) unsubscribe(ctx context.Context, userID int64, groupID *int64, emails []mail.Email, origin []byte, sendID int64) (int64, error) {
 	addresses := make([]string, len(emails))
 	for i, e := range emails {
 		addresses[i] = string(e)
@@ -39,6 +40,13 @@ func (d *DB) unsubscribe(ctx context.Context, userID int64, groupID *int64, emai
 		var err error
 		if n, err = q.AddUnsubscribes(ctx, arg); err != nil {
 			return err
+		}
+		if n > 0 && sendID > 0 {
+			// A send of another account (a forged id cannot pass the
+			// token's MAC) or a deleted one is left alone by the WHERE.
+			if err := q.CountSendUnsubscribe(ctx, db.CountSendUnsubscribeParams{ID: sendID, UserID: userID, N: n}); err != nil {
+				return err
+			}
 		}
 		return addCounts(ctx, q, userID, countUnsubscribes, map[int64]int64{list: n})
 	})

@@ -188,16 +188,17 @@ func (q *Queries) CompleteSend(ctx context.Context, id int64) (CompleteSendRow, 
 }
 
 const countSendUnsubscribe = `-- name: CountSendUnsubscribe :exec
-UPDATE single_sends SET unsubscribes = unsubscribes + 1 WHERE id = $1 AND user_id = $2
+UPDATE single_sends SET unsubscribes = unsubscribes + $1::bigint WHERE id = $2 AND user_id = $3
 `
 
 type CountSendUnsubscribeParams struct {
+	N      int64
 	ID     int64
 	UserID int64
 }
 
 func (q *Queries) CountSendUnsubscribe(ctx context.Context, arg CountSendUnsubscribeParams) error {
-	_, err := q.db.Exec(ctx, countSendUnsubscribe, arg.ID, arg.UserID)
+	_, err := q.db.Exec(ctx, countSendUnsubscribe, arg.N, arg.ID, arg.UserID)
 	return err
 }
 

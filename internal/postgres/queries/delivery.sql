@@ -195,4 +195,4 @@ FROM d
 WHERE s.id = @send_id;
 
 -- name: CountSendUnsubscribe :exec
-UPDATE single_sends SET unsubscribes = unsubscribes + 1 WHERE id = @id AND user_id = @user_id;
+UPDATE single_sends SET unsubscribes = unsubscribes + @n::bigint WHERE id = @id AND user_id = @user_id;
