@@ -28,12 +28,29 @@ var errSkipRow = errors.New("postgres: row not listed")
 // resuming after the last id; a page (from its after_id) is one query.
 func streamList[T any](ctx context.Context, d *DB, query string, args []any, page *mail.Page,
 	scan func(pgx.Rows, *T) error, id func(*T) int64, fn func(*T) error) error {
-	after, limit, offset := int64(0), int64(listChunk), int64(0)
+	chunk := int64(listChunk)
 	if page != nil {
-		after, limit, offset = page.After, page.Size, page.Offset()
+		chunk = page.Size
 	}
-	buf := make([]T, 0, min(limit, listChunk))
+	return streamChunks(ctx, d, query, args, page, chunk, scan, id, fn)
+}
+
+// streamChunks is streamList reading at most chunk rows per query, a page
+// too (its first query skips the page's offset, the next ones resume after
+// the last id): for lists whose rows are large (single sends carry their
+// templates), so what is held does not grow with per_page.
+func streamChunks[T any](ctx context.Context, d *DB, query string, args []any, page *mail.Page, chunk int64,
+	scan func(pgx.Rows, *T) error, id func(*T) int64, fn func(*T) error) error {
+	after, left, offset := int64(0), int64(-1), int64(0) // left < 0: to the end
+	if page != nil {
+		after, left, offset = page.After, page.Size, page.Offset()
+	}
+	buf := make([]T, 0, min(chunk, listChunk))
 	for {
+		limit := chunk
+		if left >= 0 && left < limit {
+			limit = left
+		}
 		rows, err := d.Pool.Query(ctx, query, append(args, after, limit, offset)...)
 		if err != nil {
 			return err
@@ -61,10 +78,15 @@ func streamList[T any](ctx context.Context, d *DB, query string, args []any, pag
 				return err
 			}
 		}
-		if page != nil || read < limit {
+		if read < limit {
 			return nil
 		}
-		after = last
+		if left >= 0 {
+			if left -= read; left == 0 {
+				return nil
+			}
+		}
+		after, offset = last, 0
 	}
 }
 

@@ -1,0 +1,85 @@
+-- name: SendReferences :one
+-- Which of the records a send names are the account's live ones, in one
+-- round trip: the sender (-1: none; else its is_verified), the
+-- unsubscribe group, and those of the contact types and segments.
+SELECT
+    COALESCE((SELECT s.is_verified FROM senders s
+              WHERE s.id = @sender_id AND s.user_id = @user_id AND s.deleted_at IS NULL), -1)::smallint AS sender_verified,
+    EXISTS (SELECT 1 FROM unsubscribe_groups g WHERE g.id = @group_id AND g.user_id = @user_id) AS group_exists,
+    ARRAY(SELECT t.id FROM contact_types t
+          WHERE t.id = ANY(@type_ids::bigint[]) AND t.user_id = @user_id AND t.deleted_at IS NULL)::bigint[] AS type_ids,
+    ARRAY(SELECT sg.id FROM segments sg
+          WHERE sg.id = ANY(@segment_ids::bigint[]) AND sg.user_id = @user_id AND sg.deleted_at IS NULL)::bigint[] AS segment_ids;
+
+-- name: CreateSingleSend :one
+-- A new send, ready (1) at version 1: due now, or at its schedule (UTC),
+-- whose date and time are also kept apart as the API shows them.
+INSERT INTO single_sends (user_id, utr, template_id, template_json, template_html, sender_id, unsubscribe_group_id,
+    single_send_name, subject, preheader, recipient_id, exclude_specific_recipient_id, schedule_type,
+    schedule_date, schedule_time, status, version, due_at, unique_open_token)
+VALUES (@user_id, (@utr::text)::uuid, @template_id, sqlc.narg(template_json), sqlc.narg(template_html), @sender_id,
+    @unsubscribe_group_id, @single_send_name, @subject, @preheader, @recipient_id::jsonb,
+    @exclude_specific_recipient_id::jsonb, @schedule_type,
+    (sqlc.narg(schedule_at)::timestamptz AT TIME ZONE 'UTC')::date,
+    (sqlc.narg(schedule_at)::timestamptz AT TIME ZONE 'UTC')::time,
+    1, 1, COALESCE(sqlc.narg(schedule_at)::timestamptz, now()), @unique_open_token::jsonb)
+RETURNING id, version, due_at::timestamptz AS due_at;
+
+-- name: LockSingleSend :one
+-- A live send of the account, locked for a change: the dispatcher locks
+-- it too, so a send is changed either before it starts or not at all.
+SELECT id, status, recipient_id::text AS recipient_id, unique_open_token::text AS unique_open_token
+FROM single_sends
+WHERE utr = (@utr::text)::uuid AND user_id = @user_id AND deleted_at IS NULL
+FOR UPDATE;
+
+-- name: UpdateSingleSend :one
+-- The send takes the new fields and is ready again at the next version:
+-- a dispatch task of an older version finds nothing to do.
+UPDATE single_sends SET template_id = @template_id, template_json = sqlc.narg(template_json),
+    template_html = sqlc.narg(template_html), sender_id = @sender_id, unsubscribe_group_id = @unsubscribe_group_id,
+    single_send_name = @single_send_name, subject = @subject, preheader = @preheader,
+    recipient_id = @recipient_id::jsonb, exclude_specific_recipient_id = @exclude_specific_recipient_id::jsonb,
+    schedule_type = @schedule_type,
+    schedule_date = (sqlc.narg(schedule_at)::timestamptz AT TIME ZONE 'UTC')::date,
+    schedule_time = (sqlc.narg(schedule_at)::timestamptz AT TIME ZONE 'UTC')::time,
+    status = 1, version = version + 1, due_at = COALESCE(sqlc.narg(schedule_at)::timestamptz, now()),
+    unique_open_token = @unique_open_token::jsonb, updated_at = now()
+WHERE id = @id
+RETURNING version, due_at::timestamptz AS due_at;
+
+-- name: LockSingleSendForCopy :one
+-- The send a duplicate copies, held in place while it is copied.
+SELECT id, recipient_id::text AS recipient_id
+FROM single_sends
+WHERE utr = (@utr::text)::uuid AND user_id = @user_id AND deleted_at IS NULL
+FOR SHARE;
+
+-- name: DuplicateSingleSend :one
+-- A draft (0) copy of a send: its fields and lists, a new utr, fresh open
+-- tokens, no due time, every counter and the engine's columns at their
+-- defaults.
+INSERT INTO single_sends (user_id, utr, template_id, template_json, template_html, sender_id, unsubscribe_group_id,
+    single_send_name, subject, preheader, recipient_id, exclude_specific_recipient_id, schedule_type,
+    schedule_date, schedule_time, status, version, unique_open_token)
+SELECT src.user_id, (@utr::text)::uuid, src.template_id, src.template_json, src.template_html, src.sender_id,
+    src.unsubscribe_group_id, src.single_send_name, src.subject, src.preheader, src.recipient_id,
+    src.exclude_specific_recipient_id, src.schedule_type, src.schedule_date, src.schedule_time, 0, 1,
+    @unique_open_token::jsonb
+FROM single_sends src WHERE src.id = @id
+RETURNING id;
+
+-- name: LockSingleSendsByID :many
+-- The live sends of the account among ids (distinct), locked in id order.
+SELECT s.id, s.status FROM single_sends s
+WHERE s.id = ANY(@ids::bigint[]) AND s.user_id = @user_id AND s.deleted_at IS NULL
+ORDER BY s.id
+FOR UPDATE;
+
+-- name: DeleteSingleSends :exec
+-- Soft-deletes sends locked by LockSingleSendsByID or LockSingleSend.
+UPDATE single_sends SET deleted_at = now(), updated_at = now()
+WHERE id = ANY(@ids::bigint[]) AND deleted_at IS NULL;
+
+-- name: CountSingleSends :one
+SELECT count(*) FROM single_sends WHERE user_id = @user_id AND deleted_at IS NULL;
