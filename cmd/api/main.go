@@ -149,11 +149,12 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger) error {
 	defer tasks.Close()
 
 	h := httpapi.New(httpapi.Config{
-		MaxBodyBytes:       cfg.MaxBodyBytes,
-		MaxUploadBytes:     cfg.MaxUploadBytes,
-		MaxImports:         cfg.MaxImports,
-		MonitoringUser:     cfg.MonitoringUser,
-		MonitoringPassword: cfg.MonitoringPassword,
+		MaxBodyBytes:           cfg.MaxBodyBytes,
+		MaxUploadBytes:         cfg.MaxUploadBytes,
+		MaxImports:             cfg.MaxImports,
+		MonitoringUser:         cfg.MonitoringUser,
+		MonitoringPassword:     cfg.MonitoringPassword,
+		AllowUnverifiedSenders: cfg.AllowUnverifiedSenders,
 	}, httpapi.Deps{
 		DB:         d,
 		Geo:        set,
@@ -164,6 +165,13 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger) error {
 			_, err := tasks.EnqueueContext(ctx, jobs.NewVerifySendersTask())
 			if errors.Is(err, asynq.ErrDuplicateTask) {
 				return nil // one is waiting already
+			}
+			return err
+		},
+		EnqueueDispatch: func(ctx context.Context, sendID int64, version int32, at time.Time) error {
+			_, err := tasks.EnqueueContext(ctx, jobs.NewDispatchTask(sendID, version, at))
+			if errors.Is(err, asynq.ErrTaskIDConflict) || errors.Is(err, asynq.ErrDuplicateTask) {
+				return nil // this version's dispatch is queued already
 			}
 			return err
 		},

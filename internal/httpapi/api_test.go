@@ -38,19 +38,23 @@ func newAPI(t testing.TB) *api {
 	return newAPIWith(t, httpapi.Config{MaxBodyBytes: 1 << 20, MaxUploadBytes: 64 << 20})
 }
 
-// newAPIWith is newAPI with its own configuration.
-func newAPIWith(t testing.TB, cfg httpapi.Config) *api {
+// newAPIWith is newAPI with its own configuration; each with changes the
+// dependencies (hooks such as EnqueueDispatch).
+func newAPIWith(t testing.TB, cfg httpapi.Config, with ...func(*httpapi.Deps)) *api {
 	t.Helper()
 	d := testdb.New(t)
 	rdb := redis.NewClient(&redis.Options{Addr: "127.0.0.1:6379"})
 	t.Cleanup(func() { rdb.Close() })
-	h := httpapi.New(cfg, httpapi.Deps{
+	deps := httpapi.Deps{
 		DB:        d,
 		Geo:       testdb.Geo(t),
 		Log:       slog.New(slog.NewTextHandler(io.Discard, nil)),
 		RedisPing: func(ctx context.Context) error { return rdb.Ping(ctx).Err() },
-	})
-	return &api{t: t, h: h}
+	}
+	for _, f := range with {
+		f(&deps)
+	}
+	return &api{t: t, h: httpapi.New(cfg, deps)}
 }
 
 // account is a fresh account's credentials.

@@ -46,10 +46,11 @@ var hostileBodies = []struct{ ct, body string }{
 // hostileQueries are query strings sent with each body.
 var hostileQueries = []string{
 	"",
-	"contact_id=1&segment_id=1&id=1&contact_type_id=1&segment_recipient_id=1&page=1&per_page=50",
+	"contact_id=1&segment_id=1&id=1&contact_type_id=1&segment_recipient_id=1&page=1&per_page=50&utr=6f1c1a7e-0000-4000-8000-000000000000",
 	"contact_id=99999999999999999999&segment_id=-1&id=0&contact_type_id=x&page=0&per_page=100000",
 	"page=99999999999999999999&per_page=-1&country_id=1e9&state_id=%00",
-	"contact_id=%ff&segment_id=1%00&id=%E2%80%A8",
+	"contact_id=%ff&segment_id=1%00&id=%E2%80%A8&utr=%00",
+	"utr=6F1C1A7E-0000-4000-8000-00000000000%E2%80%A8&after_id=-1",
 }
 
 // Nothing any client can send makes any route answer 500 or something

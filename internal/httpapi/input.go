@@ -467,6 +467,15 @@ func (f form) str(key string) string {
 	return ""
 }
 
+// raw returns key's first value as sent, untrimmed ("" when absent): for
+// bodies such as template_html.
+func (f form) raw(key string) string {
+	if vs := f.vals[key]; len(vs) > 0 {
+		return vs[0]
+	}
+	return ""
+}
+
 // list returns the array sent as key[0], key[1]… (ordered by index),
 // key[] or repeated key.
 func (f form) list(key string) []string {

@@ -26,6 +26,9 @@ type Config struct {
 	UploadIdle         time.Duration // 0: a minute; see slowReader
 	MonitoringUser     string
 	MonitoringPassword string
+	// AllowUnverifiedSenders lets single sends use unverified senders
+	// (ALLOW_UNVERIFIED_SENDERS).
+	AllowUnverifiedSenders bool
 }
 
 // Server holds the API's dependencies.
@@ -44,6 +47,9 @@ type Server struct {
 	// verifySenders enqueues the worker's sender verification; nil: the
 	// worker's minute sweep alone.
 	verifySenders func(context.Context) error
+	// enqueue enqueues a send's dispatch; nil: left to the engine's
+	// sweeper.
+	enqueue func(ctx context.Context, sendID int64, version int32, at time.Time) error
 
 	signerMu sync.Mutex
 	tokens   *mail.TokenSigner // see signer
@@ -59,6 +65,9 @@ type Deps struct {
 	// VerifySenders enqueues the mailing of pending sender verification
 	// links (nil: left to the worker's sweep).
 	VerifySenders func(context.Context) error
+	// EnqueueDispatch enqueues the dispatch of version of send sendID at
+	// at (nil: the engine's sweeper finds due ready sends by itself).
+	EnqueueDispatch func(ctx context.Context, sendID int64, version int32, at time.Time) error
 }
 
 // New builds the router.
@@ -68,7 +77,7 @@ func New(cfg Config, d Deps) http.Handler {
 
 func newServer(cfg Config, d Deps) *Server {
 	return &Server{db: d.DB, geo: newGeoResponse(d.Geo), log: d.Log, cfg: cfg, redisPing: d.RedisPing, monitoring: d.Monitoring,
-		imports: newImportSlots(cfg.MaxImports), verifySenders: d.VerifySenders}
+		imports: newImportSlots(cfg.MaxImports), verifySenders: d.VerifySenders, enqueue: d.EnqueueDispatch}
 }
 
 func (s *Server) router() *gin.Engine {
@@ -110,6 +119,7 @@ func (s *Server) routes(api *gin.RouterGroup) {
 	s.notificationRoutes(api)
 	s.templateRoutes(api)
 	s.senderRoutes(api)
+	s.singleSendRoutes(api)
 }
 
 // recover turns a panic into a logged 500, except http.ErrAbortHandler,
