@@ -192,7 +192,7 @@ func TestSingleSendRequiredFields(t *testing.T) {
 	required := `"single_send_name":["The single send name field is required."],"sender_id":["The sender id field is required."],` +
 		`"subject":["The subject field is required."],"preheader":["The preheader field is required."],` +
 		`"unsubscribe_group_id":["The unsubscribe group id field is required."],"schedule_type":["The schedule type field is required."],` +
-		`"recipient_id":["The recipient id field is required."],"template_id":["The template id field is required."]`
+		`"recipient_id":["The recipient id field is required."]`
 	for _, body := range []any{url.Values{}, multipartBody{}, jsonBody(`{}`), url.Values{"recipient_id[0]": {" "}, "subject": {"  "}}} {
 		f.a.do(req{method: "POST", path: "/api/single/send/create", acct: &f.acct, body: body}).
 			expect(t, 422, `{"status":"failed","errors":{`+required+`}}`)

@@ -124,7 +124,7 @@ type SingleSendInput struct {
 // reported in the contract's order: single_send_name, sender_id, subject,
 // preheader, unsubscribe_group_id, schedule_type (then schedule_date,
 // schedule_time), recipient_id, exclude_specific_recipient_id, then
-// template_id, template_html, template_json. Records are looked up once,
+// template_id (1 when absent), template_html, template_json. Records are looked up once,
 // for the ids that parsed.
 func ParseSingleSend(f SingleSendForm, rules SingleSendRules) (SingleSendInput, error) {
 	var in SingleSendInput
@@ -165,7 +165,11 @@ func ParseSingleSend(f SingleSendForm, rules SingleSendRules) (SingleSendInput, 
 	var recipientsOK, excludedOK bool
 	in.Recipients, recipientsOK = parseLists("recipient_id", f.Recipients, true, add)
 	in.Excluded, excludedOK = parseLists("exclude_specific_recipient_id", f.Excluded, false, add)
-	if t := id("template_id", f.TemplateID); t != 0 {
+	// template_id is starred in the contract but not among the fields its
+	// failure reports: absent, it is 1 (the custom/blank template).
+	if strings.TrimSpace(f.TemplateID) == "" {
+		in.TemplateID = 1
+	} else if t := id("template_id", f.TemplateID); t != 0 {
 		if rules.Template == nil || !rules.Template(t) {
 			add("template_id", "The selected template id is invalid.")
 		} else {

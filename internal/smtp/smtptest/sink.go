@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"net"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"time"
 )
@@ -18,13 +17,12 @@ import (
 type Sink struct {
 	Addr string
 
-	ln        net.Listener
-	noPipe    bool
-	mails     atomic.Int64
-	bytes     atomic.Int64
-	firstOnce sync.Once
-	first     atomic.Int64 // unix nanoseconds of the first mail's end
-	last      atomic.Int64
+	ln     net.Listener
+	noPipe bool
+	mails  atomic.Int64
+	bytes  atomic.Int64
+	first  atomic.Int64 // unix nanoseconds of the first mail's end
+	last   atomic.Int64
 }
 
 // StartSink listens on addr ("127.0.0.1:0" for a free port).
