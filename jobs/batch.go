@@ -19,9 +19,10 @@ import (
 // id range with their recipients (one statement), makes each mail from
 // the send's compiled form, pushes them through the transport
 // Engine.Concurrency at a time, records every outcome in one transaction
-// (which completes the send when nothing is left), then queues the next
-// open range of the send's window. Run twice, the second run finds the
-// rows leased or recorded and sends nothing.
+// (which completes the send when nothing is left), then goes on with the
+// next range of its chain (k + window) for up to Engine.Slice, and queues
+// the one after. Run twice, the second run finds the rows leased or
+// recorded and sends nothing.
 func SendBatch(d Deps) asynq.HandlerFunc {
 	return func(ctx context.Context, t *asynq.Task) error {
 		var p BatchPayload
@@ -39,34 +40,52 @@ func SendBatch(d Deps) asynq.HandlerFunc {
 			return err // nil for a send no longer running
 		}
 		size := int64(cs.send.BatchSize)
-		from := cs.send.First + p.K*size
-		claimed, err := d.DB.ClaimDeliveries(ctx, p.SendID, from, from+size, d.Engine.Lease)
-		if err != nil {
-			return err
-		}
-		if len(claimed) > 0 {
-			outcomes := d.deliver(ctx, cs, claimed)
-			// Outcomes are recorded even when the worker is stopping: the
-			// mails went out.
-			rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
-			completed, err := d.DB.RecordBatch(rctx, p.SendID, cs.send.UserID, outcomes)
-			cancel()
-			if err != nil {
-				return err
-			}
-			if completed {
-				d.Log.InfoContext(ctx, "send completed", "send_id", p.SendID)
+		// A task goes on with the next range of its chain (k + window)
+		// while it has run less than Engine.Slice: a queue round trip per
+		// range costs more than a range's work when the worker polls.
+		// Past the slice it queues the next range and ends, so other sends'
+		// batches get the worker slot.
+		start := time.Now()
+		for k := p.K; ; k += int64(d.Engine.Window) {
+			from := cs.send.First + k*size
+			if from > cs.last {
 				return nil
 			}
+			if k != p.K && time.Since(start) >= d.Engine.Slice {
+				return d.enqueue(ctx, NewBatchTask(p.SendID, k))
+			}
+			completed, err := d.runRange(ctx, cs, from, from+size)
+			if err != nil || completed {
+				return err
+			}
+			if ctx.Err() != nil {
+				return nil // stopping: the chain resumes from the sweeper
+			}
 		}
-		// The chain goes on at the next range with open rows beyond this
-		// window.
-		next := p.K + int64(d.Engine.Window)
-		if cs.send.First+next*size > cs.last {
-			return nil
-		}
-		return d.enqueue(ctx, NewBatchTask(p.SendID, next))
 	}
+}
+
+// runRange claims, sends and records one id range of a send; completed
+// says whether it completed the send.
+func (d Deps) runRange(ctx context.Context, cs *compiledSend, from, to int64) (completed bool, err error) {
+	t0 := time.Now()
+	claimed, err := d.DB.ClaimDeliveries(ctx, cs.send.ID, from, to, d.Engine.Lease)
+	if err != nil || len(claimed) == 0 {
+		return false, err
+	}
+	t1 := time.Now()
+	outcomes := d.deliver(ctx, cs, claimed)
+	t2 := time.Now()
+	// Outcomes are recorded even when the worker is stopping: the mails
+	// went out.
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+	defer cancel()
+	if completed, err = d.DB.RecordBatch(rctx, cs.send.ID, cs.send.UserID, outcomes); completed {
+		d.Log.InfoContext(ctx, "send completed", "send_id", cs.send.ID)
+	}
+	d.Log.DebugContext(ctx, "range", "send_id", cs.send.ID, "from", from, "mails", len(claimed),
+		"claim_ms", t1.Sub(t0).Milliseconds(), "send_ms", t2.Sub(t1).Milliseconds(), "record_ms", time.Since(t2).Milliseconds())
+	return completed, err
 }
 
 // deliver makes and sends the claimed mails, Engine.Concurrency at a

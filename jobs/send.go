@@ -44,6 +44,7 @@ type Engine struct {
 	Concurrency int           // mails of one batch in flight at once; 16
 	Lease       time.Duration // how long a batch holds its rows; 2 min
 	StallAfter  time.Duration // a running send idle this long is restarted by the sweeper; 30 s
+	Slice       time.Duration // how long one batch task goes on along its chain; 1 s
 }
 
 func (e Engine) withDefaults() Engine {
@@ -61,6 +62,9 @@ func (e Engine) withDefaults() Engine {
 	}
 	if e.StallAfter <= 0 {
 		e.StallAfter = 30 * time.Second
+	}
+	if e.Slice <= 0 {
+		e.Slice = time.Second
 	}
 	return e
 }

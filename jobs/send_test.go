@@ -367,7 +367,7 @@ func TestSmallSendNotBehindBigOne(t *testing.T) {
 	pool := smtp.NewPool(smtp.Config{Addr: s.Addr, Size: 4, Timeout: 5 * time.Second})
 	defer pool.Close()
 	const window = 3
-	mux, q, _ := engine(t, d, pool, jobs.Engine{BatchSize: 20, Window: window})
+	mux, q, _ := engine(t, d, pool, jobs.Engine{BatchSize: 20, Window: window, Slice: time.Nanosecond}) // one range per task: the queue discipline alone
 
 	big := newSendFixture(t, d, "<p>big</p>")
 	exec(t, d, `INSERT INTO contacts (user_id, contact_type_id, email) SELECT $1, $2, 'big' || i || '@example.com' FROM generate_series(1, 2000) i`, big.user, big.typeA)

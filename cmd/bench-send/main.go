@@ -78,7 +78,7 @@ func run(ctx context.Context, o options) error {
 	}
 	env := append(os.Environ(), "DATABASE_URL="+dsn, "REDIS_URL="+o.redis, "HTTP_ADDR="+o.addr,
 		"PUBLIC_URL=http://"+o.addr, "SMTP_URL=smtp://"+sink.Addr+"?pool="+strconv.Itoa(o.conns),
-		"ALLOW_UNVERIFIED_SENDERS=true", "LOG_LEVEL=info", "MAX_UPLOAD_BYTES=4GB")
+		"ALLOW_UNVERIFIED_SENDERS=true", "LOG_LEVEL="+logLevel(), "MAX_UPLOAD_BYTES=4GB")
 	if out, err := command(ctx, env, "bin/api", "migrate").CombinedOutput(); err != nil {
 		return fmt.Errorf("migrate: %v\n%s", err, out)
 	}
@@ -339,7 +339,7 @@ var template = `<!doctype html><html><head><meta charset="utf-8"><title>Picks</t
 ` + strings.Repeat(`<tr><td style="padding:0 40px 16px;font-size:16px;line-height:24px;color:#333">
 Here is a pick we think you will like in ((city)): a well-made thing at a fair price, chosen for ((first_name)) by our team.
 <a href="https://shop.example/picks?ref=((postal_code))" style="color:#1f4fa3">See it in the shop</a>.</td></tr>
-`, 10) + `<tr><td style="padding:24px 40px;font-size:12px;color:#777">Sent to ((email)) by ((sender_name)), ((sender_address)).
+`, 4) + `<tr><td style="padding:24px 40px;font-size:12px;color:#777">Sent to ((email)) by ((sender_name)), ((sender_address)).
 <a href="((unsubscribe_preferences))" style="color:#777">Unsubscribe or manage your preferences</a></td></tr>
 </table></td></tr></table></body></html>`
 
@@ -512,4 +512,12 @@ func dropDatabase(ctx context.Context, name string) error {
 	defer conn.Close(ctx)
 	_, err = conn.Exec(ctx, "DROP DATABASE IF EXISTS "+pgx.Identifier{name}.Sanitize()+" WITH (FORCE)")
 	return err
+}
+
+// logLevel is the processes' LOG_LEVEL: info unless BENCH_LOG_LEVEL says.
+func logLevel() string {
+	if v := os.Getenv("BENCH_LOG_LEVEL"); v != "" {
+		return v
+	}
+	return "info"
 }

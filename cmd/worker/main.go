@@ -65,10 +65,13 @@ func run(ctx context.Context, getenv func(string) string, stderr io.Writer) erro
 		return fmt.Errorf("REDIS_URL: %w", err)
 	}
 	server := asynq.NewServer(redisOpt, asynq.Config{
-		Concurrency:     cfg.WorkerConcurrency,
-		Queues:          jobs.Queues,
-		ShutdownTimeout: cfg.WorkerShutdownTimeout,
-		Logger:          asynqLogger{log},
+		Concurrency: cfg.WorkerConcurrency,
+		// asynq's default is to look again a second after finding every
+		// queue empty: a send's next batch would wait for it.
+		TaskCheckInterval: cfg.WorkerPollInterval,
+		Queues:            jobs.Queues,
+		ShutdownTimeout:   cfg.WorkerShutdownTimeout,
+		Logger:            asynqLogger{log},
 		ErrorHandler: asynq.ErrorHandlerFunc(func(ctx context.Context, t *asynq.Task, err error) {
 			id, _ := asynq.GetTaskID(ctx)
 			log.ErrorContext(ctx, "task failed", "type", t.Type(), "task_id", id, "err", err)
@@ -98,7 +101,7 @@ func run(ctx context.Context, getenv func(string) string, stderr io.Writer) erro
 			return err
 		},
 		Engine: jobs.Engine{BatchSize: cfg.SendBatchSize, Window: cfg.SendWindow, Concurrency: cfg.SendConcurrency, Lease: cfg.SendLease,
-			StallAfter: cfg.SendStallAfter},
+			StallAfter: cfg.SendStallAfter, Slice: cfg.SendSlice},
 	})); err != nil {
 		return err
 	}

@@ -36,6 +36,8 @@ type Config struct {
 	SendLease              time.Duration // SEND_LEASE: how long a batch holds its deliveries
 	SendStallAfter         time.Duration // SEND_STALL_AFTER: a running send idle this long is restarted
 	SendSweepEvery         time.Duration // SEND_SWEEP_EVERY: how often the sweeper runs
+	SendSlice              time.Duration // SEND_SLICE: how long one batch task goes on along its send's chain
+	WorkerPollInterval     time.Duration // WORKER_POLL_INTERVAL: how often an idle worker asks Redis for tasks
 	MaxImports             int           // MAX_CONCURRENT_IMPORTS: CSV imports at once per API process
 	ShutdownTimeout        time.Duration // SHUTDOWN_TIMEOUT: the API's HTTP drain
 	WorkerShutdownTimeout  time.Duration // WORKER_SHUTDOWN_TIMEOUT: how long a stopping worker lets running tasks finish
@@ -125,6 +127,8 @@ func Load(getenv func(string) string) (Config, error) {
 	c.SendLease = duration("SEND_LEASE", 2*time.Minute)
 	c.SendStallAfter = duration("SEND_STALL_AFTER", 30*time.Second)
 	c.SendSweepEvery = duration("SEND_SWEEP_EVERY", 10*time.Second)
+	c.SendSlice = duration("SEND_SLICE", time.Second)
+	c.WorkerPollInterval = duration("WORKER_POLL_INTERVAL", 100*time.Millisecond)
 
 	switch {
 	case strings.EqualFold(c.UnsubscribeMailto, "none"):
