@@ -54,7 +54,7 @@ func SendBatch(d Deps) asynq.HandlerFunc {
 			if k != p.K && time.Since(start) >= d.Engine.Slice {
 				return d.enqueue(ctx, NewBatchTask(p.SendID, k))
 			}
-			completed, err := d.runRange(ctx, cs, from, from+size)
+			completed, err := d.runRange(ctx, cs, k, from, from+size)
 			if err != nil || completed {
 				return err
 			}
@@ -67,9 +67,9 @@ func SendBatch(d Deps) asynq.HandlerFunc {
 
 // runRange claims, sends and records one id range of a send; completed
 // says whether it completed the send.
-func (d Deps) runRange(ctx context.Context, cs *compiledSend, from, to int64) (completed bool, err error) {
+func (d Deps) runRange(ctx context.Context, cs *compiledSend, k, from, to int64) (completed bool, err error) {
 	t0 := time.Now()
-	claimed, err := d.DB.ClaimDeliveries(ctx, cs.send.ID, from, to, d.Engine.Lease)
+	claimed, err := d.DB.ClaimDeliveries(ctx, cs.send.ID, k, from, to, d.Engine.Lease)
 	if err != nil || len(claimed) == 0 {
 		return false, err
 	}
@@ -80,7 +80,7 @@ func (d Deps) runRange(ctx context.Context, cs *compiledSend, from, to int64) (c
 	// went out.
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 	defer cancel()
-	if completed, err = d.DB.RecordBatch(rctx, cs.send.ID, cs.send.UserID, outcomes); completed {
+	if completed, err = d.DB.RecordBatch(rctx, cs.send.ID, cs.send.UserID, k, outcomes); completed {
 		d.Log.InfoContext(ctx, "send completed", "send_id", cs.send.ID)
 	}
 	d.Log.DebugContext(ctx, "range", "send_id", cs.send.ID, "from", from, "mails", len(claimed),

@@ -7,9 +7,8 @@ type DeliveryStatus int16
 
 // The states of a delivery row.
 const (
-	DeliveryPending DeliveryStatus = 0 // waiting (again, after a temporary failure: from NextAt)
-	DeliverySending DeliveryStatus = 1 // leased by a batch
-	DeliverySent    DeliveryStatus = 2 // accepted by the SMTP server
+	DeliveryPending DeliveryStatus = 0 // waiting (again, after a temporary failure: from NextAt); a batch leases its whole range
+	DeliverySent    DeliveryStatus = 2 // accepted by the SMTP server (1 is not used: ranges are leased, not rows)
 	DeliveryBounced DeliveryStatus = 3 // refused for good (5xx): a hard bounce
 	DeliveryFailed  DeliveryStatus = 4 // temporary failures until the attempts ran out
 )

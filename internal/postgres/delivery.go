@@ -103,7 +103,9 @@ func (d *DB) ensurePartition(ctx context.Context, sendID int64) error {
 		if _, err := tx.Exec(ctx, "SELECT pg_advisory_xact_lock(1954115686, $1::int)", n); err != nil {
 			return err
 		}
-		_, err := tx.Exec(ctx, fmt.Sprintf("CREATE TABLE IF NOT EXISTS %s PARTITION OF deliveries FOR VALUES FROM (%d) TO (%d)",
+		// fillfactor 70: room on each page for the row's one update (its
+		// outcome) to be HOT.
+		_, err := tx.Exec(ctx, fmt.Sprintf("CREATE TABLE IF NOT EXISTS %s PARTITION OF deliveries FOR VALUES FROM (%d) TO (%d) WITH (fillfactor = 70)",
 			name, n*PartitionSends, (n+1)*PartitionSends))
 		return err
 	})
@@ -186,12 +188,20 @@ func (d *DB) SendForBatch(ctx context.Context, id int64) (BatchSend, error) {
 	return s, nil
 }
 
-// ClaimDeliveries leases the open rows of send sendID with ids in
-// [from, to) for lease, with their recipients, in id order.
-func (d *DB) ClaimDeliveries(ctx context.Context, sendID, from, to int64, lease time.Duration) ([]mail.Claimed, error) {
-	rows, err := d.q.ClaimDeliveries(ctx, db.ClaimDeliveriesParams{LeaseSeconds: int32(lease / time.Second), SendID: sendID, FromID: from, ToID: to})
+// ClaimDeliveries leases batch range k of send sendID (ids [from, to))
+// for lease and reads its pending, due rows with their recipients, in id
+// order. Nothing when another batch holds the range.
+func (d *DB) ClaimDeliveries(ctx context.Context, sendID, k, from, to int64, lease time.Duration) ([]mail.Claimed, error) {
+	n, err := d.q.LeaseRange(ctx, db.LeaseRangeParams{SendID: sendID, K: k, LeaseSeconds: int32(lease / time.Second)})
+	if err != nil || n == 0 {
+		return nil, translate(err)
+	}
+	rows, err := d.q.ClaimDeliveries(ctx, db.ClaimDeliveriesParams{SendID: sendID, FromID: from, ToID: to})
 	if err != nil {
 		return nil, translate(err)
+	}
+	if len(rows) == 0 { // nothing due here: give the range back at once
+		return nil, translate(d.q.ReleaseRange(ctx, db.ReleaseRangeParams{SendID: sendID, K: k}))
 	}
 	out := make([]mail.Claimed, len(rows))
 	for i, r := range rows {
@@ -207,14 +217,15 @@ func (d *DB) ClaimDeliveries(ctx context.Context, sendID, from, to int64, lease 
 	return out, nil
 }
 
-// RecordBatch records a batch's outcomes in one transaction: the rows
-// (one statement), the send's counters (once), hard bounces suppressed
-// with address.bounced, and the send completed when nothing is left open.
-// It answers whether this batch completed the send.
-func (d *DB) RecordBatch(ctx context.Context, sendID, userID int64, outcomes []mail.Outcome) (completed bool, err error) {
+// RecordBatch records the outcomes of batch range k of a send in one
+// transaction: the rows (one statement; only rows still pending change),
+// the send's counters and deliveries left (once), hard bounces suppressed
+// with address.bounced, the range's lease given back, and the send
+// completed when no delivery is left. It answers whether this batch
+// completed the send.
+func (d *DB) RecordBatch(ctx context.Context, sendID, userID, k int64, outcomes []mail.Outcome) (completed bool, err error) {
 	n := len(outcomes)
 	ids, statuses, nextAts, errs := make([]int64, n), make([]int16, n), make([]time.Time, n), make([]string, n)
-	var delivered, bounced int64
 	var bounceEmails, bounceReasons []string
 	now := time.Now()
 	for i, o := range outcomes {
@@ -222,21 +233,15 @@ func (d *DB) RecordBatch(ctx context.Context, sendID, userID int64, outcomes []m
 		if o.NextAt != nil {
 			nextAts[i] = *o.NextAt
 		}
-		switch o.Status {
-		case mail.DeliverySent:
-			delivered++
-		case mail.DeliveryBounced:
-			bounced++
+		if o.Status == mail.DeliveryBounced {
 			bounceEmails = append(bounceEmails, string(o.Email))
 			bounceReasons = append(bounceReasons, strings.ToValidUTF8(o.Error, ""))
 		}
 	}
 	err = d.InTx(ctx, func(_ pgx.Tx, q *db.Queries) error {
 		completed = false
-		if _, err := q.RecordDeliveries(ctx, db.RecordDeliveriesParams{Statuses: statuses, NextAts: nextAts, Errors: errs, SendID: sendID, Ids: ids}); err != nil {
-			return err
-		}
-		if err := q.BumpSendCounters(ctx, db.BumpSendCountersParams{Delivered: delivered, Bounced: bounced, ID: sendID}); err != nil {
+		r, err := q.RecordDeliveries(ctx, db.RecordDeliveriesParams{Statuses: statuses, NextAts: nextAts, Errors: errs, SendID: sendID, Ids: ids})
+		if err != nil {
 			return err
 		}
 		if len(bounceEmails) > 0 {
@@ -244,7 +249,15 @@ func (d *DB) RecordBatch(ctx context.Context, sendID, userID int64, outcomes []m
 				return err
 			}
 		}
-		var err error
+		if err := q.ReleaseRange(ctx, db.ReleaseRangeParams{SendID: sendID, K: k}); err != nil {
+			return err
+		}
+		// The send's row last: the batches of a send queue on its lock,
+		// so it is held for as little as possible.
+		remaining, err := q.BumpSendCounters(ctx, db.BumpSendCountersParams{Delivered: r.Delivered, Bounced: r.Bounced, Finals: r.Finals, ID: sendID})
+		if err != nil || remaining > 0 {
+			return err
+		}
 		completed, err = completeSend(ctx, q, sendID)
 		return err
 	})

@@ -47,57 +47,61 @@ func (q *Queries) AddBounces(ctx context.Context, arg AddBouncesParams) (int64, 
 	return result.RowsAffected(), nil
 }
 
-const bumpSendCounters = `-- name: BumpSendCounters :exec
+const bumpSendCounters = `-- name: BumpSendCounters :one
 UPDATE single_sends
-SET delivered = delivered + $1, bounces = bounces + $2, progress_at = now()
-WHERE id = $3
+SET delivered = delivered + $1, bounces = bounces + $2, remaining = remaining - $3, progress_at = now()
+WHERE id = $4
+RETURNING remaining
 `
 
 type BumpSendCountersParams struct {
 	Delivered int64
 	Bounced   int64
+	Finals    int64
 	ID        int64
 }
 
-func (q *Queries) BumpSendCounters(ctx context.Context, arg BumpSendCountersParams) error {
-	_, err := q.db.Exec(ctx, bumpSendCounters, arg.Delivered, arg.Bounced, arg.ID)
-	return err
+// Once per batch: the counters, and the deliveries left.
+func (q *Queries) BumpSendCounters(ctx context.Context, arg BumpSendCountersParams) (int64, error) {
+	row := q.db.QueryRow(ctx, bumpSendCounters,
+		arg.Delivered,
+		arg.Bounced,
+		arg.Finals,
+		arg.ID,
+	)
+	var remaining int64
+	err := row.Scan(&remaining)
+	return remaining, err
 }
 
 const claimDeliveries = `-- name: ClaimDeliveries :many
-WITH claimed AS (
-    UPDATE deliveries d
-    SET status = 1, lease_until = now() + make_interval(secs => $1::int), attempts = d.attempts + 1
-    WHERE d.send_id = $2 AND d.id >= $3 AND d.id < $4
-      AND ((d.status = 0 AND (d.next_at IS NULL OR d.next_at <= now())) OR (d.status = 1 AND d.lease_until < now()))
-    RETURNING d.id, d.contact_id, d.segment_recipient_id, d.email, d.list_key, d.attempts
-)
-SELECT cl.id, cl.email, cl.list_key, cl.attempts, COALESCE(c.id, 0)::bigint AS contact_id,
+SELECT d.id, d.email, d.list_key, d.attempts + 1 AS attempts, COALESCE(c.id, 0)::bigint AS contact_id,
     COALESCE(c.first_name, sr.first_name, '')::text AS first_name, COALESCE(c.last_name, sr.last_name, '')::text AS last_name,
     COALESCE(c.alt_email, '')::text AS alt_email, COALESCE(co.name, '')::text AS country,
     COALESCE(c.state, '')::text AS state, COALESCE(c.city, '')::text AS city,
     COALESCE(c.address_line1, '')::text AS address_line1, COALESCE(c.address_line2, '')::text AS address_line2,
     COALESCE(c.state_province_region, '')::text AS state_province_region, COALESCE(c.postal_code, '')::text AS postal_code,
     COALESCE(c.custom, '{}')::text AS custom
-FROM claimed cl
-LEFT JOIN contacts c ON c.id = cl.contact_id
-LEFT JOIN segment_recipients sr ON sr.id = cl.segment_recipient_id
+FROM deliveries d
+LEFT JOIN contacts c ON c.id = d.contact_id
+LEFT JOIN segment_recipients sr ON sr.id = d.segment_recipient_id
 LEFT JOIN countries co ON co.id = c.country
-ORDER BY cl.id
+WHERE d.send_id = $1 AND d.id >= $2 AND d.id < $3
+  AND d.status = 0 AND (d.next_at IS NULL OR d.next_at <= now())
+ORDER BY d.id
 `
 
 type ClaimDeliveriesParams struct {
-	LeaseSeconds int32
-	SendID       int64
-	FromID       int64
-	ToID         int64
+	SendID int64
+	FromID int64
+	ToID   int64
 }
 
 type ClaimDeliveriesRow struct {
 	ID                  int64
 	Email               string
 	ListKey             string
-	Attempts            int16
+	Attempts            int32
 	ContactID           int64
 	FirstName           string
 	LastName            string
@@ -112,17 +116,11 @@ type ClaimDeliveriesRow struct {
 	Custom              string
 }
 
-// Leases the open rows of one id range of a send (pending and due, or
-// leased by a worker that did not come back), with what a mail needs of
-// each recipient, in one statement. A row another worker holds is not
-// taken: its lease is in the future.
+// The pending rows of a leased range that are due, with what a mail needs
+// of each recipient, in one statement. (Rows are not written: the range's
+// lease keeps other batches off them.)
 func (q *Queries) ClaimDeliveries(ctx context.Context, arg ClaimDeliveriesParams) ([]ClaimDeliveriesRow, error) {
-	rows, err := q.db.Query(ctx, claimDeliveries,
-		arg.LeaseSeconds,
-		arg.SendID,
-		arg.FromID,
-		arg.ToID,
-	)
+	rows, err := q.db.Query(ctx, claimDeliveries, arg.SendID, arg.FromID, arg.ToID)
 	if err != nil {
 		return nil, err
 	}
@@ -161,8 +159,7 @@ func (q *Queries) ClaimDeliveries(ctx context.Context, arg ClaimDeliveriesParams
 const completeSend = `-- name: CompleteSend :one
 UPDATE single_sends s
 SET status = 3, sent_at = now(), updated_at = now()
-WHERE s.id = $1 AND s.status = 2
-  AND NOT EXISTS (SELECT 1 FROM deliveries d WHERE d.send_id = $1 AND d.status IN (0, 1))
+WHERE s.id = $1 AND s.status = 2 AND s.remaining <= 0
 RETURNING s.user_id, s.triggered, s.delivered, s.bounces
 `
 
@@ -173,8 +170,8 @@ type CompleteSendRow struct {
 	Bounces   int64
 }
 
-// Marks the send completed when no row is pending or leased: a guarded
-// update, so of all the batches that try, exactly one succeeds.
+// Marks the send completed when no delivery is left: a guarded update, so
+// of all the batches that try, exactly one succeeds.
 func (q *Queries) CompleteSend(ctx context.Context, id int64) (CompleteSendRow, error) {
 	row := q.db.QueryRow(ctx, completeSend, id)
 	var i CompleteSendRow
@@ -314,6 +311,30 @@ func (q *Queries) LastDeliveryID(ctx context.Context, sendID int64) (int64, erro
 	return column_1, err
 }
 
+const leaseRange = `-- name: LeaseRange :execrows
+INSERT INTO delivery_ranges AS r (send_id, k, lease_until)
+VALUES ($1, $2, now() + make_interval(secs => $3::int))
+ON CONFLICT (send_id, k) DO UPDATE SET lease_until = EXCLUDED.lease_until
+WHERE r.lease_until < now()
+`
+
+type LeaseRangeParams struct {
+	SendID       int64
+	K            int64
+	LeaseSeconds int32
+}
+
+// Takes batch range k of a send for lease_seconds, when it is free or its
+// lease ran out (a worker that did not come back). 0 rows: another batch
+// holds it.
+func (q *Queries) LeaseRange(ctx context.Context, arg LeaseRangeParams) (int64, error) {
+	result, err := q.db.Exec(ctx, leaseRange, arg.SendID, arg.K, arg.LeaseSeconds)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
+}
+
 const lockSendForDispatch = `-- name: LockSendForDispatch :one
 SELECT id, user_id, status, version, due_at, unsubscribe_group_id,
     recipient_id::text AS recipient_id, exclude_specific_recipient_id::text AS exclude_specific_recipient_id
@@ -352,10 +373,11 @@ func (q *Queries) LockSendForDispatch(ctx context.Context, id int64) (LockSendFo
 }
 
 const openRanges = `-- name: OpenRanges :many
-SELECT DISTINCT ((id - $1::bigint) / $2::bigint)::bigint AS k
-FROM deliveries
-WHERE send_id = $3
-  AND ((status = 0 AND (next_at IS NULL OR next_at <= now())) OR (status = 1 AND lease_until < now()))
+SELECT DISTINCT ((d.id - $1::bigint) / $2::bigint)::bigint AS k
+FROM deliveries d
+WHERE d.send_id = $3 AND d.status = 0 AND (d.next_at IS NULL OR d.next_at <= now())
+  AND NOT EXISTS (SELECT 1 FROM delivery_ranges r
+                  WHERE r.send_id = $3 AND r.k = (d.id - $1::bigint) / $2::bigint AND r.lease_until >= now())
 ORDER BY 1
 LIMIT $4::int
 `
@@ -367,7 +389,8 @@ type OpenRangesParams struct {
 	N         int32
 }
 
-// The batch ranges of a send that hold rows a batch could take now.
+// The batch ranges of a send that hold rows a batch could take now and
+// are not leased (read through the primary key: only for stalled sends).
 func (q *Queries) OpenRanges(ctx context.Context, arg OpenRangesParams) ([]int64, error) {
 	rows, err := q.db.Query(ctx, openRanges,
 		arg.FirstID,
@@ -393,14 +416,21 @@ func (q *Queries) OpenRanges(ctx context.Context, arg OpenRangesParams) ([]int64
 	return items, nil
 }
 
-const recordDeliveries = `-- name: RecordDeliveries :execrows
-UPDATE deliveries d
-SET status = ($1::smallint[])[r.i], lease_until = NULL,
-    next_at = CASE WHEN ($1::smallint[])[r.i] = 0 THEN ($2::timestamptz[])[r.i] END,
-    error = NULLIF(($3::text[])[r.i], ''),
-    sent_at = CASE WHEN ($1::smallint[])[r.i] = 2 THEN now() END
-FROM unnest($5::bigint[]) WITH ORDINALITY AS r(id, i)
-WHERE d.send_id = $4 AND d.id = r.id AND d.status = 1
+const recordDeliveries = `-- name: RecordDeliveries :one
+WITH r AS (
+    UPDATE deliveries d
+    SET status = ($1::smallint[])[r.i], attempts = d.attempts + 1,
+        next_at = CASE WHEN ($1::smallint[])[r.i] = 0 THEN ($2::timestamptz[])[r.i] END,
+        error = NULLIF(($3::text[])[r.i], ''),
+        sent_at = CASE WHEN ($1::smallint[])[r.i] = 2 THEN now() END
+    FROM unnest($5::bigint[]) WITH ORDINALITY AS r(id, i)
+    WHERE d.send_id = $4 AND d.id = r.id AND d.status = 0
+    RETURNING d.status
+)
+SELECT count(*) FILTER (WHERE r.status <> 0)::bigint AS finals,
+       count(*) FILTER (WHERE r.status = 2)::bigint AS delivered,
+       count(*) FILTER (WHERE r.status = 3)::bigint AS bounced
+FROM r
 `
 
 type RecordDeliveriesParams struct {
@@ -411,22 +441,28 @@ type RecordDeliveriesParams struct {
 	Ids      []int64
 }
 
+type RecordDeliveriesRow struct {
+	Finals    int64
+	Delivered int64
+	Bounced   int64
+}
+
 // The outcomes of a batch in one statement: 2 sent, 3 bounced, 4 failed,
 // 0 pending again (a temporary failure, retried at next_at). Only rows
-// still leased change.
+// still pending change (a second run of the range after a lost lease
+// records nothing twice). Answers how many became final.
 // (The arrays are read by position: sqlc knows only one-array unnest.)
-func (q *Queries) RecordDeliveries(ctx context.Context, arg RecordDeliveriesParams) (int64, error) {
-	result, err := q.db.Exec(ctx, recordDeliveries,
+func (q *Queries) RecordDeliveries(ctx context.Context, arg RecordDeliveriesParams) (RecordDeliveriesRow, error) {
+	row := q.db.QueryRow(ctx, recordDeliveries,
 		arg.Statuses,
 		arg.NextAts,
 		arg.Errors,
 		arg.SendID,
 		arg.Ids,
 	)
-	if err != nil {
-		return 0, err
-	}
-	return result.RowsAffected(), nil
+	var i RecordDeliveriesRow
+	err := row.Scan(&i.Finals, &i.Delivered, &i.Bounced)
+	return i, err
 }
 
 const recordOpen = `-- name: RecordOpen :execrows
@@ -480,6 +516,20 @@ func (q *Queries) RecordSendEvent(ctx context.Context, arg RecordSendEventParams
 		arg.SendID,
 		arg.Payload,
 	)
+	return err
+}
+
+const releaseRange = `-- name: ReleaseRange :exec
+DELETE FROM delivery_ranges WHERE send_id = $1 AND k = $2
+`
+
+type ReleaseRangeParams struct {
+	SendID int64
+	K      int64
+}
+
+func (q *Queries) ReleaseRange(ctx context.Context, arg ReleaseRangeParams) error {
+	_, err := q.db.Exec(ctx, releaseRange, arg.SendID, arg.K)
 	return err
 }
 
@@ -588,7 +638,7 @@ func (q *Queries) StalledSends(ctx context.Context, idleSeconds int32) ([]Stalle
 
 const startSend = `-- name: StartSend :one
 UPDATE single_sends s
-SET status = 2, triggered = $1, batch_size = $2, started_at = now(), progress_at = now(),
+SET status = 2, triggered = $1, remaining = $1, batch_size = $2, started_at = now(), progress_at = now(),
     first_delivery_id = (SELECT min(d.id) FROM deliveries d WHERE d.send_id = s.id),
     updated_at = now()
 WHERE s.id = $3

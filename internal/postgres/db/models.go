@@ -99,6 +99,12 @@ type Delivery struct {
 	Error              *string
 }
 
+type DeliveryRange struct {
+	SendID     int64
+	K          int64
+	LeaseUntil time.Time
+}
+
 type Event struct {
 	ID          int64
 	UserID      int64
@@ -226,6 +232,7 @@ type SingleSend struct {
 	CreatedAt                  time.Time
 	UpdatedAt                  time.Time
 	ProgressAt                 *time.Time
+	Remaining                  int64
 }
 
 type State struct {

@@ -50,7 +50,7 @@ ORDER BY r.email_lc;
 -- name: StartSend :one
 -- The send is running: its batches are fixed by its first delivery id.
 UPDATE single_sends s
-SET status = 2, triggered = @triggered, batch_size = @batch_size, started_at = now(), progress_at = now(),
+SET status = 2, triggered = @triggered, remaining = @triggered, batch_size = @batch_size, started_at = now(), progress_at = now(),
     first_delivery_id = (SELECT min(d.id) FROM deliveries d WHERE d.send_id = s.id),
     updated_at = now()
 WHERE s.id = @id
@@ -77,48 +77,64 @@ LEFT JOIN states st ON st.id = se.state_id
 LEFT JOIN countries co ON co.id = se.country_id
 WHERE s.id = @id AND s.deleted_at IS NULL;
 
+-- name: LeaseRange :execrows
+-- Takes batch range k of a send for lease_seconds, when it is free or its
+-- lease ran out (a worker that did not come back). 0 rows: another batch
+-- holds it.
+INSERT INTO delivery_ranges AS r (send_id, k, lease_until)
+VALUES (@send_id, @k, now() + make_interval(secs => @lease_seconds::int))
+ON CONFLICT (send_id, k) DO UPDATE SET lease_until = EXCLUDED.lease_until
+WHERE r.lease_until < now();
+
+-- name: ReleaseRange :exec
+DELETE FROM delivery_ranges WHERE send_id = @send_id AND k = @k;
+
 -- name: ClaimDeliveries :many
--- Leases the open rows of one id range of a send (pending and due, or
--- leased by a worker that did not come back), with what a mail needs of
--- each recipient, in one statement. A row another worker holds is not
--- taken: its lease is in the future.
-WITH claimed AS (
-    UPDATE deliveries d
-    SET status = 1, lease_until = now() + make_interval(secs => @lease_seconds::int), attempts = d.attempts + 1
-    WHERE d.send_id = @send_id AND d.id >= @from_id AND d.id < @to_id
-      AND ((d.status = 0 AND (d.next_at IS NULL OR d.next_at <= now())) OR (d.status = 1 AND d.lease_until < now()))
-    RETURNING d.id, d.contact_id, d.segment_recipient_id, d.email, d.list_key, d.attempts
-)
-SELECT cl.id, cl.email, cl.list_key, cl.attempts, COALESCE(c.id, 0)::bigint AS contact_id,
+-- The pending rows of a leased range that are due, with what a mail needs
+-- of each recipient, in one statement. (Rows are not written: the range's
+-- lease keeps other batches off them.)
+SELECT d.id, d.email, d.list_key, d.attempts + 1 AS attempts, COALESCE(c.id, 0)::bigint AS contact_id,
     COALESCE(c.first_name, sr.first_name, '')::text AS first_name, COALESCE(c.last_name, sr.last_name, '')::text AS last_name,
     COALESCE(c.alt_email, '')::text AS alt_email, COALESCE(co.name, '')::text AS country,
     COALESCE(c.state, '')::text AS state, COALESCE(c.city, '')::text AS city,
     COALESCE(c.address_line1, '')::text AS address_line1, COALESCE(c.address_line2, '')::text AS address_line2,
     COALESCE(c.state_province_region, '')::text AS state_province_region, COALESCE(c.postal_code, '')::text AS postal_code,
     COALESCE(c.custom, '{}')::text AS custom
-FROM claimed cl
-LEFT JOIN contacts c ON c.id = cl.contact_id
-LEFT JOIN segment_recipients sr ON sr.id = cl.segment_recipient_id
+FROM deliveries d
+LEFT JOIN contacts c ON c.id = d.contact_id
+LEFT JOIN segment_recipients sr ON sr.id = d.segment_recipient_id
 LEFT JOIN countries co ON co.id = c.country
-ORDER BY cl.id;
+WHERE d.send_id = @send_id AND d.id >= @from_id AND d.id < @to_id
+  AND d.status = 0 AND (d.next_at IS NULL OR d.next_at <= now())
+ORDER BY d.id;
 
--- name: RecordDeliveries :execrows
+-- name: RecordDeliveries :one
 -- The outcomes of a batch in one statement: 2 sent, 3 bounced, 4 failed,
 -- 0 pending again (a temporary failure, retried at next_at). Only rows
--- still leased change.
+-- still pending change (a second run of the range after a lost lease
+-- records nothing twice). Answers how many became final.
 -- (The arrays are read by position: sqlc knows only one-array unnest.)
-UPDATE deliveries d
-SET status = (@statuses::smallint[])[r.i], lease_until = NULL,
-    next_at = CASE WHEN (@statuses::smallint[])[r.i] = 0 THEN (@next_ats::timestamptz[])[r.i] END,
-    error = NULLIF((@errors::text[])[r.i], ''),
-    sent_at = CASE WHEN (@statuses::smallint[])[r.i] = 2 THEN now() END
-FROM unnest(@ids::bigint[]) WITH ORDINALITY AS r(id, i)
-WHERE d.send_id = @send_id AND d.id = r.id AND d.status = 1;
+WITH r AS (
+    UPDATE deliveries d
+    SET status = (@statuses::smallint[])[r.i], attempts = d.attempts + 1,
+        next_at = CASE WHEN (@statuses::smallint[])[r.i] = 0 THEN (@next_ats::timestamptz[])[r.i] END,
+        error = NULLIF((@errors::text[])[r.i], ''),
+        sent_at = CASE WHEN (@statuses::smallint[])[r.i] = 2 THEN now() END
+    FROM unnest(@ids::bigint[]) WITH ORDINALITY AS r(id, i)
+    WHERE d.send_id = @send_id AND d.id = r.id AND d.status = 0
+    RETURNING d.status
+)
+SELECT count(*) FILTER (WHERE r.status <> 0)::bigint AS finals,
+       count(*) FILTER (WHERE r.status = 2)::bigint AS delivered,
+       count(*) FILTER (WHERE r.status = 3)::bigint AS bounced
+FROM r;
 
--- name: BumpSendCounters :exec
+-- name: BumpSendCounters :one
+-- Once per batch: the counters, and the deliveries left.
 UPDATE single_sends
-SET delivered = delivered + @delivered, bounces = bounces + @bounced, progress_at = now()
-WHERE id = @id;
+SET delivered = delivered + @delivered, bounces = bounces + @bounced, remaining = remaining - @finals, progress_at = now()
+WHERE id = @id
+RETURNING remaining;
 
 -- name: AddBounces :execrows
 -- Hard bounces suppress the address for the account's later sends, with
@@ -137,12 +153,11 @@ SELECT @user_id::bigint, 'address.bounced', 'single_send', @send_id::bigint,
 FROM added a;
 
 -- name: CompleteSend :one
--- Marks the send completed when no row is pending or leased: a guarded
--- update, so of all the batches that try, exactly one succeeds.
+-- Marks the send completed when no delivery is left: a guarded update, so
+-- of all the batches that try, exactly one succeeds.
 UPDATE single_sends s
 SET status = 3, sent_at = now(), updated_at = now()
-WHERE s.id = @id AND s.status = 2
-  AND NOT EXISTS (SELECT 1 FROM deliveries d WHERE d.send_id = @id AND d.status IN (0, 1))
+WHERE s.id = @id AND s.status = 2 AND s.remaining <= 0
 RETURNING s.user_id, s.triggered, s.delivered, s.bounces;
 
 -- name: LastDeliveryID :one
@@ -166,11 +181,13 @@ ORDER BY id
 LIMIT 500;
 
 -- name: OpenRanges :many
--- The batch ranges of a send that hold rows a batch could take now.
-SELECT DISTINCT ((id - @first_id::bigint) / @batch_size::bigint)::bigint AS k
-FROM deliveries
-WHERE send_id = @send_id
-  AND ((status = 0 AND (next_at IS NULL OR next_at <= now())) OR (status = 1 AND lease_until < now()))
+-- The batch ranges of a send that hold rows a batch could take now and
+-- are not leased (read through the primary key: only for stalled sends).
+SELECT DISTINCT ((d.id - @first_id::bigint) / @batch_size::bigint)::bigint AS k
+FROM deliveries d
+WHERE d.send_id = @send_id AND d.status = 0 AND (d.next_at IS NULL OR d.next_at <= now())
+  AND NOT EXISTS (SELECT 1 FROM delivery_ranges r
+                  WHERE r.send_id = @send_id AND r.k = (d.id - @first_id::bigint) / @batch_size::bigint AND r.lease_until >= now())
 ORDER BY 1
 LIMIT @n::int;
 
