@@ -143,9 +143,12 @@ func TestPreferencesInBrowser(t *testing.T) {
 		t.Fatal(err)
 	}
 	var weekly, offers int64
-	for name, id := range map[string]*int64{"Weekly digest": &weekly, "Offers": &offers} {
+	for _, g := range []struct {
+		name string
+		id   *int64
+	}{{"Weekly digest", &weekly}, {"Offers", &offers}} { // in this order: the page lists groups by id
 		if err := d.Pool.QueryRow(ctx, `INSERT INTO unsubscribe_groups (user_id, rand_id, group_name, description, is_display)
-			VALUES ($1, gen_random_uuid()::text, $2, 'About ' || $2, 1) RETURNING id`, user, name).Scan(id); err != nil {
+			VALUES ($1, gen_random_uuid()::text, $2, 'About ' || $2, 1) RETURNING id`, user, g.name).Scan(g.id); err != nil {
 			t.Fatal(err)
 		}
 	}
