@@ -405,3 +405,32 @@ func TestSmallSendNotBehindBigOne(t *testing.T) {
 		t.Errorf("big send at the end %+v", c)
 	}
 }
+
+// A send scheduled in the future stays ready (1) and its dispatch is
+// queued again for its time; once due it goes at once.
+func TestScheduledSendWaits(t *testing.T) {
+	// Not parallel: see TestSingleSendEndToEnd.
+	ctx := context.Background()
+	d := testdb.New(t)
+	s := smtptest.New(t, smtptest.Options{})
+	pool := smtp.NewPool(smtp.Config{Addr: s.Addr, Size: 2, Timeout: 5 * time.Second})
+	defer pool.Close()
+	mux, q, _ := engine(t, d, pool, jobs.Engine{})
+	f := newSendFixture(t, d, "<p>later</p>")
+	exec(t, d, "UPDATE single_sends SET status = 1, due_at = now() + interval '1 hour' WHERE id = $1", f.send)
+	q.enqueue(ctx, jobs.NewDispatchTask(f.send, 1, time.Now()))
+	q.step(t, mux) // the early dispatch
+	if c := sendCounters(t, d, f.send); c.Status != 1 || c.Triggered != 0 {
+		t.Fatalf("a send due in an hour: %+v", c)
+	}
+	// Queued again for its time (asynq holds it until then; the sweeper
+	// would also find it due).
+	if n := len(q.tasks); n != 1 || q.tasks[0].Type() != jobs.TypeDispatchSend {
+		t.Fatalf("queue holds %d tasks", n)
+	}
+	exec(t, d, "UPDATE single_sends SET due_at = now() - interval '1 minute' WHERE id = $1", f.send)
+	q.drain(t, mux)
+	if c := sendCounters(t, d, f.send); c.Status != 3 || c.Delivered != 5 {
+		t.Fatalf("once due: %+v", c)
+	}
+}
