@@ -60,6 +60,7 @@ func NewMux(d Deps) *asynq.ServeMux {
 	mux.Handle(TypeDispatchSend, boundary(d.Log, DispatchSend(d)))
 	mux.Handle(TypeSendBatch, boundary(d.Log, SendBatch(d)))
 	mux.Handle(TypeSweepSends, boundary(d.Log, SweepSends(d)))
+	mux.Handle(TypeDropDeliveries, boundary(d.Log, DropDeliveries(d)))
 	return mux
 }
 
@@ -75,6 +76,9 @@ func Schedule(s *asynq.Scheduler, sweepEvery time.Duration) error {
 	if _, err := s.Register("@every 1m", NewVerifySendersTask()); err != nil {
 		return err
 	}
-	_, err := s.Register("@every "+sweepEvery.String(), NewSweepSendsTask())
+	if _, err := s.Register("@every "+sweepEvery.String(), NewSweepSendsTask()); err != nil {
+		return err
+	}
+	_, err := s.Register("@every 1h", NewDropDeliveriesTask())
 	return err
 }

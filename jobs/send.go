@@ -1,6 +1,7 @@
 package jobs
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"time"
@@ -19,6 +20,8 @@ const (
 	// TypeSweepSends re-enqueues what a lost queue, a killed worker or an
 	// expired lease left behind.
 	TypeSweepSends = "send:sweep"
+	// TypeDropDeliveries drops the deliveries partitions past retention.
+	TypeDropDeliveries = "deliveries:retention"
 )
 
 // DispatchPayload names a send and the version of it the task was made
@@ -45,6 +48,7 @@ type Engine struct {
 	Lease       time.Duration // how long a batch holds its rows; 2 min
 	StallAfter  time.Duration // a running send idle this long is restarted by the sweeper; 30 s
 	Slice       time.Duration // how long one batch task goes on along its chain; 1 s
+	Retention   time.Duration // deliveries rows kept after their send completed; 0 keeps them
 }
 
 func (e Engine) withDefaults() Engine {
@@ -100,4 +104,27 @@ func batchTask(sendID, k int64, tag string) *asynq.Task {
 func NewSweepSendsTask() *asynq.Task {
 	return asynq.NewTask(TypeSweepSends, nil, asynq.Queue(QueueDefault), asynq.Unique(10*time.Second),
 		asynq.MaxRetry(1), asynq.Timeout(time.Minute))
+}
+
+// NewDropDeliveriesTask is the hourly retention task; Unique keeps one
+// queued.
+func NewDropDeliveriesTask() *asynq.Task {
+	return asynq.NewTask(TypeDropDeliveries, nil, asynq.Queue(QueueDefault), asynq.Unique(time.Hour),
+		asynq.MaxRetry(3), asynq.Timeout(10*time.Minute))
+}
+
+// DropDeliveries handles TypeDropDeliveries: with Engine.Retention set,
+// the partitions whose sends all completed longer ago are dropped whole
+// (docs/deliveries.md).
+func DropDeliveries(d Deps) asynq.HandlerFunc {
+	return func(ctx context.Context, _ *asynq.Task) error {
+		if d.Engine.Retention <= 0 {
+			return nil
+		}
+		dropped, err := d.DB.DropExpiredDeliveries(ctx, d.Engine.Retention)
+		if len(dropped) > 0 {
+			d.Log.InfoContext(ctx, "deliveries partitions dropped", "partitions", dropped, "retention", d.Engine.Retention.String())
+		}
+		return err
+	}
 }

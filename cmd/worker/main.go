@@ -101,7 +101,7 @@ func run(ctx context.Context, getenv func(string) string, stderr io.Writer) erro
 			return err
 		},
 		Engine: jobs.Engine{BatchSize: cfg.SendBatchSize, Window: cfg.SendWindow, Concurrency: cfg.SendConcurrency, Lease: cfg.SendLease,
-			StallAfter: cfg.SendStallAfter, Slice: cfg.SendSlice},
+			StallAfter: cfg.SendStallAfter, Slice: cfg.SendSlice, Retention: cfg.DeliveryRetention},
 	})); err != nil {
 		return err
 	}

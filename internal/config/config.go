@@ -38,6 +38,7 @@ type Config struct {
 	SendSweepEvery         time.Duration // SEND_SWEEP_EVERY: how often the sweeper runs
 	SendSlice              time.Duration // SEND_SLICE: how long one batch task goes on along its send's chain
 	WorkerPollInterval     time.Duration // WORKER_POLL_INTERVAL: how often an idle worker asks Redis for tasks
+	DeliveryRetention      time.Duration // DELIVERY_RETENTION: deliveries kept after their send completed; 0 keeps them
 	MaxImports             int           // MAX_CONCURRENT_IMPORTS: CSV imports at once per API process
 	ShutdownTimeout        time.Duration // SHUTDOWN_TIMEOUT: the API's HTTP drain
 	WorkerShutdownTimeout  time.Duration // WORKER_SHUTDOWN_TIMEOUT: how long a stopping worker lets running tasks finish
@@ -129,6 +130,9 @@ func Load(getenv func(string) string) (Config, error) {
 	c.SendSweepEvery = duration("SEND_SWEEP_EVERY", 10*time.Second)
 	c.SendSlice = duration("SEND_SLICE", time.Second)
 	c.WorkerPollInterval = duration("WORKER_POLL_INTERVAL", 100*time.Millisecond)
+	if v := str("DELIVERY_RETENTION", ""); v != "" && v != "0" {
+		c.DeliveryRetention = duration("DELIVERY_RETENTION", 0)
+	}
 
 	switch {
 	case strings.EqualFold(c.UnsubscribeMailto, "none"):

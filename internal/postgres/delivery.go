@@ -333,3 +333,58 @@ func (d *DB) RecordOpen(ctx context.Context, sendID, id int64, listToken string)
 	n, err := d.q.RecordOpen(ctx, db.RecordOpenParams{SendID: sendID, ID: id, ListToken: listToken})
 	return n > 0, translate(err)
 }
+
+// DropExpiredDeliveries drops the deliveries partitions whose sends are
+// all done with for longer than retention: the partition is full (a later
+// send id exists past its range), and none of its sends is ready or
+// running or completed within retention. Statistics stay: they are the
+// sends' counters. A send scheduled later into a dropped range gets its
+// partition made again. It answers the partitions dropped.
+func (d *DB) DropExpiredDeliveries(ctx context.Context, retention time.Duration) ([]string, error) {
+	rows, err := d.Pool.Query(ctx, `
+		SELECT c.relname FROM pg_inherits i
+		JOIN pg_class c ON c.oid = i.inhrelid
+		JOIN pg_class p ON p.oid = i.inhparent
+		WHERE p.relname = 'deliveries' AND c.relname ~ '^deliveries_p[0-9]+$'
+		ORDER BY c.relname`)
+	if err != nil {
+		return nil, err
+	}
+	names, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return nil, err
+	}
+	var dropped []string
+	for _, name := range names {
+		n, err := strconv.ParseInt(strings.TrimPrefix(name, "deliveries_p"), 10, 64)
+		if err != nil {
+			continue
+		}
+		lo, hi := n*PartitionSends, (n+1)*PartitionSends
+		var expired bool
+		err = d.Pool.QueryRow(ctx, `
+			SELECT EXISTS (SELECT 1 FROM single_sends WHERE id >= $2)
+			   AND NOT EXISTS (SELECT 1 FROM single_sends
+			                   WHERE id >= $1 AND id < $2 AND deleted_at IS NULL
+			                     AND (status IN (1, 2) OR (status = 3 AND sent_at > now() - make_interval(secs => $3))))`,
+			lo, hi, retention.Seconds()).Scan(&expired)
+		if err != nil {
+			return dropped, err
+		}
+		if !expired {
+			continue
+		}
+		err = pgx.BeginFunc(ctx, d.Pool, func(tx pgx.Tx) error {
+			if _, err := tx.Exec(ctx, "DELETE FROM delivery_ranges WHERE send_id >= $1 AND send_id < $2", lo, hi); err != nil {
+				return err
+			}
+			_, err := tx.Exec(ctx, "DROP TABLE IF EXISTS "+pgx.Identifier{name}.Sanitize())
+			return err
+		})
+		if err != nil {
+			return dropped, err
+		}
+		dropped = append(dropped, name)
+	}
+	return dropped, nil
+}
