@@ -171,6 +171,12 @@ func engine(t *testing.T, d *postgres.DB, transport smtp.Transport, eng jobs.Eng
 // htmlOf is the decoded HTML part of a received mail and its header.
 func htmlOf(t *testing.T, data []byte) (string, netmail.Header) {
 	t.Helper()
+	return partOf(t, data, "text/html")
+}
+
+// partOf is the decoded part of a received mail of that type, and its header.
+func partOf(t *testing.T, data []byte, typ string) (string, netmail.Header) {
+	t.Helper()
 	m, err := netmail.ReadMessage(bytes.NewReader(data))
 	if err != nil {
 		t.Fatal(err)
@@ -185,7 +191,7 @@ func htmlOf(t *testing.T, data []byte) (string, netmail.Header) {
 		if err != nil {
 			t.Fatalf("no html part: %v", err)
 		}
-		if strings.HasPrefix(p.Header.Get("Content-Type"), "text/html") {
+		if strings.HasPrefix(p.Header.Get("Content-Type"), typ) {
 			b, _ := io.ReadAll(quotedprintable.NewReader(p))
 			return string(b), m.Header
 		}
@@ -272,6 +278,10 @@ func TestSingleSendEndToEnd(t *testing.T) {
 	if h.Get("Subject") != "Hello Ann" || !strings.Contains(html, "<p>Hi Ann of Acme &amp; Co</p>") || h.Get("From") != `"Acme Shop" <news@acme.example>` ||
 		!strings.HasPrefix(h.Get("List-Unsubscribe"), "<https://m.example.test/unsubscribe/") || h.Get("List-Unsubscribe-Post") != "List-Unsubscribe=One-Click" {
 		t.Fatalf("ann's mail: %v\n%s", h, html)
+	}
+	if text, _ := partOf(t, byAddr["ann@example.com"], "text/plain"); !strings.Contains(text, "Hi Ann of Acme & Co") ||
+		!strings.Contains(text, "https://m.example.test/unsubscribe/") {
+		t.Errorf("ann's text part:\n%s", text)
 	}
 	hank, _ := htmlOf(t, byAddr["hank@example.com"])
 	if !strings.Contains(hank, "<p>Hi Hank of </p>") {
