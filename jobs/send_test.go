@@ -60,21 +60,10 @@ func taskID(t *asynq.Task) string { return t.Type() + string(t.Payload()) }
 func (q *queue) drain(t *testing.T, mux *asynq.ServeMux) int {
 	t.Helper()
 	n := 0
-	for {
-		q.mu.Lock()
-		if len(q.tasks) == 0 {
-			q.mu.Unlock()
-			return n
-		}
-		task := q.tasks[0]
-		q.tasks = q.tasks[1:]
-		delete(q.ids, taskID(task))
-		q.mu.Unlock()
-		if err := mux.ProcessTask(context.Background(), task); err != nil {
-			t.Fatalf("%s %s: %v", task.Type(), task.Payload(), err)
-		}
+	for q.step(t, mux) {
 		n++
 	}
+	return n
 }
 
 // sendFixture is an account with lists, suppressions, a verified sender
