@@ -4,9 +4,11 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
+	"unicode/utf8"
 
 	"github.com/hibiken/asynq"
 
@@ -154,13 +156,20 @@ func outcome(c *mail.Claimed, res smtp.Result) mail.Outcome {
 	return o
 }
 
+// errText is a failure as stored with its delivery: valid UTF-8 without
+// NUL (a server's reply may hold anything), at most 500 bytes, cut at a
+// character boundary.
 func errText(err error) string {
 	if err == nil {
 		return ""
 	}
-	s := err.Error()
+	s := strings.ToValidUTF8(strings.ReplaceAll(err.Error(), "\x00", ""), "\uFFFD")
 	if len(s) > 500 {
-		s = s[:500]
+		cut := 500
+		for cut > 0 && !utf8.RuneStart(s[cut]) {
+			cut--
+		}
+		s = s[:cut]
 	}
 	return s
 }

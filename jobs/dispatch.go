@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/hibiken/asynq"
@@ -27,7 +28,9 @@ func DispatchSend(d Deps) asynq.HandlerFunc {
 		}
 		took := time.Since(start)
 		if res.DueAt != nil {
-			return d.enqueue(ctx, NewDispatchTask(p.SendID, p.Version, *res.DueAt))
+			// Not this task's TaskID: it is still active while it runs,
+			// and asynq would refuse the same one.
+			return d.enqueue(ctx, dispatchTask(p.SendID, p.Version, *res.DueAt, "at"+strconv.FormatInt(res.DueAt.UnixMilli(), 36)))
 		}
 		if !res.Started || res.Completed {
 			return nil

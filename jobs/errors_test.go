@@ -7,7 +7,9 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/hibiken/asynq"
 
@@ -69,5 +71,20 @@ func TestBoundary(t *testing.T) {
 		if tt.keepsErr && !errors.Is(got, tt.err) && !errors.Is(got, cause) {
 			t.Errorf("boundary(%v) lost the error: %v", tt.err, got)
 		}
+	}
+}
+
+// A server's reply is stored as valid UTF-8 without NUL, cut at a
+// character boundary: a failing INSERT would lose a whole batch's
+// outcomes.
+func TestErrText(t *testing.T) {
+	t.Parallel()
+	long := errors.New("451 Das Postfach ist voll\x00 " + strings.Repeat("ä", 300) + "\xff")
+	got := errText(long)
+	if len(got) > 500 || !utf8.ValidString(got) || strings.ContainsRune(got, 0) || !strings.HasPrefix(got, "451 Das Postfach ist voll ") {
+		t.Errorf("errText = %q (%d bytes)", got, len(got))
+	}
+	if errText(nil) != "" || errText(errors.New("x\xffy")) != "x\uFFFDy" {
+		t.Error("short texts")
 	}
 }

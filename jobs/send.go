@@ -35,9 +35,19 @@ type DispatchPayload struct {
 // (now or earlier: at once). Its TaskID makes enqueueing it twice one
 // task.
 func NewDispatchTask(sendID int64, version int32, at time.Time) *asynq.Task {
+	return dispatchTask(sendID, version, at, "")
+}
+
+// dispatchTask is NewDispatchTask with tag added to its TaskID (a task
+// queueing its own successor, the sweeper).
+func dispatchTask(sendID int64, version int32, at time.Time, tag string) *asynq.Task {
 	b, _ := json.Marshal(DispatchPayload{SendID: sendID, Version: version})
+	id := fmt.Sprintf("dispatch:%d:%d", sendID, version)
+	if tag != "" {
+		id += ":" + tag
+	}
 	return asynq.NewTask(TypeDispatchSend, b, asynq.Queue(QueueDefault), asynq.ProcessAt(at),
-		asynq.TaskID(fmt.Sprintf("dispatch:%d:%d", sendID, version)), asynq.MaxRetry(25), asynq.Timeout(10*time.Minute))
+		asynq.TaskID(id), asynq.MaxRetry(25), asynq.Timeout(10*time.Minute))
 }
 
 // Engine is the delivery engine's tuning (docs/deliveries.md).

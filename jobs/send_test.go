@@ -433,3 +433,43 @@ func TestScheduledSendWaits(t *testing.T) {
 		t.Fatalf("once due: %+v", c)
 	}
 }
+
+// A temporary refusal whose text is long and not ASCII is recorded like
+// any other (it used to fail the batch's record, and the range was sent
+// again and again); a send over a segment between rebuild steps waits
+// for the rebuild.
+func TestOddReplyAndRebuildingSegment(t *testing.T) {
+	// Not parallel: see TestSingleSendEndToEnd.
+	ctx := context.Background()
+	d := testdb.New(t)
+	s := smtptest.New(t, smtptest.Options{Reply: func(rcpt string) error {
+		if strings.HasPrefix(rcpt, "later@") {
+			return smtptest.Temporary("Das Postfach ist voll." + strings.Repeat("ä", 300))
+		}
+		return nil
+	}})
+	pool := smtp.NewPool(smtp.Config{Addr: s.Addr, Size: 2, Timeout: 5 * time.Second})
+	defer pool.Close()
+	mux, q, _ := engine(t, d, pool, jobs.Engine{})
+	f := newSendFixture(t, d, "<p>hi</p>")
+	seg := scalar[int64](t, d, "SELECT id FROM segments WHERE user_id = $1", f.user)
+	exec(t, d, "UPDATE segments SET rebuild_next = 1 WHERE id = $1", seg)
+	exec(t, d, "UPDATE single_sends SET status = 1 WHERE id = $1", f.send)
+	q.enqueue(ctx, jobs.NewDispatchTask(f.send, 1, time.Now()))
+	q.step(t, mux)
+	if c := sendCounters(t, d, f.send); c.Status != 1 || len(q.tasks) != 1 {
+		t.Fatalf("dispatched during a rebuild: %+v, %d tasks queued", c, len(q.tasks))
+	}
+	exec(t, d, "UPDATE segments SET rebuild_next = NULL WHERE id = $1", seg)
+	q.drain(t, mux)
+	if c := sendCounters(t, d, f.send); c.Status != 2 || c.Delivered != 4 || c.Bounces != 0 {
+		t.Fatalf("after the first pass %+v, want running, 4 delivered (later@ waits)", c)
+	}
+	reason := scalar[string](t, d, "SELECT error FROM deliveries WHERE send_id = $1 AND email = 'later@example.com'", f.send)
+	if !strings.HasPrefix(reason, "451 ") || !strings.Contains(reason, "Postfach") {
+		t.Errorf("stored reply %q", reason)
+	}
+	if n := s.Count(); n != 4 {
+		t.Errorf("%d mails, want 4", n)
+	}
+}

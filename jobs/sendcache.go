@@ -41,7 +41,14 @@ func (c *sendCache) get(ctx context.Context, d Deps, id int64) (*compiledSend, e
 	cs := c.m[id]
 	c.mu.Unlock()
 	if cs != nil && cs.send.Version == s.Version && cs.send.First == s.First {
-		cs.send.Status = s.Status
+		if cs.send.Status != s.Status { // a shared entry is never written: a new one
+			fresh := *cs
+			fresh.send.Status = s.Status
+			cs = &fresh
+			c.mu.Lock()
+			c.m[id] = cs
+			c.mu.Unlock()
+		}
 		return cs, nil
 	}
 	html := s.TemplateHTML

@@ -21,8 +21,11 @@ func SweepSends(d Deps) asynq.HandlerFunc {
 		if err != nil {
 			return err
 		}
+		// The sweeper's own TaskIDs (a minute's bucket): a dispatch waiting
+		// in asynq's retry or archive must not hold the send back.
+		tag := "sweep" + strconv.FormatInt(time.Now().Unix()/60, 36)
 		for _, s := range due {
-			if err := d.enqueue(ctx, NewDispatchTask(s.ID, s.Version, time.Now())); err != nil {
+			if err := d.enqueue(ctx, dispatchTask(s.ID, s.Version, time.Now(), tag)); err != nil {
 				return err
 			}
 		}

@@ -53,7 +53,7 @@ func (d *DB) DispatchSend(ctx context.Context, id int64, version int32, batchSiz
 		if s.Status != 1 || s.Version != version {
 			return nil // updated since, started already, or a draft
 		}
-		if s.DueAt != nil && s.DueAt.After(time.Now()) {
+		if s.NotDue { // the database's clock decides
 			out.DueAt = s.DueAt
 			return nil
 		}
@@ -63,6 +63,12 @@ func (d *DB) DispatchSend(ctx context.Context, id int64, version int32, batchSiz
 		}
 		exTypes, exSegments, err := listIDs(s.ExcludeSpecificRecipientID)
 		if err != nil {
+			return err
+		}
+		// A segment between rebuild steps has half its membership old:
+		// the send waits for the rebuild (the API's resumer finishes it).
+		if busy, err := q.SegmentsRebuilding(ctx, append(append([]int64{}, segments...), exSegments...)); err != nil || busy {
+			out.DueAt = new(time.Now().Add(2 * time.Second))
 			return err
 		}
 		n, err := q.ExpandSend(ctx, db.ExpandSendParams{SendID: id, UserID: s.UserID, TypeIds: types, SegmentIds: segments,
@@ -79,7 +85,12 @@ func (d *DB) DispatchSend(ctx context.Context, id int64, version int32, batchSiz
 			SendID: &id, Payload: fmt.Appendf(nil, `{"triggered": %d}`, n)}); err != nil {
 			return err
 		}
-		out.Started, out.First, out.Last, out.Triggered = true, first, first+n-1, n
+		// Ids are not contiguous when dispatches overlap: the last is read.
+		last, err := q.LastDeliveryID(ctx, id)
+		if err != nil {
+			return err
+		}
+		out.Started, out.First, out.Last, out.Triggered = true, first, last, n
 		if n == 0 {
 			out.Completed, err = completeSend(ctx, q, id)
 		}
@@ -207,7 +218,10 @@ func (d *DB) ClaimDeliveries(ctx context.Context, sendID, k, from, to int64, lea
 	for i, r := range rows {
 		custom, err := customValues(r.Custom)
 		if err != nil {
-			return nil, fmt.Errorf("postgres: contact %d custom values: %w", r.ContactID, err)
+			// Custom values that do not read are not worth losing a mail
+			// over: the placeholders read nothing.
+			d.log.Warn("contact custom values do not read", "contact_id", r.ContactID, "err", err)
+			custom = nil
 		}
 		out[i] = mail.Claimed{ID: r.ID, ListKey: r.ListKey, Attempts: int(r.Attempts), Recipient: mail.Recipient{
 			ContactID: r.ContactID, Email: mail.Email(r.Email), FirstName: r.FirstName, LastName: r.LastName, AltEmail: r.AltEmail,

@@ -336,7 +336,7 @@ func (q *Queries) LeaseRange(ctx context.Context, arg LeaseRangeParams) (int64, 
 }
 
 const lockSendForDispatch = `-- name: LockSendForDispatch :one
-SELECT id, user_id, status, version, due_at, unsubscribe_group_id,
+SELECT id, user_id, status, version, due_at, (due_at IS NOT NULL AND due_at > now())::bool AS not_due, unsubscribe_group_id,
     recipient_id::text AS recipient_id, exclude_specific_recipient_id::text AS exclude_specific_recipient_id
 FROM single_sends
 WHERE id = $1 AND deleted_at IS NULL
@@ -349,6 +349,7 @@ type LockSendForDispatchRow struct {
 	Status                     int16
 	Version                    int32
 	DueAt                      *time.Time
+	NotDue                     bool
 	UnsubscribeGroupID         int64
 	RecipientID                string
 	ExcludeSpecificRecipientID string
@@ -365,6 +366,7 @@ func (q *Queries) LockSendForDispatch(ctx context.Context, id int64) (LockSendFo
 		&i.Status,
 		&i.Version,
 		&i.DueAt,
+		&i.NotDue,
 		&i.UnsubscribeGroupID,
 		&i.RecipientID,
 		&i.ExcludeSpecificRecipientID,
@@ -469,7 +471,7 @@ const recordOpen = `-- name: RecordOpen :execrows
 WITH d AS (
     UPDATE deliveries dl
     SET opens = dl.opens + 1, opened_at = COALESCE(dl.opened_at, now())
-    WHERE dl.send_id = $1 AND dl.id = $2 AND dl.status = 2
+    WHERE dl.send_id = $1 AND dl.id = $2 AND dl.status IN (0, 2)
       AND EXISTS (SELECT 1 FROM single_sends s
                   WHERE s.id = $1 AND s.unique_open_token ->> dl.list_key = $3::text)
     RETURNING dl.opens = 1 AS first
@@ -488,7 +490,8 @@ type RecordOpenParams struct {
 
 // An open of a delivery's mail, when the pixel's list token is the one the
 // send gave the delivery's list: total opens always, unique opens the
-// first time.
+// first time. A pending row counts too: a signed pixel proves the mail
+// arrived, and proxies fetch it before its batch is recorded.
 func (q *Queries) RecordOpen(ctx context.Context, arg RecordOpenParams) (int64, error) {
 	result, err := q.db.Exec(ctx, recordOpen, arg.SendID, arg.ID, arg.ListToken)
 	if err != nil {
@@ -531,6 +534,19 @@ type ReleaseRangeParams struct {
 func (q *Queries) ReleaseRange(ctx context.Context, arg ReleaseRangeParams) error {
 	_, err := q.db.Exec(ctx, releaseRange, arg.SendID, arg.K)
 	return err
+}
+
+const segmentsRebuilding = `-- name: SegmentsRebuilding :one
+SELECT EXISTS (SELECT 1 FROM segments WHERE id = ANY($1::bigint[]) AND rebuild_next IS NOT NULL)::bool
+`
+
+// Whether any of these segments is between rebuild steps (its membership
+// half old, half new): a send over it waits.
+func (q *Queries) SegmentsRebuilding(ctx context.Context, ids []int64) (bool, error) {
+	row := q.db.QueryRow(ctx, segmentsRebuilding, ids)
+	var column_1 bool
+	err := row.Scan(&column_1)
+	return column_1, err
 }
 
 const sendForBatch = `-- name: SendForBatch :one

@@ -1,7 +1,7 @@
 -- name: LockSendForDispatch :one
 -- The send a dispatch task names, locked: the task acts only when it is
 -- still ready, of that version, and due.
-SELECT id, user_id, status, version, due_at, unsubscribe_group_id,
+SELECT id, user_id, status, version, due_at, (due_at IS NOT NULL AND due_at > now())::bool AS not_due, unsubscribe_group_id,
     recipient_id::text AS recipient_id, exclude_specific_recipient_id::text AS exclude_specific_recipient_id
 FROM single_sends
 WHERE id = @id AND deleted_at IS NULL
@@ -46,6 +46,11 @@ FROM (
     ORDER BY x.email_lc, x.list_key, x.contact_id NULLS LAST
 ) r
 ORDER BY r.email_lc;
+
+-- name: SegmentsRebuilding :one
+-- Whether any of these segments is between rebuild steps (its membership
+-- half old, half new): a send over it waits.
+SELECT EXISTS (SELECT 1 FROM segments WHERE id = ANY(@ids::bigint[]) AND rebuild_next IS NOT NULL)::bool;
 
 -- name: StartSend :one
 -- The send is running: its batches are fixed by its first delivery id.
@@ -197,11 +202,12 @@ UPDATE single_sends SET progress_at = now() WHERE id = @id;
 -- name: RecordOpen :execrows
 -- An open of a delivery's mail, when the pixel's list token is the one the
 -- send gave the delivery's list: total opens always, unique opens the
--- first time.
+-- first time. A pending row counts too: a signed pixel proves the mail
+-- arrived, and proxies fetch it before its batch is recorded.
 WITH d AS (
     UPDATE deliveries dl
     SET opens = dl.opens + 1, opened_at = COALESCE(dl.opened_at, now())
-    WHERE dl.send_id = @send_id AND dl.id = @id AND dl.status = 2
+    WHERE dl.send_id = @send_id AND dl.id = @id AND dl.status IN (0, 2)
       AND EXISTS (SELECT 1 FROM single_sends s
                   WHERE s.id = @send_id AND s.unique_open_token ->> dl.list_key = @list_token::text)
     RETURNING dl.opens = 1 AS first
