@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"net/textproto"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -111,7 +112,7 @@ func (d Deps) deliver(ctx context.Context, cs *compiledSend, claimed []mail.Clai
 				c := &claimed[i]
 				r := &c.Recipient
 				if ctx.Err() != nil { // stopping: not tried, again at once
-					out[i] = mail.Outcome{ID: c.ID, Email: r.Email, Status: mail.DeliveryPending, NextAt: new(time.Now())}
+					out[i] = mail.Outcome{ID: c.ID, Email: r.Email, Status: mail.DeliveryPending, NextAt: new(time.Now()), NotTried: true}
 					continue
 				}
 				d.Links.Fill(r, mail.UnsubscribeToken{UserID: cs.send.UserID, Email: r.Email, GroupID: cs.send.GroupID, SendID: cs.send.ID})
@@ -136,24 +137,39 @@ func (d Deps) deliver(ctx context.Context, cs *compiledSend, claimed []mail.Clai
 	return out
 }
 
-// outcome is what a send's result makes of a delivery: sent, bounced, or
-// pending again after a backoff until the attempts run out.
+// outcome is what a send's result makes of a delivery. Only a 5xx to RCPT
+// TO is a hard bounce (the address is suppressed), unless its enhanced
+// code is a policy refusal (5.7.x: the message, not the address); a 5xx to
+// the message fails this mail alone. A failure before the recipient's step
+// (the relay down, a refused login or sender) is not the recipient's: the
+// row waits NotTriedDelay and the attempt does not count, so an outage
+// fails nobody. Temporary failures at the recipient or the message retry
+// with backoff until the attempts run out.
 func outcome(c *mail.Claimed, res smtp.Result) mail.Outcome {
-	o := mail.Outcome{ID: c.ID, Email: c.Recipient.Email}
-	switch res.Class {
-	case smtp.Accepted:
-		o.Status = mail.DeliverySent
-	case smtp.Permanent:
-		o.Status, o.Error = mail.DeliveryBounced, errText(res.Err)
+	o := mail.Outcome{ID: c.ID, Email: c.Recipient.Email, Error: errText(res.Err)}
+	switch {
+	case res.Class == smtp.Accepted:
+		o.Status, o.Error = mail.DeliverySent, ""
+	case res.Stage == smtp.StageConnect || res.Stage == smtp.StageSender:
+		o.Status, o.NextAt, o.NotTried = mail.DeliveryPending, new(time.Now().Add(mail.NotTriedDelay)), true
+	case res.Class == smtp.Permanent && res.Stage == smtp.StageRecipient && !policyRefusal(res.Err):
+		o.Status = mail.DeliveryBounced
+	case res.Class == smtp.Permanent:
+		o.Status = mail.DeliveryFailed
+	case c.Attempts >= mail.MaxAttempts:
+		o.Status = mail.DeliveryFailed
 	default:
-		o.Error = errText(res.Err)
-		if c.Attempts >= mail.MaxAttempts {
-			o.Status = mail.DeliveryFailed
-		} else {
-			o.Status, o.NextAt = mail.DeliveryPending, new(time.Now().Add(mail.RetryDelay(c.Attempts)))
-		}
+		o.Status, o.NextAt = mail.DeliveryPending, new(time.Now().Add(mail.RetryDelay(c.Attempts)))
 	}
 	return o
+}
+
+// policyRefusal reports whether a reply's enhanced status code is 5.7.x
+// (a refusal by policy: spam, reputation, authentication of the sender),
+// which says nothing against the address.
+func policyRefusal(err error) bool {
+	var tp *textproto.Error
+	return errors.As(err, &tp) && strings.HasPrefix(strings.TrimSpace(tp.Msg), "5.7.")
 }
 
 // errText is a failure as stored with its delivery: valid UTF-8 without

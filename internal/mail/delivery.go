@@ -20,6 +20,10 @@ type Outcome struct {
 	Status DeliveryStatus
 	NextAt *time.Time // for DeliveryPending: when to try again
 	Error  string     // the server's reply or the failure, for bounced and failed
+	// NotTried: the mail did not reach the recipient's step (the
+	// connection, the login or the sender was refused, or the worker
+	// stopped): the attempt does not count.
+	NotTried bool
 }
 
 // Claimed is a delivery a batch leased, with its recipient.
@@ -36,6 +40,10 @@ const (
 	EventSingleSendCompleted = "single_send.completed" // subject: single_send; payload: triggered, delivered, bounces
 	EventAddressBounced      = "address.bounced"       // subject: single_send; payload: email_address, reason
 )
+
+// NotTriedDelay is how long a delivery waits when its mail did not reach
+// the recipient's step (the relay down, a refused login or sender).
+const NotTriedDelay = 30 * time.Second
 
 // MaxAttempts is how many times a delivery is tried before it is failed.
 const MaxAttempts = 5

@@ -239,11 +239,14 @@ func (d *DB) ClaimDeliveries(ctx context.Context, sendID, k, from, to int64, lea
 // completed the send.
 func (d *DB) RecordBatch(ctx context.Context, sendID, userID, k int64, outcomes []mail.Outcome) (completed bool, err error) {
 	n := len(outcomes)
-	ids, statuses, nextAts, errs := make([]int64, n), make([]int16, n), make([]time.Time, n), make([]string, n)
+	ids, statuses, nextAts, errs, tried := make([]int64, n), make([]int16, n), make([]time.Time, n), make([]string, n), make([]int16, n)
 	var bounceEmails, bounceReasons []string
 	now := time.Now()
 	for i, o := range outcomes {
 		ids[i], statuses[i], errs[i], nextAts[i] = o.ID, int16(o.Status), o.Error, now
+		if !o.NotTried {
+			tried[i] = 1
+		}
 		if o.NextAt != nil {
 			nextAts[i] = *o.NextAt
 		}
@@ -254,7 +257,7 @@ func (d *DB) RecordBatch(ctx context.Context, sendID, userID, k int64, outcomes 
 	}
 	err = d.InTx(ctx, func(_ pgx.Tx, q *db.Queries) error {
 		completed = false
-		r, err := q.RecordDeliveries(ctx, db.RecordDeliveriesParams{Statuses: statuses, NextAts: nextAts, Errors: errs, SendID: sendID, Ids: ids})
+		r, err := q.RecordDeliveries(ctx, db.RecordDeliveriesParams{Statuses: statuses, Tried: tried, NextAts: nextAts, Errors: errs, SendID: sendID, Ids: ids})
 		if err != nil {
 			return err
 		}

@@ -44,28 +44,67 @@ func (c Class) String() string {
 	return [...]string{"accepted", "temporary", "permanent"}[c]
 }
 
+// Stage is the step of a mail transaction a failure happened at: only a
+// refusal at RCPT TO says something about the recipient's address.
+type Stage int
+
+// The steps of sending one mail.
+const (
+	StageConnect   Stage = iota // dialling, greeting, EHLO, STARTTLS, AUTH: the connection's trouble
+	StageSender                 // MAIL FROM: the sender's (or the relay's) trouble
+	StageRecipient              // RCPT TO: the recipient's address
+	StageData                   // DATA and the message: this message
+)
+
+func (s Stage) String() string {
+	return [...]string{"connect", "sender", "recipient", "data"}[s]
+}
+
 // Result is a send's outcome; Code is the SMTP reply code when there was
-// one.
+// one, Stage where a failure happened.
 type Result struct {
 	Class Class
 	Code  int
+	Stage Stage
 	Err   error
 }
 
+// stageError is a failure with the transaction step it happened at.
+type stageError struct {
+	stage Stage
+	err   error
+}
+
+func (e *stageError) Error() string { return e.err.Error() }
+func (e *stageError) Unwrap() error { return e.err }
+
+func at(stage Stage, err error) error {
+	if err == nil {
+		return nil
+	}
+	return &stageError{stage, err}
+}
+
 // classify sorts a failure: a reply code of 5xx is permanent, anything
-// else (4xx, network errors, timeouts) temporary.
+// else (4xx, network errors, timeouts) temporary; the stage is where it
+// happened (a failure without one happened connecting).
 func classify(err error) Result {
 	if err == nil {
 		return Result{Class: Accepted, Code: 250}
 	}
+	res := Result{Class: Temporary, Err: err, Stage: StageConnect}
+	var se *stageError
+	if errors.As(err, &se) {
+		res.Stage = se.stage
+	}
 	var tp *textproto.Error
 	if errors.As(err, &tp) {
+		res.Code = tp.Code
 		if tp.Code >= 500 && tp.Code < 600 {
-			return Result{Class: Permanent, Code: tp.Code, Err: err}
+			res.Class = Permanent
 		}
-		return Result{Class: Temporary, Code: tp.Code, Err: err}
 	}
-	return Result{Class: Temporary, Err: err}
+	return res
 }
 
 // Security is how a connection is protected.
@@ -218,7 +257,7 @@ func (p *Pool) dial(ctx context.Context) (*conn, error) {
 // the connection is marked broken.
 func (c *conn) send(m *Message, timeout time.Duration) Result {
 	if strings.ContainsAny(m.From, "\r\n") || strings.ContainsAny(m.To, "\r\n") {
-		return Result{Class: Permanent, Err: errors.New("smtp: an envelope address holds a line break")}
+		return Result{Class: Permanent, Stage: StageRecipient, Err: errors.New("smtp: an envelope address holds a line break")}
 	}
 	if err := c.client.UpdateDeadline(timeout); err != nil {
 		c.broken = true
@@ -262,10 +301,11 @@ func (c *conn) pipelined(m *Message) error {
 	_, _, mailErr := t.ReadResponse(25)
 	_, _, rcptErr := t.ReadResponse(25)
 	_, _, dataErr := t.ReadResponse(354)
+	mailErr, rcptErr, dataErr = at(StageSender, mailErr), at(StageRecipient, rcptErr), at(StageData, dataErr)
 	for _, err := range []error{mailErr, rcptErr, dataErr} {
 		if err != nil {
 			if !isReply(err) {
-				return err // the connection failed
+				return at(StageConnect, err) // the connection failed
 			}
 			if dataErr == nil {
 				// DATA was accepted although MAIL or RCPT was not (a server
@@ -279,25 +319,25 @@ func (c *conn) pipelined(m *Message) error {
 			return err
 		}
 	}
-	return c.body(m)
+	return at(StageData, c.body(m))
 }
 
 // stepwise is the same transaction a command at a time.
 func (c *conn) stepwise(m *Message) error {
 	if err := c.client.Mail(m.From); err != nil {
-		return err
+		return at(StageSender, err)
 	}
 	if err := c.client.Rcpt(m.To); err != nil {
-		return err
+		return at(StageRecipient, err)
 	}
 	w, err := c.client.Data()
 	if err != nil {
-		return err
+		return at(StageData, err)
 	}
 	if _, err := w.Write(m.Data); err != nil {
-		return err
+		return at(StageData, err)
 	}
-	return w.Close()
+	return at(StageData, w.Close())
 }
 
 // body writes the message, dot-stuffed, and reads the server's verdict.

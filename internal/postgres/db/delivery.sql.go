@@ -421,12 +421,12 @@ func (q *Queries) OpenRanges(ctx context.Context, arg OpenRangesParams) ([]int64
 const recordDeliveries = `-- name: RecordDeliveries :one
 WITH r AS (
     UPDATE deliveries d
-    SET status = ($1::smallint[])[r.i], attempts = d.attempts + 1,
-        next_at = CASE WHEN ($1::smallint[])[r.i] = 0 THEN ($2::timestamptz[])[r.i] END,
-        error = NULLIF(($3::text[])[r.i], ''),
+    SET status = ($1::smallint[])[r.i], attempts = d.attempts + ($2::smallint[])[r.i],
+        next_at = CASE WHEN ($1::smallint[])[r.i] = 0 THEN ($3::timestamptz[])[r.i] END,
+        error = NULLIF(($4::text[])[r.i], ''),
         sent_at = CASE WHEN ($1::smallint[])[r.i] = 2 THEN now() END
-    FROM unnest($5::bigint[]) WITH ORDINALITY AS r(id, i)
-    WHERE d.send_id = $4 AND d.id = r.id AND d.status = 0
+    FROM unnest($6::bigint[]) WITH ORDINALITY AS r(id, i)
+    WHERE d.send_id = $5 AND d.id = r.id AND d.status = 0
     RETURNING d.status
 )
 SELECT count(*) FILTER (WHERE r.status <> 0)::bigint AS finals,
@@ -437,6 +437,7 @@ FROM r
 
 type RecordDeliveriesParams struct {
 	Statuses []int16
+	Tried    []int16
 	NextAts  []time.Time
 	Errors   []string
 	SendID   int64
@@ -457,6 +458,7 @@ type RecordDeliveriesRow struct {
 func (q *Queries) RecordDeliveries(ctx context.Context, arg RecordDeliveriesParams) (RecordDeliveriesRow, error) {
 	row := q.db.QueryRow(ctx, recordDeliveries,
 		arg.Statuses,
+		arg.Tried,
 		arg.NextAts,
 		arg.Errors,
 		arg.SendID,

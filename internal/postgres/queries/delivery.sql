@@ -121,7 +121,7 @@ ORDER BY d.id;
 -- (The arrays are read by position: sqlc knows only one-array unnest.)
 WITH r AS (
     UPDATE deliveries d
-    SET status = (@statuses::smallint[])[r.i], attempts = d.attempts + 1,
+    SET status = (@statuses::smallint[])[r.i], attempts = d.attempts + (@tried::smallint[])[r.i],
         next_at = CASE WHEN (@statuses::smallint[])[r.i] = 0 THEN (@next_ats::timestamptz[])[r.i] END,
         error = NULLIF((@errors::text[])[r.i], ''),
         sent_at = CASE WHEN (@statuses::smallint[])[r.i] = 2 THEN now() END
