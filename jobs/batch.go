@@ -69,21 +69,46 @@ func SendBatch(d Deps) asynq.HandlerFunc {
 }
 
 // runRange claims, sends and records one id range of a send; completed
-// says whether it completed the send.
+// says whether it completed the send. The range's lease is renewed every
+// third of Engine.Lease while its mails go out; when a renewal fails (the
+// lease was taken over, or the database is away) no further mail of the
+// range is handed out, so a slow batch is never sent again beside itself.
 func (d Deps) runRange(ctx context.Context, cs *compiledSend, k, from, to int64) (completed bool, err error) {
 	t0 := time.Now()
-	claimed, err := d.DB.ClaimDeliveries(ctx, cs.send.ID, k, from, to, d.Engine.Lease)
-	if err != nil || len(claimed) == 0 {
+	lease, claimed, err := d.DB.ClaimDeliveries(ctx, cs.send.ID, k, from, to, d.Engine.Lease)
+	if err != nil || lease == nil {
 		return false, err
 	}
 	t1 := time.Now()
-	outcomes := d.deliver(ctx, cs, claimed)
+	var lost atomic.Bool
+	stop := make(chan struct{})
+	renewed := make(chan struct{})
+	go func() {
+		defer close(renewed)
+		tick := time.NewTicker(d.Engine.Lease / 3)
+		defer tick.Stop()
+		for {
+			select {
+			case <-stop:
+				return
+			case <-tick.C:
+				if ok, err := d.DB.RenewLease(ctx, lease, d.Engine.Lease); !ok || err != nil {
+					d.Log.WarnContext(ctx, "range lease lost: the rest of the range waits", "send_id", cs.send.ID, "k", k, "err", err)
+					lost.Store(true)
+					return
+				}
+			}
+		}
+	}()
+	outcomes := d.deliver(ctx, cs, claimed, &lost)
+	close(stop)
+	<-renewed
 	t2 := time.Now()
-	// Outcomes are recorded even when the worker is stopping: the mails
-	// went out.
+	// Outcomes are recorded even when the worker is stopping or the lease
+	// was lost: the mails went out.
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 	defer cancel()
-	if completed, err = d.DB.RecordBatch(rctx, cs.send.ID, cs.send.UserID, k, outcomes); completed {
+	if completed, err = d.DB.RecordBatch(rctx, lease, cs.send.UserID, outcomes); completed {
 		d.Log.InfoContext(ctx, "send completed", "send_id", cs.send.ID)
 	}
 	d.Log.DebugContext(ctx, "range", "send_id", cs.send.ID, "from", from, "mails", len(claimed),
@@ -92,8 +117,9 @@ func (d Deps) runRange(ctx context.Context, cs *compiledSend, k, from, to int64)
 }
 
 // deliver makes and sends the claimed mails, Engine.Concurrency at a
-// time, and answers their outcomes in claim order.
-func (d Deps) deliver(ctx context.Context, cs *compiledSend, claimed []mail.Claimed) []mail.Outcome {
+// time, and answers their outcomes in claim order; once lost is set, the
+// mails not handed out yet are left for later, untried.
+func (d Deps) deliver(ctx context.Context, cs *compiledSend, claimed []mail.Claimed, lost *atomic.Bool) []mail.Outcome {
 	out := make([]mail.Outcome, len(claimed))
 	key := d.DKIM.For(string(cs.send.Sender.FromEmail))
 	var next atomic.Int64
@@ -111,7 +137,7 @@ func (d Deps) deliver(ctx context.Context, cs *compiledSend, claimed []mail.Clai
 				}
 				c := &claimed[i]
 				r := &c.Recipient
-				if ctx.Err() != nil { // stopping: not tried, again at once
+				if ctx.Err() != nil || lost.Load() { // stopping, or the lease is gone: not tried, again soon
 					out[i] = mail.Outcome{ID: c.ID, Email: r.Email, Status: mail.DeliveryPending, NextAt: new(time.Now()), NotTried: true}
 					continue
 				}

@@ -473,3 +473,53 @@ func TestOddReplyAndRebuildingSegment(t *testing.T) {
 		t.Errorf("%d mails, want 4", n)
 	}
 }
+
+// A range slower than its lease is not sent twice: its lease is renewed
+// while it sends, so a second run of the range (a restarted chain) and
+// the sweeper find it held.
+func TestSlowRangeKeepsItsLease(t *testing.T) {
+	// Not parallel: see TestSingleSendEndToEnd.
+	ctx := context.Background()
+	d := testdb.New(t)
+	s := smtptest.New(t, smtptest.Options{Reply: func(string) error { time.Sleep(60 * time.Millisecond); return nil }})
+	pool := smtp.NewPool(smtp.Config{Addr: s.Addr, Size: 2, Timeout: 5 * time.Second})
+	defer pool.Close()
+	mux, q, _ := engine(t, d, pool, jobs.Engine{BatchSize: 1000, Window: 1, Concurrency: 2, Lease: time.Second, StallAfter: time.Millisecond})
+	f := newSendFixture(t, d, "<p>slow</p>")
+	exec(t, d, `INSERT INTO contacts (user_id, contact_type_id, email) SELECT $1, $2, 'slow' || i || '@example.com' FROM generate_series(1, 45) i`, f.user, f.typeA)
+	exec(t, d, "UPDATE single_sends SET status = 1 WHERE id = $1", f.send)
+	q.enqueue(ctx, jobs.NewDispatchTask(f.send, 1, time.Now()))
+	q.step(t, mux) // dispatch: 50 recipients in one range, ~1.5 s to send
+	first := q.tasks[0]
+	q.tasks, q.ids = nil, nil
+	done := make(chan error, 1)
+	go func() { done <- mux.ProcessTask(ctx, first) }()
+	// While it sends, past its 1 s lease: the same range again, and the
+	// sweeper (which counts the send idle after 1 ms).
+	deadline := time.Now().Add(1800 * time.Millisecond)
+	for time.Now().Before(deadline) {
+		time.Sleep(300 * time.Millisecond)
+		if err := mux.ProcessTask(ctx, jobs.NewBatchTask(f.send, 0)); err != nil {
+			t.Fatal(err)
+		}
+		if err := mux.ProcessTask(ctx, jobs.NewSweepSendsTask()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	q.drain(t, mux)
+	got := map[string]int{}
+	for _, m := range s.Messages() {
+		got[m.To[0]]++
+	}
+	for addr, n := range got {
+		if n != 1 {
+			t.Errorf("%s got %d mails", addr, n)
+		}
+	}
+	if c := sendCounters(t, d, f.send); c.Status != 3 || c.Delivered != 50 || len(got) != 50 {
+		t.Errorf("send %+v, %d addresses mailed, want 50", c, len(got))
+	}
+}

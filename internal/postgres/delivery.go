@@ -9,7 +9,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgtype"
 
 	"github.com/mailroom/mailroom/internal/mail"
 	"github.com/mailroom/mailroom/internal/postgres/db"
@@ -199,20 +201,25 @@ func (d *DB) SendForBatch(ctx context.Context, id int64) (BatchSend, error) {
 	return s, nil
 }
 
+// Lease is a batch run's hold on one range of a send: renewed while it
+// sends, given back when it records.
+type Lease struct {
+	SendID, K int64
+	owner     pgtype.UUID
+}
+
 // ClaimDeliveries leases batch range k of send sendID (ids [from, to))
 // for lease and reads its pending, due rows with their recipients, in id
-// order. Nothing when another batch holds the range.
-func (d *DB) ClaimDeliveries(ctx context.Context, sendID, k, from, to int64, lease time.Duration) ([]mail.Claimed, error) {
-	n, err := d.q.LeaseRange(ctx, db.LeaseRangeParams{SendID: sendID, K: k, LeaseSeconds: int32(lease / time.Second)})
+// order. A nil lease: another batch holds the range (or nothing is due).
+func (d *DB) ClaimDeliveries(ctx context.Context, sendID, k, from, to int64, lease time.Duration) (*Lease, []mail.Claimed, error) {
+	l := &Lease{SendID: sendID, K: k, owner: pgtype.UUID{Bytes: uuid.New(), Valid: true}}
+	n, err := d.q.LeaseRange(ctx, db.LeaseRangeParams{SendID: sendID, K: k, LeaseSeconds: int32(lease / time.Second), Owner: l.owner})
 	if err != nil || n == 0 {
-		return nil, translate(err)
+		return nil, nil, translate(err)
 	}
 	rows, err := d.q.ClaimDeliveries(ctx, db.ClaimDeliveriesParams{SendID: sendID, FromID: from, ToID: to})
-	if err != nil {
-		return nil, translate(err)
-	}
-	if len(rows) == 0 { // nothing due here: give the range back at once
-		return nil, translate(d.q.ReleaseRange(ctx, db.ReleaseRangeParams{SendID: sendID, K: k}))
+	if err != nil || len(rows) == 0 { // nothing due here: give the range back at once
+		return nil, nil, errors.Join(translate(err), translate(d.q.ReleaseRange(ctx, db.ReleaseRangeParams{SendID: sendID, K: k, Owner: l.owner})))
 	}
 	out := make([]mail.Claimed, len(rows))
 	for i, r := range rows {
@@ -228,16 +235,25 @@ func (d *DB) ClaimDeliveries(ctx context.Context, sendID, k, from, to int64, lea
 			Country: r.Country, State: r.State, City: r.City, AddressLine1: r.AddressLine1, AddressLine2: r.AddressLine2,
 			StateProvinceRegion: r.StateProvinceRegion, PostalCode: r.PostalCode, Custom: custom}}
 	}
-	return out, nil
+	return l, out, nil
 }
 
-// RecordBatch records the outcomes of batch range k of a send in one
-// transaction: the rows (one statement; only rows still pending change),
+// RenewLease extends l for lease; false when the range is no longer l's
+// (it stalled past its lease and another batch took it over).
+func (d *DB) RenewLease(ctx context.Context, l *Lease, lease time.Duration) (bool, error) {
+	n, err := d.q.RenewRange(ctx, db.RenewRangeParams{SendID: l.SendID, K: l.K, Owner: l.owner, LeaseSeconds: int32(lease / time.Second)})
+	return n > 0, translate(err)
+}
+
+// RecordBatch records the outcomes of a leased range in one transaction
+// (even when the lease was lost: the mails went out): the rows (one
+// statement; only rows still pending change),
 // the send's counters and deliveries left (once), hard bounces suppressed
 // with address.bounced, the range's lease given back, and the send
 // completed when no delivery is left. It answers whether this batch
 // completed the send.
-func (d *DB) RecordBatch(ctx context.Context, sendID, userID, k int64, outcomes []mail.Outcome) (completed bool, err error) {
+func (d *DB) RecordBatch(ctx context.Context, l *Lease, userID int64, outcomes []mail.Outcome) (completed bool, err error) {
+	sendID := l.SendID
 	n := len(outcomes)
 	ids, statuses, nextAts, errs, tried := make([]int64, n), make([]int16, n), make([]time.Time, n), make([]string, n), make([]int16, n)
 	var bounceEmails, bounceReasons []string
@@ -266,7 +282,7 @@ func (d *DB) RecordBatch(ctx context.Context, sendID, userID, k int64, outcomes 
 				return err
 			}
 		}
-		if err := q.ReleaseRange(ctx, db.ReleaseRangeParams{SendID: sendID, K: k}); err != nil {
+		if err := q.ReleaseRange(ctx, db.ReleaseRangeParams{SendID: sendID, K: l.K, Owner: l.owner}); err != nil {
 			return err
 		}
 		// The send's row last: the batches of a send queue on its lock,

@@ -8,6 +8,8 @@ package db
 import (
 	"context"
 	"time"
+
+	"github.com/jackc/pgx/v5/pgtype"
 )
 
 const addBounces = `-- name: AddBounces :execrows
@@ -312,9 +314,9 @@ func (q *Queries) LastDeliveryID(ctx context.Context, sendID int64) (int64, erro
 }
 
 const leaseRange = `-- name: LeaseRange :execrows
-INSERT INTO delivery_ranges AS r (send_id, k, lease_until)
-VALUES ($1, $2, now() + make_interval(secs => $3::int))
-ON CONFLICT (send_id, k) DO UPDATE SET lease_until = EXCLUDED.lease_until
+INSERT INTO delivery_ranges AS r (send_id, k, lease_until, owner)
+VALUES ($1, $2, now() + make_interval(secs => $3::int), $4)
+ON CONFLICT (send_id, k) DO UPDATE SET lease_until = EXCLUDED.lease_until, owner = EXCLUDED.owner
 WHERE r.lease_until < now()
 `
 
@@ -322,13 +324,19 @@ type LeaseRangeParams struct {
 	SendID       int64
 	K            int64
 	LeaseSeconds int32
+	Owner        pgtype.UUID
 }
 
-// Takes batch range k of a send for lease_seconds, when it is free or its
-// lease ran out (a worker that did not come back). 0 rows: another batch
-// holds it.
+// Takes batch range k of a send for lease_seconds for owner, when it is
+// free or its lease ran out (a worker that did not come back). 0 rows:
+// another batch holds it.
 func (q *Queries) LeaseRange(ctx context.Context, arg LeaseRangeParams) (int64, error) {
-	result, err := q.db.Exec(ctx, leaseRange, arg.SendID, arg.K, arg.LeaseSeconds)
+	result, err := q.db.Exec(ctx, leaseRange,
+		arg.SendID,
+		arg.K,
+		arg.LeaseSeconds,
+		arg.Owner,
+	)
 	if err != nil {
 		return 0, err
 	}
@@ -525,17 +533,44 @@ func (q *Queries) RecordSendEvent(ctx context.Context, arg RecordSendEventParams
 }
 
 const releaseRange = `-- name: ReleaseRange :exec
-DELETE FROM delivery_ranges WHERE send_id = $1 AND k = $2
+DELETE FROM delivery_ranges WHERE send_id = $1 AND k = $2 AND owner = $3
 `
 
 type ReleaseRangeParams struct {
 	SendID int64
 	K      int64
+	Owner  pgtype.UUID
 }
 
 func (q *Queries) ReleaseRange(ctx context.Context, arg ReleaseRangeParams) error {
-	_, err := q.db.Exec(ctx, releaseRange, arg.SendID, arg.K)
+	_, err := q.db.Exec(ctx, releaseRange, arg.SendID, arg.K, arg.Owner)
 	return err
+}
+
+const renewRange = `-- name: RenewRange :execrows
+UPDATE delivery_ranges SET lease_until = now() + make_interval(secs => $1::int)
+WHERE send_id = $2 AND k = $3 AND owner = $4
+`
+
+type RenewRangeParams struct {
+	LeaseSeconds int32
+	SendID       int64
+	K            int64
+	Owner        pgtype.UUID
+}
+
+// Extends owner's lease of a range; 0 rows: it is no longer owner's.
+func (q *Queries) RenewRange(ctx context.Context, arg RenewRangeParams) (int64, error) {
+	result, err := q.db.Exec(ctx, renewRange,
+		arg.LeaseSeconds,
+		arg.SendID,
+		arg.K,
+		arg.Owner,
+	)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
 }
 
 const segmentsRebuilding = `-- name: SegmentsRebuilding :one
@@ -622,6 +657,8 @@ const stalledSends = `-- name: StalledSends :many
 SELECT id, COALESCE(first_delivery_id, 0)::bigint AS first_delivery_id, COALESCE(batch_size, 0)::int AS batch_size
 FROM single_sends
 WHERE status = 2 AND progress_at < now() - make_interval(secs => $1::int)
+  -- A range still leased is a batch still at work (slow, not lost).
+  AND NOT EXISTS (SELECT 1 FROM delivery_ranges r WHERE r.send_id = single_sends.id AND r.lease_until >= now())
 ORDER BY id
 LIMIT 500
 `

@@ -103,6 +103,7 @@ type DeliveryRange struct {
 	SendID     int64
 	K          int64
 	LeaseUntil time.Time
+	Owner      pgtype.UUID
 }
 
 type Event struct {

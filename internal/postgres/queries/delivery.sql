@@ -83,16 +83,21 @@ LEFT JOIN countries co ON co.id = se.country_id
 WHERE s.id = @id AND s.deleted_at IS NULL;
 
 -- name: LeaseRange :execrows
--- Takes batch range k of a send for lease_seconds, when it is free or its
--- lease ran out (a worker that did not come back). 0 rows: another batch
--- holds it.
-INSERT INTO delivery_ranges AS r (send_id, k, lease_until)
-VALUES (@send_id, @k, now() + make_interval(secs => @lease_seconds::int))
-ON CONFLICT (send_id, k) DO UPDATE SET lease_until = EXCLUDED.lease_until
+-- Takes batch range k of a send for lease_seconds for owner, when it is
+-- free or its lease ran out (a worker that did not come back). 0 rows:
+-- another batch holds it.
+INSERT INTO delivery_ranges AS r (send_id, k, lease_until, owner)
+VALUES (@send_id, @k, now() + make_interval(secs => @lease_seconds::int), @owner)
+ON CONFLICT (send_id, k) DO UPDATE SET lease_until = EXCLUDED.lease_until, owner = EXCLUDED.owner
 WHERE r.lease_until < now();
 
+-- name: RenewRange :execrows
+-- Extends owner's lease of a range; 0 rows: it is no longer owner's.
+UPDATE delivery_ranges SET lease_until = now() + make_interval(secs => @lease_seconds::int)
+WHERE send_id = @send_id AND k = @k AND owner = @owner;
+
 -- name: ReleaseRange :exec
-DELETE FROM delivery_ranges WHERE send_id = @send_id AND k = @k;
+DELETE FROM delivery_ranges WHERE send_id = @send_id AND k = @k AND owner = @owner;
 
 -- name: ClaimDeliveries :many
 -- The pending rows of a leased range that are due, with what a mail needs
@@ -182,6 +187,8 @@ LIMIT 500;
 SELECT id, COALESCE(first_delivery_id, 0)::bigint AS first_delivery_id, COALESCE(batch_size, 0)::int AS batch_size
 FROM single_sends
 WHERE status = 2 AND progress_at < now() - make_interval(secs => @idle_seconds::int)
+  -- A range still leased is a batch still at work (slow, not lost).
+  AND NOT EXISTS (SELECT 1 FROM delivery_ranges r WHERE r.send_id = single_sends.id AND r.lease_until >= now())
 ORDER BY id
 LIMIT 500;
 
