@@ -75,7 +75,7 @@ func SendBatch(d Deps) asynq.HandlerFunc {
 // range is handed out, so a slow batch is never sent again beside itself.
 func (d Deps) runRange(ctx context.Context, cs *compiledSend, k, from, to int64) (completed bool, err error) {
 	t0 := time.Now()
-	lease, claimed, err := d.DB.ClaimDeliveries(ctx, cs.send.ID, k, from, to, d.Engine.Lease)
+	lease, claimed, err := d.DB.ClaimDeliveries(ctx, cs.send.ID, cs.send.GroupID, k, from, to, d.Engine.Lease)
 	if err != nil || lease == nil {
 		return false, err
 	}

@@ -523,3 +523,38 @@ func TestSlowRangeKeepsItsLease(t *testing.T) {
 		t.Errorf("send %+v, %d addresses mailed, want 50", c, len(got))
 	}
 }
+
+// An address unsubscribed or bounced after the send started gets no mail:
+// its pending row is skipped when its range comes, and the send still
+// completes.
+func TestSuppressedDuringSend(t *testing.T) {
+	// Not parallel: see TestSingleSendEndToEnd.
+	ctx := context.Background()
+	d := testdb.New(t)
+	s := smtptest.New(t, smtptest.Options{})
+	pool := smtp.NewPool(smtp.Config{Addr: s.Addr, Size: 2, Timeout: 5 * time.Second})
+	defer pool.Close()
+	mux, q, _ := engine(t, d, pool, jobs.Engine{BatchSize: 1, Window: 1, Slice: time.Nanosecond})
+	f := newSendFixture(t, d, "<p>hi</p>")
+	exec(t, d, "UPDATE single_sends SET status = 1 WHERE id = $1", f.send)
+	q.enqueue(ctx, jobs.NewDispatchTask(f.send, 1, time.Now()))
+	q.step(t, mux) // dispatch: ann, Bob, gone, hank, later, one per range
+	q.step(t, mux) // the first range: ann
+	exec(t, d, `INSERT INTO unsubscribes (user_id, unsubscribe_groups_id, email_address) VALUES ($1, $2, 'hank@example.com'), ($1, NULL, 'LATER@example.com')`, f.user, f.group)
+	exec(t, d, `INSERT INTO bounces (user_id, email_lc) VALUES ($1, 'gone@example.com')`, f.user)
+	q.drain(t, mux)
+	var to []string
+	for _, m := range s.Messages() {
+		to = append(to, m.To[0])
+	}
+	slices.Sort(to)
+	if want := []string{"Bob@example.com", "ann@example.com"}; !slices.Equal(to, want) {
+		t.Errorf("mailed %v, want %v", to, want)
+	}
+	if c := sendCounters(t, d, f.send); c.Status != 3 || c.Delivered != 2 || c.Triggered != 5 {
+		t.Errorf("send %+v", c)
+	}
+	if n := scalar[int64](t, d, "SELECT count(*) FROM deliveries WHERE send_id = $1 AND status = 5", f.send); n != 3 {
+		t.Errorf("%d skipped, want 3", n)
+	}
+}

@@ -10,7 +10,8 @@ const (
 	DeliveryPending DeliveryStatus = 0 // waiting (again, after a temporary failure: from NextAt); a batch leases its whole range
 	DeliverySent    DeliveryStatus = 2 // accepted by the SMTP server (1 is not used: ranges are leased, not rows)
 	DeliveryBounced DeliveryStatus = 3 // refused for good (5xx): a hard bounce
-	DeliveryFailed  DeliveryStatus = 4 // temporary failures until the attempts ran out
+	DeliveryFailed  DeliveryStatus = 4 // temporary failures until the attempts ran out, or refused for this mail alone
+	DeliverySkipped DeliveryStatus = 5 // the address was suppressed after the send started: not sent
 )
 
 // Outcome is what became of one claimed delivery.

@@ -211,11 +211,28 @@ type Lease struct {
 // ClaimDeliveries leases batch range k of send sendID (ids [from, to))
 // for lease and reads its pending, due rows with their recipients, in id
 // order. A nil lease: another batch holds the range (or nothing is due).
-func (d *DB) ClaimDeliveries(ctx context.Context, sendID, k, from, to int64, lease time.Duration) (*Lease, []mail.Claimed, error) {
+// Rows whose address was suppressed since the dispatch (groupID is the
+// send's unsubscribe group) are skipped first, and the send completed
+// when that leaves nothing.
+func (d *DB) ClaimDeliveries(ctx context.Context, sendID, groupID, k, from, to int64, lease time.Duration) (*Lease, []mail.Claimed, error) {
 	l := &Lease{SendID: sendID, K: k, owner: pgtype.UUID{Bytes: uuid.New(), Valid: true}}
 	n, err := d.q.LeaseRange(ctx, db.LeaseRangeParams{SendID: sendID, K: k, LeaseSeconds: int32(lease / time.Second), Owner: l.owner})
 	if err != nil || n == 0 {
 		return nil, nil, translate(err)
+	}
+	err = d.InTx(ctx, func(_ pgx.Tx, q *db.Queries) error {
+		n, err := q.SkipSuppressed(ctx, db.SkipSuppressedParams{SendID: sendID, FromID: from, ToID: to, GroupID: groupID})
+		if err != nil || n == 0 {
+			return err
+		}
+		if err := q.TakeRemaining(ctx, db.TakeRemainingParams{N: n, ID: sendID}); err != nil {
+			return err
+		}
+		_, err = completeSend(ctx, q, sendID)
+		return err
+	})
+	if err != nil {
+		return nil, nil, errors.Join(translate(err), translate(d.q.ReleaseRange(ctx, db.ReleaseRangeParams{SendID: sendID, K: k, Owner: l.owner})))
 	}
 	rows, err := d.q.ClaimDeliveries(ctx, db.ClaimDeliveriesParams{SendID: sendID, FromID: from, ToID: to})
 	if err != nil || len(rows) == 0 { // nothing due here: give the range back at once

@@ -653,6 +653,40 @@ func (q *Queries) SendForBatch(ctx context.Context, id int64) (SendForBatchRow, 
 	return i, err
 }
 
+const skipSuppressed = `-- name: SkipSuppressed :execrows
+UPDATE deliveries d
+SET status = 5, error = 'suppressed after the send started'
+WHERE d.send_id = $1 AND d.id >= $2 AND d.id < $3 AND d.status = 0
+  AND (EXISTS (SELECT 1 FROM unsubscribes u
+               WHERE u.user_id = d.user_id AND u.email_lc = lower(d.email)
+                 AND COALESCE(u.unsubscribe_groups_id, 0) IN (0, $4::bigint))
+       OR EXISTS (SELECT 1 FROM bounces b WHERE b.user_id = d.user_id AND b.email_lc = lower(d.email)))
+`
+
+type SkipSuppressedParams struct {
+	SendID  int64
+	FromID  int64
+	ToID    int64
+	GroupID int64
+}
+
+// The pending rows of a range whose address was suppressed since the
+// dispatch (a global unsubscribe, the send's group, a hard bounce) are
+// skipped (5): no mail goes to a suppressed address, however long the
+// send runs.
+func (q *Queries) SkipSuppressed(ctx context.Context, arg SkipSuppressedParams) (int64, error) {
+	result, err := q.db.Exec(ctx, skipSuppressed,
+		arg.SendID,
+		arg.FromID,
+		arg.ToID,
+		arg.GroupID,
+	)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
+}
+
 const stalledSends = `-- name: StalledSends :many
 SELECT id, COALESCE(first_delivery_id, 0)::bigint AS first_delivery_id, COALESCE(batch_size, 0)::int AS batch_size
 FROM single_sends
@@ -712,6 +746,20 @@ func (q *Queries) StartSend(ctx context.Context, arg StartSendParams) (int64, er
 	var first_delivery_id int64
 	err := row.Scan(&first_delivery_id)
 	return first_delivery_id, err
+}
+
+const takeRemaining = `-- name: TakeRemaining :exec
+UPDATE single_sends SET remaining = remaining - $1::bigint WHERE id = $2
+`
+
+type TakeRemainingParams struct {
+	N  int64
+	ID int64
+}
+
+func (q *Queries) TakeRemaining(ctx context.Context, arg TakeRemainingParams) error {
+	_, err := q.db.Exec(ctx, takeRemaining, arg.N, arg.ID)
+	return err
 }
 
 const touchSend = `-- name: TouchSend :exec
