@@ -101,17 +101,34 @@ func (d *DB) DispatchSend(ctx context.Context, id int64, version int32, batchSiz
 	return out, translate(err)
 }
 
-// ensurePartition makes the deliveries partition of send id when it is
-// missing, in its own short transaction (the DDL locks the parent table;
-// the expansion that follows must not hold that lock).
+// ensurePartition makes the deliveries partitions of send id and of the
+// sends after it when they are missing, each in its own short transaction
+// (the DDL locks the parent table; the expansion that follows must not
+// hold that lock). Making the next one ahead means the lock is rarely
+// wanted while a partition is busy; a lock_timeout keeps a wait behind a
+// long transaction from stalling every other delivery query (the dispatch
+// is retried).
 func (d *DB) ensurePartition(ctx context.Context, sendID int64) error {
 	n := sendID / PartitionSends
+	if err := d.makePartition(ctx, n); err != nil {
+		return err
+	}
+	if err := d.makePartition(ctx, n+1); err != nil {
+		d.log.Warn("making the next deliveries partition ahead", "partition", n+1, "err", err)
+	}
+	return nil
+}
+
+func (d *DB) makePartition(ctx context.Context, n int64) error {
 	name := "deliveries_p" + strconv.FormatInt(n, 10)
 	var exists bool
 	if err := d.Pool.QueryRow(ctx, "SELECT to_regclass($1) IS NOT NULL", name).Scan(&exists); err != nil || exists {
 		return err
 	}
 	return pgx.BeginFunc(ctx, d.Pool, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, "SET LOCAL lock_timeout = '2s'"); err != nil {
+			return err
+		}
 		// One maker at a time; the others find it made.
 		if _, err := tx.Exec(ctx, "SELECT pg_advisory_xact_lock(1954115686, $1::int)", n); err != nil {
 			return err
@@ -424,14 +441,16 @@ func (d *DB) DropExpiredDeliveries(ctx context.Context, retention time.Duration)
 		if !expired {
 			continue
 		}
-		err = pgx.BeginFunc(ctx, d.Pool, func(tx pgx.Tx) error {
-			if _, err := tx.Exec(ctx, "DELETE FROM delivery_ranges WHERE send_id >= $1 AND send_id < $2", lo, hi); err != nil {
-				return err
-			}
-			_, err := tx.Exec(ctx, "DROP TABLE IF EXISTS "+pgx.Identifier{name}.Sanitize())
-			return err
-		})
-		if err != nil {
+		// DETACH … CONCURRENTLY waits for the partition's readers without
+		// blocking the other partitions' (a plain DROP would lock the
+		// parent table behind any open delivery transaction).
+		if _, err := d.Pool.Exec(ctx, "ALTER TABLE deliveries DETACH PARTITION "+pgx.Identifier{name}.Sanitize()+" CONCURRENTLY"); err != nil {
+			return dropped, err
+		}
+		if _, err := d.Pool.Exec(ctx, "DELETE FROM delivery_ranges WHERE send_id >= $1 AND send_id < $2", lo, hi); err != nil {
+			return dropped, err
+		}
+		if _, err := d.Pool.Exec(ctx, "DROP TABLE IF EXISTS "+pgx.Identifier{name}.Sanitize()); err != nil {
 			return dropped, err
 		}
 		dropped = append(dropped, name)
