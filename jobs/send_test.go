@@ -318,6 +318,15 @@ func TestSingleSendEndToEnd(t *testing.T) {
 	if w.Code != 200 {
 		t.Fatalf("one-click: %d", w.Code)
 	}
+	// Then everything, from the same mail's page: a second list left, the
+	// same address: the send counts it once.
+	w = httptest.NewRecorder()
+	r = httptest.NewRequest("POST", lu[1], strings.NewReader("action=all"))
+	r.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	h2.ServeHTTP(w, r)
+	if w.Code != 303 {
+		t.Fatalf("unsubscribe from everything: %d", w.Code)
+	}
 	if got := sendCounters(t, d, f.send); got.Uns != 1 {
 		t.Errorf("unsubscribes %d, want 1", got.Uns)
 	}

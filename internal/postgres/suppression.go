@@ -28,6 +28,9 @@ func (d *DB) unsubscribe(ctx context.Context, userID int64, groupID *int64, emai
 		addresses[i] = string(e)
 	}
 	arg := db.AddUnsubscribesParams{UserID: userID, GroupID: groupID, Addresses: addresses, Kind: mail.EventAddressUnsubscribed, Origin: origin}
+	if sendID > 0 {
+		arg.SendID = &sendID
+	}
 	var n int64
 	err := d.InTx(ctx, func(_ pgx.Tx, q *db.Queries) error {
 		list := int64(0)
@@ -38,10 +41,17 @@ func (d *DB) unsubscribe(ctx context.Context, userID int64, groupID *int64, emai
 			list = *groupID
 		}
 		var err error
+		counted := false // the send counted this address already
+		if sendID > 0 && len(addresses) == 1 {
+			var err error
+			if counted, err = q.UnsubscribedFromSend(ctx, db.UnsubscribedFromSendParams{UserID: userID, Email: addresses[0], SendID: &sendID}); err != nil {
+				return err
+			}
+		}
 		if n, err = q.AddUnsubscribes(ctx, arg); err != nil {
 			return err
 		}
-		if n > 0 && sendID > 0 {
+		if n > 0 && sendID > 0 && !counted {
 			// A send of another account (a forged id cannot pass the
 			// token's MAC) or a deleted one is left alone by the WHERE.
 			if err := q.CountSendUnsubscribe(ctx, db.CountSendUnsubscribeParams{ID: sendID, UserID: userID, N: n}); err != nil {

@@ -251,6 +251,7 @@ type Unsubscribe struct {
 	EmailLc             *string
 	CreatedAt           time.Time
 	UpdatedAt           time.Time
+	SendID              *int64
 }
 
 type UnsubscribeGroup struct {

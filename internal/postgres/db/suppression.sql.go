@@ -12,17 +12,17 @@ import (
 
 const addUnsubscribes = `-- name: AddUnsubscribes :one
 WITH added AS (
-    INSERT INTO unsubscribes (user_id, unsubscribe_groups_id, email_address)
-    SELECT $1::bigint, $2::bigint, a.address
-    FROM unnest($3::text[]) AS a(address)
+    INSERT INTO unsubscribes (user_id, unsubscribe_groups_id, email_address, send_id)
+    SELECT $1::bigint, $2::bigint, a.address, $3::bigint
+    FROM unnest($4::text[]) AS a(address)
     ORDER BY lower(a.address)
     ON CONFLICT DO NOTHING
     RETURNING id, unsubscribe_groups_id, email_address
 ), recorded AS (
     INSERT INTO events (user_id, kind, subject_type, subject_id, payload)
-    SELECT $1::bigint, $4::text, 'unsubscribe', ad.id,
+    SELECT $1::bigint, $5::text, 'unsubscribe', ad.id,
         jsonb_build_object('email_address', ad.email_address, 'unsubscribe_groups_id', ad.unsubscribe_groups_id)
-            || COALESCE($5::jsonb, '{}')
+            || COALESCE($6::jsonb, '{}')
     FROM added ad
     ORDER BY ad.id
     RETURNING 1
@@ -33,6 +33,7 @@ SELECT count(*) FROM recorded
 type AddUnsubscribesParams struct {
 	UserID    int64
 	GroupID   *int64
+	SendID    *int64
 	Addresses []string
 	Kind      string
 	Origin    []byte
@@ -49,6 +50,7 @@ func (q *Queries) AddUnsubscribes(ctx context.Context, arg AddUnsubscribesParams
 	row := q.db.QueryRow(ctx, addUnsubscribes,
 		arg.UserID,
 		arg.GroupID,
+		arg.SendID,
 		arg.Addresses,
 		arg.Kind,
 		arg.Origin,
@@ -259,6 +261,25 @@ type UnsubscribeGroupExistsParams struct {
 
 func (q *Queries) UnsubscribeGroupExists(ctx context.Context, arg UnsubscribeGroupExistsParams) (bool, error) {
 	row := q.db.QueryRow(ctx, unsubscribeGroupExists, arg.ID, arg.UserID)
+	var exists bool
+	err := row.Scan(&exists)
+	return exists, err
+}
+
+const unsubscribedFromSend = `-- name: UnsubscribedFromSend :one
+SELECT EXISTS (SELECT 1 FROM unsubscribes
+               WHERE user_id = $1 AND email_lc = lower($2::text) AND send_id = $3)
+`
+
+type UnsubscribedFromSendParams struct {
+	UserID int64
+	Email  string
+	SendID *int64
+}
+
+// Whether the address already left a list from this send's mail.
+func (q *Queries) UnsubscribedFromSend(ctx context.Context, arg UnsubscribedFromSendParams) (bool, error) {
+	row := q.db.QueryRow(ctx, unsubscribedFromSend, arg.UserID, arg.Email, arg.SendID)
 	var exists bool
 	err := row.Scan(&exists)
 	return exists, err

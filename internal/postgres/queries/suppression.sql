@@ -7,8 +7,8 @@
 -- concurrent uncommitted insert of the same address, so two batches taking
 -- their addresses in different orders could deadlock.
 WITH added AS (
-    INSERT INTO unsubscribes (user_id, unsubscribe_groups_id, email_address)
-    SELECT @user_id::bigint, sqlc.narg(group_id)::bigint, a.address
+    INSERT INTO unsubscribes (user_id, unsubscribe_groups_id, email_address, send_id)
+    SELECT @user_id::bigint, sqlc.narg(group_id)::bigint, a.address, sqlc.narg(send_id)::bigint
     FROM unnest(@addresses::text[]) AS a(address)
     ORDER BY lower(a.address)
     ON CONFLICT DO NOTHING
@@ -75,3 +75,8 @@ RETURNING id;
 UPDATE unsubscribe_groups
 SET group_name = @group_name, description = @description, is_display = @is_display, updated_at = now()
 WHERE id = @id AND user_id = @user_id;
+
+-- name: UnsubscribedFromSend :one
+-- Whether the address already left a list from this send's mail.
+SELECT EXISTS (SELECT 1 FROM unsubscribes
+               WHERE user_id = @user_id AND email_lc = lower(@email::text) AND send_id = @send_id);
