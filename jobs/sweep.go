@@ -39,10 +39,16 @@ func SweepSends(d Deps) asynq.HandlerFunc {
 				return err
 			}
 			if len(ks) == 0 {
-				if _, err := d.DB.CompleteSend(ctx, s.ID); err != nil {
+				done, err := d.DB.CompleteSend(ctx, s.ID)
+				if err != nil {
 					return err
 				}
-				continue // completed, or only retries not due yet
+				if !done { // only retries not due yet: look again in StallAfter, not at every sweep
+					if err := d.DB.TouchSend(ctx, s.ID); err != nil {
+						return err
+					}
+				}
+				continue
 			}
 			d.Log.InfoContext(ctx, "restarting a stalled send", "send_id", s.ID, "ranges", ks)
 			tag := "sweep" + strconv.FormatInt(time.Now().UnixNano(), 36)

@@ -693,7 +693,7 @@ FROM single_sends
 WHERE status = 2 AND progress_at < now() - make_interval(secs => $1::int)
   -- A range still leased is a batch still at work (slow, not lost).
   AND NOT EXISTS (SELECT 1 FROM delivery_ranges r WHERE r.send_id = single_sends.id AND r.lease_until >= now())
-ORDER BY id
+ORDER BY progress_at
 LIMIT 500
 `
 

@@ -205,7 +205,7 @@ FROM single_sends
 WHERE status = 2 AND progress_at < now() - make_interval(secs => @idle_seconds::int)
   -- A range still leased is a batch still at work (slow, not lost).
   AND NOT EXISTS (SELECT 1 FROM delivery_ranges r WHERE r.send_id = single_sends.id AND r.lease_until >= now())
-ORDER BY id
+ORDER BY progress_at
 LIMIT 500;
 
 -- name: OpenRanges :many
