@@ -58,6 +58,13 @@ func SendBatch(d Deps) asynq.HandlerFunc {
 				return d.enqueue(ctx, NewBatchTask(p.SendID, k))
 			}
 			completed, err := d.runRange(ctx, cs, k, from, from+size)
+			if errors.Is(err, errRelayDown) {
+				// The chain stops: the sweeper tries again when the send has
+				// been idle for SEND_STALL_AFTER, a range per chain, until the
+				// relay takes mail again.
+				d.Log.WarnContext(ctx, "the SMTP server is not taking mail: the send waits", "send_id", p.SendID)
+				return nil
+			}
 			if err != nil || completed {
 				return err
 			}
@@ -100,7 +107,8 @@ func (d Deps) runRange(ctx context.Context, cs *compiledSend, k, from, to int64)
 			}
 		}
 	}()
-	outcomes := d.deliver(ctx, cs, claimed, &lost)
+	var down atomic.Bool
+	outcomes := d.deliver(ctx, cs, claimed, &lost, &down)
 	close(stop)
 	<-renewed
 	t2 := time.Now()
@@ -113,13 +121,17 @@ func (d Deps) runRange(ctx context.Context, cs *compiledSend, k, from, to int64)
 	}
 	d.Log.DebugContext(ctx, "range", "send_id", cs.send.ID, "from", from, "mails", len(claimed),
 		"claim_ms", t1.Sub(t0).Milliseconds(), "send_ms", t2.Sub(t1).Milliseconds(), "record_ms", time.Since(t2).Milliseconds())
+	if err == nil && down.Load() {
+		err = errRelayDown
+	}
 	return completed, err
 }
 
 // deliver makes and sends the claimed mails, Engine.Concurrency at a
 // time, and answers their outcomes in claim order; once lost is set, the
 // mails not handed out yet are left for later, untried.
-func (d Deps) deliver(ctx context.Context, cs *compiledSend, claimed []mail.Claimed, lost *atomic.Bool) []mail.Outcome {
+func (d Deps) deliver(ctx context.Context, cs *compiledSend, claimed []mail.Claimed, lost, down *atomic.Bool) []mail.Outcome {
+	var failing atomic.Int32 // connection-level failures in a row
 	out := make([]mail.Outcome, len(claimed))
 	key := d.DKIM.For(string(cs.send.Sender.FromEmail))
 	var next atomic.Int64
@@ -137,7 +149,7 @@ func (d Deps) deliver(ctx context.Context, cs *compiledSend, claimed []mail.Clai
 				}
 				c := &claimed[i]
 				r := &c.Recipient
-				if ctx.Err() != nil || lost.Load() { // stopping, or the lease is gone: not tried, again soon
+				if ctx.Err() != nil || lost.Load() || down.Load() { // stopping, the lease gone, the relay down: not tried, again soon
 					out[i] = mail.Outcome{ID: c.ID, Email: r.Email, Status: mail.DeliveryPending, NextAt: new(time.Now()), NotTried: true}
 					continue
 				}
@@ -156,12 +168,28 @@ func (d Deps) deliver(ctx context.Context, cs *compiledSend, claimed []mail.Clai
 				}
 				res := d.Transport.Send(ctx, &smtp.Message{From: string(cs.send.Sender.FromEmail), To: string(r.Email), Data: msg})
 				out[i] = outcome(c, res)
+				// A breaker: when the connection or the sender keeps being
+				// refused, the rest of the range is not tried (each try would
+				// fail the same way) and the send waits.
+				if res.Class != smtp.Accepted && (res.Stage == smtp.StageConnect || res.Stage == smtp.StageSender) {
+					if failing.Add(1) >= relayDownAfter {
+						down.Store(true)
+					}
+				} else {
+					failing.Store(0)
+				}
 			}
 		}()
 	}
 	wg.Wait()
 	return out
 }
+
+// relayDownAfter connection-level failures in a row stop a range and its
+// chain (errRelayDown).
+const relayDownAfter = 8
+
+var errRelayDown = errors.New("jobs: the SMTP server is not taking mail")
 
 // outcome is what a send's result makes of a delivery. Only a 5xx to RCPT
 // TO is a hard bounce (the address is suppressed), unless its enhanced

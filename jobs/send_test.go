@@ -9,6 +9,7 @@ import (
 	"mime"
 	"mime/multipart"
 	"mime/quotedprintable"
+	"net"
 	"net/http/httptest"
 	netmail "net/mail"
 	"regexp"
@@ -565,5 +566,55 @@ func TestSuppressedDuringSend(t *testing.T) {
 	}
 	if n := scalar[int64](t, d, "SELECT count(*) FROM deliveries WHERE send_id = $1 AND status = 5", f.send); n != 3 {
 		t.Errorf("%d skipped, want 3", n)
+	}
+}
+
+// With the relay down the send waits: a few mails are tried, none is
+// failed, bounced or charged an attempt, the chain stops; when the relay
+// is back the sweeper's restart finishes the send.
+func TestRelayDown(t *testing.T) {
+	// Not parallel: see TestSingleSendEndToEnd.
+	ctx := context.Background()
+	d := testdb.New(t)
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close() // nothing listens: connection refused
+	pool := smtp.NewPool(smtp.Config{Addr: addr, Size: 2, Timeout: time.Second})
+	defer pool.Close()
+	mux, q, _ := engine(t, d, pool, jobs.Engine{BatchSize: 20, Window: 1, StallAfter: time.Millisecond})
+	f := newSendFixture(t, d, "<p>hi</p>")
+	exec(t, d, `INSERT INTO contacts (user_id, contact_type_id, email) SELECT $1, $2, 'r' || i || '@example.com' FROM generate_series(1, 95) i`, f.user, f.typeA)
+	exec(t, d, "UPDATE single_sends SET status = 1 WHERE id = $1", f.send)
+	q.enqueue(ctx, jobs.NewDispatchTask(f.send, 1, time.Now()))
+	q.drain(t, mux)
+	var pending, tried int64
+	if err := d.Pool.QueryRow(ctx, "SELECT count(*) FILTER (WHERE status = 0), count(*) FILTER (WHERE attempts > 0) FROM deliveries WHERE send_id = $1", f.send).Scan(&pending, &tried); err != nil {
+		t.Fatal(err)
+	}
+	if c := sendCounters(t, d, f.send); c.Status != 2 || c.Bounces != 0 || pending != 100 || tried != 0 {
+		t.Fatalf("relay down: %+v, %d pending, %d charged an attempt", c, pending, tried)
+	}
+	if n := scalar[int64](t, d, "SELECT count(*) FROM bounces WHERE user_id = $1 AND email_lc <> 'frank@example.com'", f.user); n != 0 {
+		t.Fatalf("%d addresses suppressed", n)
+	}
+
+	// The relay is back (a new pool on a live server); the retries come due.
+	s := smtptest.New(t, smtptest.Options{})
+	pool2 := smtp.NewPool(smtp.Config{Addr: s.Addr, Size: 2, Timeout: 5 * time.Second})
+	defer pool2.Close()
+	mux2, q2, _ := engine(t, d, pool2, jobs.Engine{BatchSize: 20, Window: 1, StallAfter: time.Millisecond})
+	exec(t, d, "UPDATE deliveries SET next_at = now() WHERE send_id = $1", f.send)
+	for range 10 {
+		q2.enqueue(ctx, jobs.NewSweepSendsTask())
+		q2.drain(t, mux2)
+		if sendCounters(t, d, f.send).Status == 3 {
+			break
+		}
+	}
+	if c := sendCounters(t, d, f.send); c.Status != 3 || c.Delivered != 100 || s.Count() != 100 {
+		t.Errorf("after the relay came back: %+v, %d mails", c, s.Count())
 	}
 }
