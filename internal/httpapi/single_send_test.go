@@ -705,3 +705,26 @@ func TestSingleSendDelete(t *testing.T) {
 	}
 	f.a.do(req{method: "GET", path: "/api/single-send/list", acct: &f.acct}).expect(t, 200, `{"status":"success","message":{"singleSends":[]}}`)
 }
+
+// An automation's runs are rows of single_sends for the engine, never
+// single sends of the API: not listed, not found by utr, not deletable.
+func TestAutomationRunsAreNotSingleSends(t *testing.T) {
+	t.Parallel()
+	f := newSendFixture(t, httpapi.Config{})
+	var id int64
+	var utr string
+	if err := testdb.New(t).Pool.QueryRow(context.Background(), `INSERT INTO single_sends (user_id, utr, template_id, sender_id,
+			unsubscribe_group_id, single_send_name, subject, preheader, status, automation_id, automation_schedule_id)
+		VALUES ($1, gen_random_uuid(), 1, $2, $3, 'run', 's', 'p', 2, 1, 1) RETURNING id, utr::text`, f.acct.id, f.sender, f.group).Scan(&id, &utr); err != nil {
+		t.Fatal(err)
+	}
+	f.a.do(req{method: "GET", path: "/api/single-send/list", acct: &f.acct}).expect(t, 200, `{"status":"success","message":{"singleSends":[]}}`)
+	for _, r := range []req{
+		{method: "GET", path: "/api/single-send/details?utr=" + utr, acct: &f.acct},
+		{method: "DELETE", path: "/api/single/send/delete?utr=" + utr, acct: &f.acct},
+		{method: "POST", path: "/api/single/send/duplicate?utr=" + utr, acct: &f.acct},
+		{method: "POST", path: "/api/single/send/bulk-delete", acct: &f.acct, body: url.Values{"strIds[0]": {fmt.Sprint(id)}}},
+	} {
+		f.a.do(r).expect(t, 404, `{"status":"failed","errors":"Record not found"}`)
+	}
+}

@@ -189,16 +189,17 @@ LEFT JOIN cities ci ON ci.id = se.city_id
 LEFT JOIN states st ON st.id = se.state_id
 LEFT JOIN countries co ON co.id = se.country_id`
 
-// listSingleSendsSQL reads the account's live sends: the page's ids from
+// listSingleSendsSQL reads the account's live sends (not automation runs,
+// which are rows of single_sends too): the page's ids from
 // single_sends_user alone, then those rows.
 var listSingleSendsSQL = singleSendColumns + `
-FROM (SELECT id FROM single_sends WHERE user_id = $1 AND deleted_at IS NULL AND ` + keyset("id", 1) + `) page
+FROM (SELECT id FROM single_sends WHERE user_id = $1 AND deleted_at IS NULL AND automation_id IS NULL AND ` + keyset("id", 1) + `) page
 JOIN single_sends s ON s.id = page.id` + singleSendJoins + `
 ORDER BY s.id`
 
 var singleSendByUTRSQL = singleSendColumns + `
 FROM single_sends s` + singleSendJoins + `
-WHERE s.utr = $2::text::uuid AND s.user_id = $1 AND s.deleted_at IS NULL`
+WHERE s.utr = $2::text::uuid AND s.user_id = $1 AND s.deleted_at IS NULL AND s.automation_id IS NULL`
 
 // scanSingleSend reads a row of singleSendColumns.
 func scanSingleSend(row pgx.Row, s *mail.SingleSend) error {

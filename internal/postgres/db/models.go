@@ -19,6 +19,59 @@ type Account struct {
 	UpdatedAt  time.Time
 }
 
+type Automation struct {
+	ID                 int64
+	UserID             int64
+	Utr                pgtype.UUID
+	AutomationName     string
+	AutomationType     int16
+	AutomationFor      int64
+	AutomationForTable string
+	ExitCriteria       int16
+	UnsubscribeGroupID *int64
+	Status             int16
+	LiveAt             *time.Time
+	TotalTriggered     int64
+	TotalDelivered     int64
+	TotalUniqueOpens   int64
+	TotalOpens         int64
+	TotalBounces       int64
+	TotalUnsubscribe   int64
+	DeletedAt          *time.Time
+	CreatedAt          time.Time
+	UpdatedAt          time.Time
+}
+
+type AutomationEnrollment struct {
+	ID           int64
+	AutomationID int64
+	UserID       int64
+	ContactID    int64
+	Step         *int64
+	DueAt        *time.Time
+	State        int16
+	CreatedAt    time.Time
+	UpdatedAt    time.Time
+}
+
+type AutomationSchedule struct {
+	ID            int64
+	UserID        int64
+	AutomationID  int64
+	Utr           pgtype.UUID
+	SenderID      int64
+	TemplateID    int64
+	Subject       string
+	WaitingPeriod int32
+	WaitingType   string
+	PreviewImg    string
+	TemplateJson  *string
+	TemplateHtml  *string
+	DeletedAt     *time.Time
+	CreatedAt     time.Time
+	UpdatedAt     time.Time
+}
+
 type Bounce struct {
 	UserID    int64
 	EmailLc   string
@@ -234,6 +287,8 @@ type SingleSend struct {
 	UpdatedAt                  time.Time
 	ProgressAt                 *time.Time
 	Remaining                  int64
+	AutomationID               *int64
+	AutomationScheduleID       *int64
 }
 
 type State struct {

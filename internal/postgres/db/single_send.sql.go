@@ -11,7 +11,7 @@ import (
 )
 
 const countSingleSends = `-- name: CountSingleSends :one
-SELECT count(*) FROM single_sends WHERE user_id = $1 AND deleted_at IS NULL
+SELECT count(*) FROM single_sends WHERE user_id = $1 AND deleted_at IS NULL AND automation_id IS NULL
 `
 
 func (q *Queries) CountSingleSends(ctx context.Context, userID int64) (int64, error) {
@@ -125,7 +125,7 @@ func (q *Queries) DuplicateSingleSend(ctx context.Context, arg DuplicateSingleSe
 const lockSingleSend = `-- name: LockSingleSend :one
 SELECT id, status, recipient_id::text AS recipient_id, unique_open_token::text AS unique_open_token
 FROM single_sends
-WHERE utr = ($1::text)::uuid AND user_id = $2 AND deleted_at IS NULL
+WHERE utr = ($1::text)::uuid AND user_id = $2 AND deleted_at IS NULL AND automation_id IS NULL
 FOR UPDATE
 `
 
@@ -158,7 +158,7 @@ func (q *Queries) LockSingleSend(ctx context.Context, arg LockSingleSendParams) 
 const lockSingleSendForCopy = `-- name: LockSingleSendForCopy :one
 SELECT id, recipient_id::text AS recipient_id
 FROM single_sends
-WHERE utr = ($1::text)::uuid AND user_id = $2 AND deleted_at IS NULL
+WHERE utr = ($1::text)::uuid AND user_id = $2 AND deleted_at IS NULL AND automation_id IS NULL
 FOR SHARE
 `
 
@@ -182,7 +182,7 @@ func (q *Queries) LockSingleSendForCopy(ctx context.Context, arg LockSingleSendF
 
 const lockSingleSendsByID = `-- name: LockSingleSendsByID :many
 SELECT s.id, s.status FROM single_sends s
-WHERE s.id = ANY($1::bigint[]) AND s.user_id = $2 AND s.deleted_at IS NULL
+WHERE s.id = ANY($1::bigint[]) AND s.user_id = $2 AND s.deleted_at IS NULL AND s.automation_id IS NULL
 ORDER BY s.id
 FOR UPDATE
 `

@@ -30,7 +30,7 @@ RETURNING id, version, due_at::timestamptz AS due_at;
 -- it too, so a send is changed either before it starts or not at all.
 SELECT id, status, recipient_id::text AS recipient_id, unique_open_token::text AS unique_open_token
 FROM single_sends
-WHERE utr = (@utr::text)::uuid AND user_id = @user_id AND deleted_at IS NULL
+WHERE utr = (@utr::text)::uuid AND user_id = @user_id AND deleted_at IS NULL AND automation_id IS NULL
 FOR UPDATE;
 
 -- name: UpdateSingleSend :one
@@ -52,7 +52,7 @@ RETURNING version, due_at::timestamptz AS due_at;
 -- The send a duplicate copies, held in place while it is copied.
 SELECT id, recipient_id::text AS recipient_id
 FROM single_sends
-WHERE utr = (@utr::text)::uuid AND user_id = @user_id AND deleted_at IS NULL
+WHERE utr = (@utr::text)::uuid AND user_id = @user_id AND deleted_at IS NULL AND automation_id IS NULL
 FOR SHARE;
 
 -- name: DuplicateSingleSend :one
@@ -72,7 +72,7 @@ RETURNING id;
 -- name: LockSingleSendsByID :many
 -- The live sends of the account among ids (distinct), locked in id order.
 SELECT s.id, s.status FROM single_sends s
-WHERE s.id = ANY(@ids::bigint[]) AND s.user_id = @user_id AND s.deleted_at IS NULL
+WHERE s.id = ANY(@ids::bigint[]) AND s.user_id = @user_id AND s.deleted_at IS NULL AND s.automation_id IS NULL
 ORDER BY s.id
 FOR UPDATE;
 
@@ -82,4 +82,4 @@ UPDATE single_sends SET deleted_at = now(), updated_at = now()
 WHERE id = ANY(@ids::bigint[]) AND deleted_at IS NULL;
 
 -- name: CountSingleSends :one
-SELECT count(*) FROM single_sends WHERE user_id = @user_id AND deleted_at IS NULL;
+SELECT count(*) FROM single_sends WHERE user_id = @user_id AND deleted_at IS NULL AND automation_id IS NULL;
