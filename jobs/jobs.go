@@ -44,7 +44,10 @@ type Deps struct {
 	UnsubscribeMailto string
 	Enqueue           func(context.Context, *asynq.Task) error
 	Engine            Engine
-	sends             *sendCache
+	// Now is the automation stepper's clock; time.Now when nil (tests
+	// move it instead of sleeping).
+	Now   func() time.Time
+	sends *sendCache
 }
 
 // NewMux returns the worker's handler mux. Each task type registers its
@@ -61,6 +64,7 @@ func NewMux(d Deps) *asynq.ServeMux {
 	mux.Handle(TypeSendBatch, boundary(d.Log, SendBatch(d)))
 	mux.Handle(TypeSweepSends, boundary(d.Log, SweepSends(d)))
 	mux.Handle(TypeDropDeliveries, boundary(d.Log, DropDeliveries(d)))
+	mux.Handle(TypeStepAutomations, boundary(d.Log, StepAutomations(d)))
 	return mux
 }
 
@@ -77,6 +81,9 @@ func Schedule(s *asynq.Scheduler, sweepEvery time.Duration) error {
 		return err
 	}
 	if _, err := s.Register("@every "+sweepEvery.String(), NewSweepSendsTask()); err != nil {
+		return err
+	}
+	if _, err := s.Register("@every "+sweepEvery.String(), NewStepAutomationsTask()); err != nil {
 		return err
 	}
 	_, err := s.Register("@every 1h", NewDropDeliveriesTask())

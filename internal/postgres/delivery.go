@@ -321,7 +321,7 @@ func (d *DB) RecordBatch(ctx context.Context, l *Lease, userID int64, outcomes [
 		}
 		// The send's row last: the batches of a send queue on its lock,
 		// so it is held for as little as possible.
-		remaining, err := q.BumpSendCounters(ctx, db.BumpSendCountersParams{Delivered: r.Delivered, Bounced: r.Bounced, Finals: r.Finals, ID: sendID})
+		remaining, err := q.BumpSendCounters(ctx, db.BumpSendCountersParams{Delivered: r.Delivered, Bounced: r.Bounced, Finals: r.Finals, SendID: sendID})
 		if err != nil || remaining > 0 {
 			return err
 		}
@@ -395,10 +395,22 @@ func (d *DB) TouchSend(ctx context.Context, id int64) error {
 }
 
 // RecordOpen counts an open of delivery id of send sendID when listToken
-// is its list's open token; false when nothing matched.
+// is its list's open token (an automation's run counts for its automation
+// too); false when nothing matched.
 func (d *DB) RecordOpen(ctx context.Context, sendID, id int64, listToken string) (bool, error) {
-	n, err := d.q.RecordOpen(ctx, db.RecordOpenParams{SendID: sendID, ID: id, ListToken: listToken})
-	return n > 0, translate(err)
+	var counted bool
+	err := d.InTx(ctx, func(_ pgx.Tx, q *db.Queries) error {
+		rows, err := q.RecordOpen(ctx, db.RecordOpenParams{SendID: sendID, ID: id, ListToken: listToken})
+		if err != nil || len(rows) == 0 {
+			return err
+		}
+		counted = true
+		if a := rows[0].AutomationID; a != nil {
+			return q.BumpAutomationOpens(ctx, db.BumpAutomationOpensParams{ID: *a, First: rows[0].First})
+		}
+		return nil
+	})
+	return counted, translate(err)
 }
 
 // DropExpiredDeliveries drops the deliveries partitions whose sends are

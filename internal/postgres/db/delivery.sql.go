@@ -49,27 +49,51 @@ func (q *Queries) AddBounces(ctx context.Context, arg AddBouncesParams) (int64, 
 	return result.RowsAffected(), nil
 }
 
+const bumpAutomationOpens = `-- name: BumpAutomationOpens :exec
+UPDATE automations
+SET total_opens = total_opens + 1, total_unique_opens = total_unique_opens + CASE WHEN $1::bool THEN 1 ELSE 0 END
+WHERE id = $2
+`
+
+type BumpAutomationOpensParams struct {
+	First bool
+	ID    int64
+}
+
+func (q *Queries) BumpAutomationOpens(ctx context.Context, arg BumpAutomationOpensParams) error {
+	_, err := q.db.Exec(ctx, bumpAutomationOpens, arg.First, arg.ID)
+	return err
+}
+
 const bumpSendCounters = `-- name: BumpSendCounters :one
-UPDATE single_sends
-SET delivered = delivered + $1, bounces = bounces + $2, remaining = remaining - $3, progress_at = now()
-WHERE id = $4
-RETURNING remaining
+WITH s AS (
+    UPDATE single_sends ss
+    SET delivered = ss.delivered + $1, bounces = ss.bounces + $2, remaining = ss.remaining - $3, progress_at = now()
+    WHERE ss.id = $4::bigint
+    RETURNING ss.remaining, ss.automation_id
+), a AS (
+    UPDATE automations au
+    SET total_delivered = au.total_delivered + $1, total_bounces = au.total_bounces + $2
+    WHERE au.id = (SELECT s.automation_id FROM s) AND ($1::bigint > 0 OR $2::bigint > 0)
+)
+SELECT s.remaining FROM s
 `
 
 type BumpSendCountersParams struct {
 	Delivered int64
 	Bounced   int64
 	Finals    int64
-	ID        int64
+	SendID    int64
 }
 
-// Once per batch: the counters, and the deliveries left.
+// Once per batch: the counters, and the deliveries left; an automation's
+// run adds to its automation's totals too.
 func (q *Queries) BumpSendCounters(ctx context.Context, arg BumpSendCountersParams) (int64, error) {
 	row := q.db.QueryRow(ctx, bumpSendCounters,
 		arg.Delivered,
 		arg.Bounced,
 		arg.Finals,
-		arg.ID,
+		arg.SendID,
 	)
 	var remaining int64
 	err := row.Scan(&remaining)
@@ -187,17 +211,21 @@ func (q *Queries) CompleteSend(ctx context.Context, id int64) (CompleteSendRow, 
 }
 
 const countSendUnsubscribe = `-- name: CountSendUnsubscribe :exec
-UPDATE single_sends SET unsubscribes = unsubscribes + $1::bigint WHERE id = $2 AND user_id = $3
+WITH s AS (
+    UPDATE single_sends ss SET unsubscribes = ss.unsubscribes + $1::bigint WHERE ss.id = $2::bigint AND ss.user_id = $3
+    RETURNING ss.automation_id
+)
+UPDATE automations au SET total_unsubscribe = au.total_unsubscribe + $1::bigint WHERE au.id = (SELECT s.automation_id FROM s)
 `
 
 type CountSendUnsubscribeParams struct {
 	N      int64
-	ID     int64
+	SendID int64
 	UserID int64
 }
 
 func (q *Queries) CountSendUnsubscribe(ctx context.Context, arg CountSendUnsubscribeParams) error {
-	_, err := q.db.Exec(ctx, countSendUnsubscribe, arg.N, arg.ID, arg.UserID)
+	_, err := q.db.Exec(ctx, countSendUnsubscribe, arg.N, arg.SendID, arg.UserID)
 	return err
 }
 
@@ -477,7 +505,7 @@ func (q *Queries) RecordDeliveries(ctx context.Context, arg RecordDeliveriesPara
 	return i, err
 }
 
-const recordOpen = `-- name: RecordOpen :execrows
+const recordOpen = `-- name: RecordOpen :many
 WITH d AS (
     UPDATE deliveries dl
     SET opens = dl.opens + 1, opened_at = COALESCE(dl.opened_at, now())
@@ -490,6 +518,7 @@ UPDATE single_sends s
 SET total_opens = s.total_opens + 1, unique_opens = s.unique_opens + CASE WHEN d.first THEN 1 ELSE 0 END
 FROM d
 WHERE s.id = $1
+RETURNING s.automation_id, d.first
 `
 
 type RecordOpenParams struct {
@@ -498,16 +527,33 @@ type RecordOpenParams struct {
 	ListToken string
 }
 
+type RecordOpenRow struct {
+	AutomationID *int64
+	First        bool
+}
+
 // An open of a delivery's mail, when the pixel's list token is the one the
 // send gave the delivery's list: total opens always, unique opens the
 // first time. A pending row counts too: a signed pixel proves the mail
 // arrived, and proxies fetch it before its batch is recorded.
-func (q *Queries) RecordOpen(ctx context.Context, arg RecordOpenParams) (int64, error) {
-	result, err := q.db.Exec(ctx, recordOpen, arg.SendID, arg.ID, arg.ListToken)
+func (q *Queries) RecordOpen(ctx context.Context, arg RecordOpenParams) ([]RecordOpenRow, error) {
+	rows, err := q.db.Query(ctx, recordOpen, arg.SendID, arg.ID, arg.ListToken)
 	if err != nil {
-		return 0, err
+		return nil, err
 	}
-	return result.RowsAffected(), nil
+	defer rows.Close()
+	var items []RecordOpenRow
+	for rows.Next() {
+		var i RecordOpenRow
+		if err := rows.Scan(&i.AutomationID, &i.First); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
 }
 
 const recordSendEvent = `-- name: RecordSendEvent :exec

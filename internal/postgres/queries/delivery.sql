@@ -156,11 +156,19 @@ SELECT count(*) FILTER (WHERE r.status <> 0)::bigint AS finals,
 FROM r;
 
 -- name: BumpSendCounters :one
--- Once per batch: the counters, and the deliveries left.
-UPDATE single_sends
-SET delivered = delivered + @delivered, bounces = bounces + @bounced, remaining = remaining - @finals, progress_at = now()
-WHERE id = @id
-RETURNING remaining;
+-- Once per batch: the counters, and the deliveries left; an automation's
+-- run adds to its automation's totals too.
+WITH s AS (
+    UPDATE single_sends ss
+    SET delivered = ss.delivered + @delivered, bounces = ss.bounces + @bounced, remaining = ss.remaining - @finals, progress_at = now()
+    WHERE ss.id = @send_id::bigint
+    RETURNING ss.remaining, ss.automation_id
+), a AS (
+    UPDATE automations au
+    SET total_delivered = au.total_delivered + @delivered, total_bounces = au.total_bounces + @bounced
+    WHERE au.id = (SELECT s.automation_id FROM s) AND (@delivered::bigint > 0 OR @bounced::bigint > 0)
+)
+SELECT s.remaining FROM s;
 
 -- name: AddBounces :execrows
 -- Hard bounces suppress the address for the account's later sends, with
@@ -222,7 +230,7 @@ LIMIT @n::int;
 -- name: TouchSend :exec
 UPDATE single_sends SET progress_at = now() WHERE id = @id;
 
--- name: RecordOpen :execrows
+-- name: RecordOpen :many
 -- An open of a delivery's mail, when the pixel's list token is the one the
 -- send gave the delivery's list: total opens always, unique opens the
 -- first time. A pending row counts too: a signed pixel proves the mail
@@ -238,7 +246,17 @@ WITH d AS (
 UPDATE single_sends s
 SET total_opens = s.total_opens + 1, unique_opens = s.unique_opens + CASE WHEN d.first THEN 1 ELSE 0 END
 FROM d
-WHERE s.id = @send_id;
+WHERE s.id = @send_id
+RETURNING s.automation_id, d.first;
+
+-- name: BumpAutomationOpens :exec
+UPDATE automations
+SET total_opens = total_opens + 1, total_unique_opens = total_unique_opens + CASE WHEN @first::bool THEN 1 ELSE 0 END
+WHERE id = @id;
 
 -- name: CountSendUnsubscribe :exec
-UPDATE single_sends SET unsubscribes = unsubscribes + @n::bigint WHERE id = @id AND user_id = @user_id;
+WITH s AS (
+    UPDATE single_sends ss SET unsubscribes = ss.unsubscribes + @n::bigint WHERE ss.id = @send_id::bigint AND ss.user_id = @user_id
+    RETURNING ss.automation_id
+)
+UPDATE automations au SET total_unsubscribe = au.total_unsubscribe + @n::bigint WHERE au.id = (SELECT s.automation_id FROM s);

@@ -1,0 +1,99 @@
+package postgres
+
+import (
+	"context"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/mailroom/mailroom/internal/postgres/db"
+)
+
+// EnrollMembers enrolls every current member of live automation id at its
+// first schedule, due after that schedule's wait from now (a custom
+// automation at set-live); contacts enrolled already are left as they
+// are. It answers how many were enrolled.
+func (d *DB) EnrollMembers(ctx context.Context, id int64, now time.Time) (int64, error) {
+	n, err := d.q.EnrollMembers(ctx, db.EnrollMembersParams{ID: id, Now: now})
+	return n, translate(err)
+}
+
+// Run is a run a stepping pass made: a row of single_sends the batches
+// send (docs/automations.md).
+type Run struct {
+	ID, First, Last int64
+	Triggered       int64
+}
+
+// StepAutomations takes up to n active enrollments of live automations due
+// at now (FOR UPDATE SKIP LOCKED: steppers share the work), makes one run
+// per schedule with the deliveries of those contacts still eligible, and
+// advances each enrollment to its next schedule (due after its wait from
+// now), done after the last, or left when its contact got no mail. All in
+// one transaction; it answers the runs with deliveries and how many
+// enrollments it took. newToken makes a run's open token.
+func (d *DB) StepAutomations(ctx context.Context, now time.Time, n, batchSize int, newToken func() string) (runs []Run, taken int, err error) {
+	// The partitions the runs' ids will land in, made beforehand (the DDL
+	// must not wait inside this transaction).
+	next, err := d.q.NextRunID(ctx)
+	if err != nil {
+		return nil, 0, translate(err)
+	}
+	if err := d.ensurePartition(ctx, next); err != nil {
+		return nil, 0, err
+	}
+	err = d.InTx(ctx, func(_ pgx.Tx, q *db.Queries) error {
+		runs, taken = nil, 0
+		due, err := q.ClaimDueEnrollments(ctx, db.ClaimDueEnrollmentsParams{Now: now, N: int32(n)})
+		if err != nil {
+			return err
+		}
+		taken = len(due)
+		bySchedule := map[int64][]int64{}
+		var order []int64
+		for _, e := range due {
+			if e.Step == nil {
+				continue
+			}
+			if _, ok := bySchedule[*e.Step]; !ok {
+				order = append(order, *e.Step)
+			}
+			bySchedule[*e.Step] = append(bySchedule[*e.Step], e.ID)
+		}
+		for _, schedule := range order {
+			ids := bySchedule[schedule]
+			runID, err := q.NextRunID(ctx)
+			if err != nil {
+				return err
+			}
+			if err := q.CreateRun(ctx, db.CreateRunParams{ID: runID, ListToken: newToken(), ScheduleID: schedule}); err != nil {
+				return err
+			}
+			sent, err := q.ExpandRun(ctx, db.ExpandRunParams{RunID: runID, EnrollmentIds: ids})
+			if err != nil {
+				return err
+			}
+			if err := q.AdvanceEnrollments(ctx, db.AdvanceEnrollmentsParams{RunID: runID, EnrollmentIds: ids, Now: now}); err != nil {
+				return err
+			}
+			if sent == 0 {
+				if err := q.DeleteRun(ctx, runID); err != nil {
+					return err
+				}
+				continue
+			}
+			bs := int32(batchSize)
+			first, err := q.StartRun(ctx, db.StartRunParams{Triggered: sent, BatchSize: &bs, ID: runID})
+			if err != nil {
+				return err
+			}
+			last, err := q.LastDeliveryID(ctx, runID)
+			if err != nil {
+				return err
+			}
+			runs = append(runs, Run{ID: runID, First: first, Last: last, Triggered: sent})
+		}
+		return nil
+	})
+	return runs, taken, translate(err)
+}

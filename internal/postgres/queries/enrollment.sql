@@ -1,0 +1,104 @@
+-- name: EnrollMembers :execrows
+-- Every current member of a live automation's target gets an active
+-- enrollment at its first schedule (a custom automation at set-live); a
+-- contact already enrolled is left as it is.
+WITH p AS (SELECT @now::timestamptz AS now)
+INSERT INTO automation_enrollments (automation_id, user_id, contact_id, step, due_at)
+SELECT a.id, a.user_id, m.contact_id, f.id, p.now + schedule_wait(f.waiting_period, f.waiting_type)
+FROM p, automations a
+CROSS JOIN LATERAL (SELECT s.id, s.waiting_period, s.waiting_type FROM automation_schedules s
+                    WHERE s.automation_id = a.id AND s.deleted_at IS NULL ORDER BY s.id LIMIT 1) f
+CROSS JOIN LATERAL (
+    SELECT c.id AS contact_id FROM contacts c
+    WHERE a.automation_for_table = 'contacts_' AND c.contact_type_id = a.automation_for
+      AND c.user_id = a.user_id AND c.deleted_at IS NULL
+    UNION
+    SELECT sr.contact_id FROM segment_recipients sr
+    WHERE a.automation_for_table = 'segments_' AND sr.segment_id = a.automation_for
+      AND sr.user_id = a.user_id AND sr.contact_id IS NOT NULL
+) m
+WHERE a.id = @id AND a.status = 1 AND a.deleted_at IS NULL
+ON CONFLICT (automation_id, contact_id) WHERE state = 0 DO NOTHING;
+
+-- name: ClaimDueEnrollments :many
+-- Due active enrollments of live automations, locked for this stepper;
+-- those another holds are skipped.
+SELECT e.id, e.automation_id, e.contact_id, e.step
+FROM automation_enrollments e
+JOIN automations a ON a.id = e.automation_id
+WHERE e.state = 0 AND e.due_at <= @now::timestamptz AND a.status = 1 AND a.deleted_at IS NULL
+ORDER BY e.due_at
+LIMIT @n::int
+FOR UPDATE OF e SKIP LOCKED;
+
+-- name: NextRunID :one
+SELECT nextval(pg_get_serial_sequence('single_sends', 'id'))::bigint;
+
+-- name: CreateRun :exec
+-- A run of a schedule: a row of single_sends the engine sends like a
+-- single send (status 2 from birth).
+INSERT INTO single_sends (id, user_id, utr, template_id, template_json, template_html, sender_id, unsubscribe_group_id,
+    single_send_name, subject, preheader, status, due_at, started_at, progress_at, unique_open_token,
+    automation_id, automation_schedule_id)
+OVERRIDING SYSTEM VALUE
+SELECT @id::bigint, a.user_id, gen_random_uuid(), s.template_id, s.template_json, s.template_html, s.sender_id,
+    COALESCE(a.unsubscribe_group_id, 0), a.automation_name, s.subject, '', 2, now(), now(), now(),
+    jsonb_build_object(a.automation_for_table || a.automation_for, @list_token::text), a.id, s.id
+FROM automation_schedules s JOIN automations a ON a.id = s.automation_id
+WHERE s.id = @schedule_id;
+
+-- name: ExpandRun :execrows
+-- The run's deliveries: the enrollments' contacts still live, still in the
+-- target when the automation's exit criteria says so, not unsubscribed
+-- (globally or from the automation's group) nor bounced.
+INSERT INTO deliveries (send_id, user_id, contact_id, email, list_key)
+SELECT @run_id::bigint, c.user_id, c.id, c.email, a.automation_for_table || a.automation_for
+FROM automation_enrollments e
+JOIN automations a ON a.id = e.automation_id
+JOIN contacts c ON c.id = e.contact_id AND c.deleted_at IS NULL
+WHERE e.id = ANY(@enrollment_ids::bigint[])
+  AND (a.exit_criteria = 0 OR
+       (a.automation_for_table = 'contacts_' AND c.contact_type_id = a.automation_for) OR
+       (a.automation_for_table = 'segments_' AND EXISTS (SELECT 1 FROM segment_recipients sr
+                                                        WHERE sr.segment_id = a.automation_for AND sr.contact_id = c.id)))
+  AND NOT EXISTS (SELECT 1 FROM unsubscribes u
+                  WHERE u.user_id = c.user_id AND u.email_lc = c.email_lc
+                    AND COALESCE(u.unsubscribe_groups_id, 0) IN (0, COALESCE(a.unsubscribe_group_id, 0)))
+  AND NOT EXISTS (SELECT 1 FROM bounces b WHERE b.user_id = c.user_id AND b.email_lc = c.email_lc)
+ORDER BY c.email_lc;
+
+-- name: AdvanceEnrollments :exec
+-- Each stepped enrollment moves to its automation's next schedule, due
+-- after its wait, or is done after the last; one whose contact got no
+-- mail this step (gone, out of the target, suppressed) leaves.
+WITH p AS (SELECT @now::timestamptz AS now)
+UPDATE automation_enrollments e
+SET step = nx.id,
+    due_at = CASE WHEN nx.id IS NULL THEN NULL ELSE p.now + schedule_wait(nx.waiting_period, nx.waiting_type) END,
+    state = CASE WHEN NOT EXISTS (SELECT 1 FROM deliveries d WHERE d.send_id = @run_id AND d.contact_id = e.contact_id) THEN 2
+                 WHEN nx.id IS NULL THEN 1 ELSE 0 END,
+    updated_at = now()
+FROM p, automation_enrollments e0
+LEFT JOIN LATERAL (SELECT s.id, s.waiting_period, s.waiting_type FROM automation_schedules s
+                   WHERE s.automation_id = e0.automation_id AND s.id > e0.step AND s.deleted_at IS NULL
+                   ORDER BY s.id LIMIT 1) nx ON true
+WHERE e.id = e0.id AND e.id = ANY(@enrollment_ids::bigint[]);
+
+-- name: StartRun :one
+-- The run is under way: counters and batch ranges, like StartSend; the
+-- automation's total_triggered grows with it.
+WITH r AS (
+    UPDATE single_sends s
+    SET triggered = @triggered, remaining = @triggered, batch_size = @batch_size,
+        first_delivery_id = (SELECT min(d.id) FROM deliveries d WHERE d.send_id = s.id)
+    WHERE s.id = @id
+    RETURNING s.automation_id, COALESCE(s.first_delivery_id, 0)::bigint AS first_delivery_id
+), t AS (
+    UPDATE automations SET total_triggered = total_triggered + @triggered
+    WHERE id = (SELECT automation_id FROM r)
+)
+SELECT first_delivery_id FROM r;
+
+-- name: DeleteRun :exec
+-- A run whose enrollments all left before their mail: nothing to send.
+DELETE FROM single_sends WHERE id = @id AND automation_id IS NOT NULL;

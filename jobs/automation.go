@@ -1,0 +1,63 @@
+package jobs
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/base64"
+	"time"
+
+	"github.com/hibiken/asynq"
+)
+
+// TypeStepAutomations sends the automation mails that are due: it runs
+// with the sweeper's period (docs/automations.md).
+const TypeStepAutomations = "automations:step"
+
+// stepBatch is how many enrollments one stepping transaction takes.
+const stepBatch = 5000
+
+// NewStepAutomationsTask is the stepper's periodic task; Unique keeps one
+// queued.
+func NewStepAutomationsTask() *asynq.Task {
+	return asynq.NewTask(TypeStepAutomations, nil, asynq.Queue(QueueDefault), asynq.Unique(10*time.Second),
+		asynq.MaxRetry(3), asynq.Timeout(5*time.Minute))
+}
+
+// StepAutomations handles TypeStepAutomations: passes of due enrollments
+// until none is left, each making runs whose batches are queued like a
+// single send's first window.
+func StepAutomations(d Deps) asynq.HandlerFunc {
+	return func(ctx context.Context, _ *asynq.Task) error {
+		for {
+			runs, taken, err := d.DB.StepAutomations(ctx, d.now(), stepBatch, d.Engine.BatchSize, openToken)
+			if err != nil {
+				return err
+			}
+			for _, r := range runs {
+				for k := int64(0); k < int64(d.Engine.Window) && r.First+k*int64(d.Engine.BatchSize) <= r.Last; k++ {
+					if err := d.enqueue(ctx, NewBatchTask(r.ID, k)); err != nil {
+						return err // the sweeper restarts the run
+					}
+				}
+			}
+			if taken < stepBatch {
+				return nil
+			}
+		}
+	}
+}
+
+// now is the engine's clock (Deps.Now, time.Now when nil).
+func (d Deps) now() time.Time {
+	if d.Now != nil {
+		return d.Now()
+	}
+	return time.Now()
+}
+
+// openToken is a run's open token for its list: 16 random bytes.
+func openToken() string {
+	b := make([]byte, 16)
+	rand.Read(b)
+	return base64.RawURLEncoding.EncodeToString(b)
+}

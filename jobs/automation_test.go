@@ -1,0 +1,130 @@
+package jobs_test
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hibiken/asynq"
+
+	"github.com/mailroom/mailroom/internal/mail"
+	"github.com/mailroom/mailroom/internal/postgres"
+	"github.com/mailroom/mailroom/internal/smtp"
+	"github.com/mailroom/mailroom/internal/smtp/smtptest"
+	"github.com/mailroom/mailroom/internal/testdb"
+	"github.com/mailroom/mailroom/jobs"
+)
+
+// clock is a test's settable now.
+type clock struct{ t time.Time }
+
+func (c *clock) now() time.Time { return c.t }
+
+// A custom drip: members enrolled at set-live get the instant mail at
+// once, the mail two hours later only once the clock passes it; a paused
+// automation holds its enrollments and sends what came due on resume; an
+// address unsubscribed in between leaves; the totals follow the runs.
+func TestAutomationDrip(t *testing.T) {
+	// Not parallel: see TestSingleSendEndToEnd.
+	ctx := context.Background()
+	d := testdb.New(t)
+	user, _, err := d.CreateAccount(ctx, "drip")
+	if err != nil {
+		t.Fatal(err)
+	}
+	typ := scalar[int64](t, d, `INSERT INTO contact_types (user_id, name) VALUES ($1, 'members') RETURNING id`, user)
+	exec(t, d, `INSERT INTO contacts (user_id, contact_type_id, email, first_name) VALUES ($1, $2, 'ann@drip.example', 'Ann'), ($1, $2, 'bob@drip.example', 'Bob')`, user, typ)
+	sender := scalar[int64](t, d, `INSERT INTO senders (user_id, from_name, from_email, reply_to_email, country_id, company_address, nickname, utr, is_verified)
+		VALUES ($1, 'Drip', 'drip@acme.example', 'drip@acme.example', 276, 'Street 1', 'n', gen_random_uuid()::text, 1) RETURNING id`, user)
+	group := scalar[int64](t, d, `INSERT INTO unsubscribe_groups (user_id, rand_id, group_name, description) VALUES ($1, gen_random_uuid()::text, 'g', 'g') RETURNING id`, user)
+	auto := scalar[int64](t, d, `INSERT INTO automations (user_id, utr, automation_name, automation_type, automation_for, automation_for_table,
+			unsubscribe_group_id, status, live_at) VALUES ($1, gen_random_uuid(), 'Welcome', 2, $2, 'contacts_', $3, 1, now()) RETURNING id`, user, typ, group)
+	for _, s := range []struct {
+		subject, kind string
+		period        int
+	}{{"Welcome ((first_name))", "instantly", 1}, {"Two hours on, ((first_name))", "hours", 2}} {
+		exec(t, d, `INSERT INTO automation_schedules (user_id, automation_id, utr, sender_id, template_id, subject, waiting_period, waiting_type, template_html)
+			VALUES ($1, $2, gen_random_uuid(), $3, 1, $4, $5, $6, '<p>Hi ((first_name))</p>')`, user, auto, sender, s.subject, s.period, s.kind)
+	}
+
+	srv := smtptest.New(t, smtptest.Options{})
+	pool := smtp.NewPool(smtp.Config{Addr: srv.Addr, Size: 2, Timeout: 5 * time.Second})
+	defer pool.Close()
+	clk := &clock{t: time.Date(2026, 11, 23, 9, 0, 0, 0, time.UTC)}
+	mux, q := automationEngine(t, d, pool, clk)
+	step := func(at time.Time) {
+		t.Helper()
+		clk.t = at
+		q.enqueue(ctx, jobs.NewStepAutomationsTask())
+		q.drain(t, mux)
+	}
+	subjects := func() []string {
+		var out []string
+		for _, m := range srv.Messages() {
+			for _, line := range strings.Split(string(m.Data), "\r\n") {
+				if s, ok := strings.CutPrefix(line, "Subject: "); ok {
+					out = append(out, m.To[0]+": "+s)
+				}
+			}
+		}
+		slices.Sort(out)
+		return out
+	}
+
+	if n, err := d.EnrollMembers(ctx, auto, clk.t); err != nil || n != 2 {
+		t.Fatalf("enrolled %d, %v", n, err)
+	}
+	step(clk.t)
+	if got, want := subjects(), []string{"ann@drip.example: Welcome Ann", "bob@drip.example: Welcome Bob"}; !slices.Equal(got, want) {
+		t.Fatalf("after the first step %v, want %v", got, want)
+	}
+	step(clk.t.Add(time.Hour)) // the second mail is not due
+	if n := srv.Count(); n != 2 {
+		t.Fatalf("%d mails an hour on, want 2", n)
+	}
+
+	// Paused past the second mail's time: nothing goes; bob unsubscribes.
+	exec(t, d, "UPDATE automations SET status = 0 WHERE id = $1", auto)
+	step(clk.t.Add(2 * time.Hour))
+	if n := srv.Count(); n != 2 {
+		t.Fatalf("%d mails while paused, want 2", n)
+	}
+	exec(t, d, `INSERT INTO unsubscribes (user_id, unsubscribe_groups_id, email_address) VALUES ($1, $2, 'bob@drip.example')`, user, group)
+	exec(t, d, "UPDATE automations SET status = 1 WHERE id = $1", auto)
+	step(clk.t.Add(time.Minute)) // resumed: what came due goes
+	if got, want := subjects(), []string{"ann@drip.example: Two hours on, Ann", "ann@drip.example: Welcome Ann", "bob@drip.example: Welcome Bob"}; !slices.Equal(got, want) {
+		t.Fatalf("after resuming %v, want %v", got, want)
+	}
+	states := scalar[[]string](t, d, `SELECT array_agg(c.email || ':' || e.state ORDER BY c.email) FROM automation_enrollments e
+		JOIN contacts c ON c.id = e.contact_id WHERE e.automation_id = $1`, auto)
+	if want := []string{"ann@drip.example:1", "bob@drip.example:2"}; !slices.Equal(states, want) {
+		t.Errorf("enrollments %v, want %v (ann done, bob left)", states, want)
+	}
+	var triggered, delivered int64
+	if err := d.Pool.QueryRow(ctx, "SELECT total_triggered, total_delivered FROM automations WHERE id = $1", auto).Scan(&triggered, &delivered); err != nil {
+		t.Fatal(err)
+	}
+	if triggered != 3 || delivered != 3 {
+		t.Errorf("totals triggered %d delivered %d, want 3 and 3", triggered, delivered)
+	}
+	step(clk.t.Add(24 * time.Hour)) // nothing more
+	if n := srv.Count(); n != 3 {
+		t.Errorf("%d mails at the end, want 3", n)
+	}
+}
+
+func automationEngine(t *testing.T, d *postgres.DB, transport smtp.Transport, clk *clock) (*asynq.ServeMux, *queue) {
+	t.Helper()
+	key, err := d.Secret(context.Background(), "unsubscribe_token")
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := &queue{}
+	mux := jobs.NewMux(jobs.Deps{DB: d, Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Transport: transport, NotifyFrom: "mailroom <n@example.test>",
+		Links: mail.Links{Base: "https://m.example.test", Signer: mail.NewTokenSigner(key)}, Enqueue: q.enqueue, Now: clk.now})
+	return mux, q
+}
