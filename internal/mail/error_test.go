@@ -98,6 +98,8 @@ func TestEventNotice(t *testing.T) {
 		EventSingleSendStarted:   "A single send started",
 		EventSingleSendCompleted: "A single send completed",
 		EventAddressBounced:      "An address bounced",
+		EventAutomationSetLive:   "An automation was set live",
+		EventAutomationPaused:    "An automation was paused",
 		"something.else":         "Event: something.else",
 	} {
 		subject, text := Event{Kind: kind, SubjectType: "x", SubjectID: &id,

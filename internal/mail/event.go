@@ -61,6 +61,12 @@ func (e Event) Notice() (subject, text string) {
 			id(), p["email_address"], when, p["reason"])
 	case EventSenderAdded:
 		return "A sender was added", fmt.Sprintf("The sender%s <%v> was added at %s; it sends once its address is verified.\n", id(), p["from_email"], when)
+	case EventAutomationSetLive:
+		return "An automation was set live", fmt.Sprintf("The automation%s %q was set live at %s: it enrolls contacts and sends its mails.\n",
+			id(), p["automation_name"], when)
+	case EventAutomationPaused:
+		return "An automation was paused", fmt.Sprintf("The automation%s %q was paused at %s: its contacts wait where they are until it is set live again.\n",
+			id(), p["automation_name"], when)
 	case EventSenderVerified:
 		return "A sender was verified", fmt.Sprintf("The sender%s <%v> was verified at %s: mail may go out from it.\n", id(), p["from_email"], when)
 	}
