@@ -155,6 +155,7 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger) error {
 		MonitoringUser:         cfg.MonitoringUser,
 		MonitoringPassword:     cfg.MonitoringPassword,
 		AllowUnverifiedSenders: cfg.AllowUnverifiedSenders,
+		PublicURL:              cfg.PublicURL,
 	}, httpapi.Deps{
 		DB:         d,
 		Geo:        set,

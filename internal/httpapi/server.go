@@ -29,6 +29,9 @@ type Config struct {
 	// AllowUnverifiedSenders lets single sends use unverified senders
 	// (ALLOW_UNVERIFIED_SENDERS).
 	AllowUnverifiedSenders bool
+	// PublicURL is the service's public address (PUBLIC_URL, no final
+	// slash): the base of the addresses a schedule shows.
+	PublicURL string
 }
 
 // Server holds the API's dependencies.
@@ -50,6 +53,8 @@ type Server struct {
 	// enqueue enqueues a send's dispatch; nil: left to the engine's
 	// sweeper.
 	enqueue func(ctx context.Context, sendID int64, version int32, at time.Time) error
+	// automationLive tells the engine an automation went live; nil: none.
+	automationLive func(ctx context.Context, automationID int64) error
 
 	signerMu sync.Mutex
 	tokens   *mail.TokenSigner // see signer
@@ -68,6 +73,11 @@ type Deps struct {
 	// EnqueueDispatch enqueues the dispatch of version of send sendID at
 	// at (nil: the engine's sweeper finds due ready sends by itself).
 	EnqueueDispatch func(ctx context.Context, sendID int64, version int32, at time.Time) error
+	// AutomationLive is called after an automation's set-live commits (a
+	// draft or paused automation became live), for the engine to enroll
+	// its members; an error is logged, the request still succeeds. nil:
+	// nothing is called.
+	AutomationLive func(ctx context.Context, automationID int64) error
 }
 
 // New builds the router.
@@ -77,7 +87,8 @@ func New(cfg Config, d Deps) http.Handler {
 
 func newServer(cfg Config, d Deps) *Server {
 	return &Server{db: d.DB, geo: newGeoResponse(d.Geo), log: d.Log, cfg: cfg, redisPing: d.RedisPing, monitoring: d.Monitoring,
-		imports: newImportSlots(cfg.MaxImports), verifySenders: d.VerifySenders, enqueue: d.EnqueueDispatch}
+		imports: newImportSlots(cfg.MaxImports), verifySenders: d.VerifySenders, enqueue: d.EnqueueDispatch,
+		automationLive: d.AutomationLive}
 }
 
 func (s *Server) router() *gin.Engine {
@@ -120,6 +131,7 @@ func (s *Server) routes(api *gin.RouterGroup) {
 	s.templateRoutes(api)
 	s.senderRoutes(api)
 	s.singleSendRoutes(api)
+	s.automationRoutes(api)
 }
 
 // recover turns a panic into a logged 500, except http.ErrAbortHandler,

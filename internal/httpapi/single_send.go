@@ -7,7 +7,6 @@ import (
 
 	"github.com/gin-gonic/gin"
 
-	"github.com/mailroom/mailroom/internal/design"
 	"github.com/mailroom/mailroom/internal/mail"
 )
 
@@ -166,12 +165,8 @@ func (s *Server) parseSingleSend(c *gin.Context, f form) (mail.SingleSendInput, 
 
 // designTemplate reports whether id is in the design catalogue.
 func designTemplate(id int64) bool {
-	for _, t := range design.Templates() {
-		if t.ID == id {
-			return true
-		}
-	}
-	return false
+	_, found := designRef(id)
+	return found
 }
 
 // listRefs reads a send's recipient lists: an array of "contacts_3"
