@@ -6,7 +6,6 @@ import (
 	"net/url"
 	"regexp"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/mailroom/mailroom/internal/design"
@@ -16,43 +15,23 @@ import (
 
 const publicURL = "https://mail.example.com"
 
-// liveCalls records the AutomationLive hook's calls.
-type liveCalls struct {
-	mu  sync.Mutex
-	got []int64
-	err error // answered by the hook
-}
-
-func (l *liveCalls) call(_ context.Context, id int64) error {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.got = append(l.got, id)
-	return l.err
-}
-
-func (l *liveCalls) take() []int64 {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	got := l.got
-	l.got = nil
-	return got
-}
-
 // autoFixture is a send fixture (a verified sender, a group, two contact
 // types, a segment) whose router records the AutomationLive hook.
 type autoFixture struct {
 	*sendFixture
-	live *liveCalls
+	live *recorder[int64] // the AutomationLive hook's calls
 }
 
 func newAutoFixture(t *testing.T, cfg httpapi.Config) *autoFixture {
 	t.Helper()
-	f := &autoFixture{sendFixture: &sendFixture{queued: &dispatches{}}, live: &liveCalls{}}
+	f := &autoFixture{sendFixture: &sendFixture{queued: &dispatches{}}, live: &recorder[int64]{}}
 	if cfg.MaxBodyBytes == 0 {
 		cfg.MaxBodyBytes, cfg.MaxUploadBytes = 4<<20, 4<<20
 	}
 	cfg.PublicURL = publicURL
-	f.a = newAPIWith(t, cfg, func(d *httpapi.Deps) { d.AutomationLive = f.live.call })
+	f.a = newAPIWith(t, cfg, func(d *httpapi.Deps) {
+		d.AutomationLive = func(_ context.Context, id int64) error { return f.live.add(id) }
+	})
 	f.acct = f.a.account()
 	f.sender, f.senderJSON = seedSender(t, f.acct, true)
 	f.group = seedGroup(t, f.a, f.acct, "News").ID

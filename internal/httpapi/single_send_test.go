@@ -22,26 +22,34 @@ type dispatch struct {
 	at      time.Time
 }
 
-// dispatches records the EnqueueDispatch calls of a router.
-type dispatches struct {
+// recorder records a hook's calls; err is what the hook answers.
+type recorder[T any] struct {
 	mu  sync.Mutex
-	got []dispatch
+	got []T
+	err error
 }
 
-func (d *dispatches) enqueue(_ context.Context, id int64, version int32, at time.Time) error {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	d.got = append(d.got, dispatch{id, version, at})
-	return nil
+func (r *recorder[T]) add(v T) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.got = append(r.got, v)
+	return r.err
 }
 
 // take returns the calls since the last take.
-func (d *dispatches) take() []dispatch {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	got := d.got
-	d.got = nil
+func (r *recorder[T]) take() []T {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	got := r.got
+	r.got = nil
 	return got
+}
+
+// dispatches records the EnqueueDispatch calls of a router.
+type dispatches struct{ recorder[dispatch] }
+
+func (d *dispatches) enqueue(_ context.Context, id int64, version int32, at time.Time) error {
+	return d.add(dispatch{id, version, at})
 }
 
 // sendFixture is an account with what a single send names: a verified
