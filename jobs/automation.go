@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/base64"
+	"encoding/json"
 	"time"
 
 	"github.com/hibiken/asynq"
@@ -60,4 +61,38 @@ func openToken() string {
 	b := make([]byte, 16)
 	rand.Read(b)
 	return base64.RawURLEncoding.EncodeToString(b)
+}
+
+// TypeEnrollMembers enrolls a custom automation's current members; the
+// API queues it after set-live.
+const TypeEnrollMembers = "automations:enroll"
+
+// EnrollPayload names the automation.
+type EnrollPayload struct {
+	AutomationID int64 `json:"automation_id"`
+}
+
+// NewEnrollMembersTask is the enrollment of automation id's members.
+// Running it twice enrolls nobody twice (one active enrollment per
+// contact).
+func NewEnrollMembersTask(id int64) *asynq.Task {
+	b, _ := json.Marshal(EnrollPayload{AutomationID: id})
+	return asynq.NewTask(TypeEnrollMembers, b, asynq.Queue(QueueDefault), asynq.MaxRetry(10), asynq.Timeout(10*time.Minute))
+}
+
+// EnrollMembers handles TypeEnrollMembers: one statement (a welcome, paused
+// or deleted automation enrolls nobody); the stepper sends what is due.
+func EnrollMembers(d Deps) asynq.HandlerFunc {
+	return func(ctx context.Context, t *asynq.Task) error {
+		var p EnrollPayload
+		if err := json.Unmarshal(t.Payload(), &p); err != nil {
+			return Permanent(err)
+		}
+		n, err := d.DB.EnrollMembers(ctx, p.AutomationID, d.now())
+		if err == nil && n > 0 {
+			d.Log.InfoContext(ctx, "automation members enrolled", "automation_id", p.AutomationID, "enrolled", n)
+			return d.enqueue(ctx, NewStepAutomationsTask())
+		}
+		return err
+	}
 }

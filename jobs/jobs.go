@@ -65,6 +65,7 @@ func NewMux(d Deps) *asynq.ServeMux {
 	mux.Handle(TypeSweepSends, boundary(d.Log, SweepSends(d)))
 	mux.Handle(TypeDropDeliveries, boundary(d.Log, DropDeliveries(d)))
 	mux.Handle(TypeStepAutomations, boundary(d.Log, StepAutomations(d)))
+	mux.Handle(TypeEnrollMembers, boundary(d.Log, EnrollMembers(d)))
 	return mux
 }
 

@@ -162,6 +162,10 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger) error {
 		Log:        log,
 		RedisPing:  func(ctx context.Context) error { return rdb.Ping(ctx).Err() },
 		Monitoring: mon,
+		AutomationLive: func(ctx context.Context, id int64) error {
+			_, err := tasks.EnqueueContext(ctx, jobs.NewEnrollMembersTask(id))
+			return err
+		},
 		VerifySenders: func(ctx context.Context) error {
 			_, err := tasks.EnqueueContext(ctx, jobs.NewVerifySendersTask())
 			if errors.Is(err, asynq.ErrDuplicateTask) {

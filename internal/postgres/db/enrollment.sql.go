@@ -139,7 +139,7 @@ CROSS JOIN LATERAL (
     WHERE a.automation_for_table = 'segments_' AND sr.segment_id = a.automation_for
       AND sr.user_id = a.user_id AND sr.contact_id IS NOT NULL
 ) m
-WHERE a.id = $1 AND a.status = 1 AND a.deleted_at IS NULL
+WHERE a.id = $1 AND a.status = 1 AND a.automation_type = 2 AND a.deleted_at IS NULL
 ON CONFLICT (automation_id, contact_id) WHERE state = 0 DO NOTHING
 `
 
@@ -148,9 +148,10 @@ type EnrollMembersParams struct {
 	Now time.Time
 }
 
-// Every current member of a live automation's target gets an active
-// enrollment at its first schedule (a custom automation at set-live); a
-// contact already enrolled is left as it is.
+// Every current member of a live custom automation's target gets an
+// active enrollment at its first schedule (at set-live; a welcome
+// automation enrolls only those who join after); a contact already
+// enrolled is left as it is.
 func (q *Queries) EnrollMembers(ctx context.Context, arg EnrollMembersParams) (int64, error) {
 	result, err := q.db.Exec(ctx, enrollMembers, arg.ID, arg.Now)
 	if err != nil {

@@ -1,7 +1,8 @@
 -- name: EnrollMembers :execrows
--- Every current member of a live automation's target gets an active
--- enrollment at its first schedule (a custom automation at set-live); a
--- contact already enrolled is left as it is.
+-- Every current member of a live custom automation's target gets an
+-- active enrollment at its first schedule (at set-live; a welcome
+-- automation enrolls only those who join after); a contact already
+-- enrolled is left as it is.
 WITH p AS (SELECT @now::timestamptz AS now)
 INSERT INTO automation_enrollments (automation_id, user_id, contact_id, step, due_at)
 SELECT a.id, a.user_id, m.contact_id, f.id, p.now + schedule_wait(f.waiting_period, f.waiting_type)
@@ -17,7 +18,7 @@ CROSS JOIN LATERAL (
     WHERE a.automation_for_table = 'segments_' AND sr.segment_id = a.automation_for
       AND sr.user_id = a.user_id AND sr.contact_id IS NOT NULL
 ) m
-WHERE a.id = @id AND a.status = 1 AND a.deleted_at IS NULL
+WHERE a.id = @id AND a.status = 1 AND a.automation_type = 2 AND a.deleted_at IS NULL
 ON CONFLICT (automation_id, contact_id) WHERE state = 0 DO NOTHING;
 
 -- name: ClaimDueEnrollments :many
