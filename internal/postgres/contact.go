@@ -75,6 +75,10 @@ func (d *DB) AddContact(ctx context.Context, userID int64, in mail.ContactInput)
 			if err := addCounts(ctx, q, userID, countContacts, map[int64]int64{in.ContactTypeID: 1}); err != nil {
 				return err
 			}
+			// A new contact joins the type: live automations enroll it.
+			if err := enrollJoined(ctx, tx, userID, in.ContactTypeID, []int64{row.ID}); err != nil {
+				return err
+			}
 		}
 		return refreshSegments(ctx, tx, userID, []int64{in.ContactTypeID}, changed{ids: []int64{row.ID}})
 	})
@@ -126,6 +130,10 @@ func (d *DB) UpdateContact(ctx context.Context, userID, id int64, in mail.Contac
 		}
 		if oldType != in.ContactTypeID {
 			if err := addCounts(ctx, q, userID, countContacts, map[int64]int64{oldType: -1, in.ContactTypeID: 1}); err != nil {
+				return err
+			}
+			// Moved into another type: it joins that type's automations.
+			if err := enrollJoined(ctx, tx, userID, in.ContactTypeID, []int64{id}); err != nil {
 				return err
 			}
 		}

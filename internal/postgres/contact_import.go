@@ -254,6 +254,11 @@ func (im *ContactImport) Commit(ctx context.Context, typeID int64, src *mail.Con
 	if err := addCounts(ctx, db.New(im.tx), im.userID, countContacts, map[int64]int64{typeID: res.Added}); err != nil {
 		return ImportResult{}, err
 	}
+	if res.Added > 0 { // the new contacts join the type's live automations, in one statement
+		if err := enrollJoined(ctx, im.tx, im.userID, typeID, nil); err != nil {
+			return ImportResult{}, fmt.Errorf("postgres: enroll imported contacts: %w", err)
+		}
+	}
 	if hasSegments {
 		if _, err := im.tx.Exec(ctx, "ANALYZE import_changed"); err != nil {
 			return ImportResult{}, err

@@ -97,3 +97,36 @@ func (d *DB) StepAutomations(ctx context.Context, now time.Time, n, batchSize in
 	})
 	return runs, taken, translate(err)
 }
+
+// enrollJoinedSQL enrolls contacts that just joined contact type $2 of
+// account $1 in every live automation targeting the type, at its first
+// schedule ($4 is now). $3 names them: an id array, or NULL for "the
+// contacts inserted into the type at this transaction's start time" (an
+// import: created_at defaults to now(), the transaction's start, which an
+// update leaves alone; the insert runs in a savepoint, so xmin cannot tell
+// them). Reading them scans the type once. A contact enrolled already is
+// left as it is.
+const enrollJoinedSQL = `
+INSERT INTO automation_enrollments (automation_id, user_id, contact_id, step, due_at)
+SELECT a.id, a.user_id, c.id, f.id, $4::timestamptz + schedule_wait(f.waiting_period, f.waiting_type)
+FROM automations a
+CROSS JOIN LATERAL (SELECT s.id, s.waiting_period, s.waiting_type FROM automation_schedules s
+                    WHERE s.automation_id = a.id AND s.deleted_at IS NULL ORDER BY s.id LIMIT 1) f
+JOIN contacts c ON c.contact_type_id = a.automation_for AND c.deleted_at IS NULL
+ AND (CASE WHEN $3::bigint[] IS NULL THEN c.created_at = now() ELSE c.id = ANY($3::bigint[]) END)
+WHERE a.automation_for_table = 'contacts_' AND a.automation_for = $2 AND a.user_id = $1
+  AND a.status = 1 AND a.deleted_at IS NULL
+ON CONFLICT (automation_id, contact_id) WHERE state = 0 DO NOTHING`
+
+// enrollJoined enrolls, in tx, contacts that joined contact type typeID
+// (ids; nil: those tx inserted into it) in the live automations targeting
+// the type. A type no live automation targets costs one index probe.
+func enrollJoined(ctx context.Context, tx pgx.Tx, userID, typeID int64, ids []int64) error {
+	var live bool
+	if err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM automations
+		WHERE automation_for_table = 'contacts_' AND automation_for = $1 AND status = 1 AND deleted_at IS NULL)`, typeID).Scan(&live); err != nil || !live {
+		return err
+	}
+	_, err := tx.Exec(ctx, enrollJoinedSQL, userID, typeID, ids, time.Now())
+	return err
+}

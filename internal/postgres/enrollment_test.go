@@ -1,0 +1,62 @@
+package postgres_test
+
+import (
+	"context"
+	"slices"
+	"testing"
+)
+
+// Contacts that join a live automation's contact type are enrolled in the
+// transaction that adds, moves or imports them; contacts already there,
+// updates that join nothing and paused automations enroll nobody.
+func TestEnrollOnJoin(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	f := newListFixture(t)
+	var live, paused int64
+	for _, a := range []struct {
+		status int
+		id     *int64
+	}{{1, &live}, {0, &paused}} {
+		if err := f.d.Pool.QueryRow(ctx, `INSERT INTO automations (user_id, utr, automation_name, automation_type, automation_for,
+				automation_for_table, status) VALUES ($1, gen_random_uuid(), 'w', 1, $2, 'contacts_', $3) RETURNING id`,
+			f.uid, f.typeA, a.status).Scan(a.id); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := f.d.Pool.Exec(ctx, `INSERT INTO automation_schedules (user_id, automation_id, utr, sender_id, template_id, subject,
+				waiting_period, waiting_type) VALUES ($1, $2, gen_random_uuid(), 1, 1, 'hi', 1, 'instantly')`, f.uid, *a.id); err != nil {
+			t.Fatal(err)
+		}
+	}
+	enrolled := func() []string {
+		t.Helper()
+		var out []string
+		if err := f.d.Pool.QueryRow(ctx, `SELECT COALESCE(array_agg(c.email ORDER BY c.email), '{}') FROM automation_enrollments e
+			JOIN contacts c ON c.id = e.contact_id WHERE e.automation_id = $1 AND e.state = 0`, live).Scan(&out); err != nil {
+			t.Fatal(err)
+		}
+		return out
+	}
+
+	f.add(t, f.typeB, "before@x.example", 1) // another type: nothing
+	f.add(t, f.typeA, "ann@x.example", 1)
+	f.add(t, f.typeA, "ann@x.example", 2) // the same contact again: not a join
+	moved := f.add(t, f.typeB, "moved@x.example", 1)
+	if err := f.d.UpdateContact(ctx, f.uid, moved, f.contact(f.typeA, "moved@x.example", 1)); err != nil {
+		t.Fatal(err)
+	}
+	f.importCSV(t, f.typeA, "email,score\nann@x.example,3\nnew1@x.example,1\nnew2@x.example,2\n")
+	want := []string{"ann@x.example", "moved@x.example", "new1@x.example", "new2@x.example"}
+	if got := enrolled(); !slices.Equal(got, want) {
+		t.Errorf("enrolled %v, want %v", got, want)
+	}
+	var inPaused, firstStep int64
+	if err := f.d.Pool.QueryRow(ctx, `SELECT (SELECT count(*) FROM automation_enrollments WHERE automation_id = $1),
+		(SELECT count(*) FROM automation_enrollments e WHERE e.automation_id = $2 AND e.step = (SELECT min(id) FROM automation_schedules WHERE automation_id = $2) AND e.due_at IS NOT NULL)`,
+		paused, live).Scan(&inPaused, &firstStep); err != nil {
+		t.Fatal(err)
+	}
+	if inPaused != 0 || firstStep != 4 {
+		t.Errorf("paused automation enrolled %d; %d at the first schedule, want 0 and 4", inPaused, firstStep)
+	}
+}
