@@ -80,7 +80,7 @@ func (d *DB) AddContact(ctx context.Context, userID int64, in mail.ContactInput)
 				return err
 			}
 		}
-		return refreshSegments(ctx, tx, userID, []int64{in.ContactTypeID}, changed{ids: []int64{row.ID}})
+		return refreshAndEnroll(ctx, tx, userID, []int64{in.ContactTypeID}, changed{ids: []int64{row.ID}})
 	})
 	return row.ID, row.Inserted, err
 }
@@ -137,7 +137,7 @@ func (d *DB) UpdateContact(ctx context.Context, userID, id int64, in mail.Contac
 				return err
 			}
 		}
-		return refreshSegments(ctx, tx, userID, []int64{oldType, in.ContactTypeID}, changed{ids: []int64{id}})
+		return refreshAndEnroll(ctx, tx, userID, []int64{oldType, in.ContactTypeID}, changed{ids: []int64{id}})
 	})
 }
 

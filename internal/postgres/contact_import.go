@@ -263,7 +263,7 @@ func (im *ContactImport) Commit(ctx context.Context, typeID int64, src *mail.Con
 		if _, err := im.tx.Exec(ctx, "ANALYZE import_changed"); err != nil {
 			return ImportResult{}, err
 		}
-		if err := refreshSegments(ctx, im.tx, im.userID, []int64{typeID}, changed{table: "import_changed"}); err != nil {
+		if err := refreshAndEnroll(ctx, im.tx, im.userID, []int64{typeID}, changed{table: "import_changed"}); err != nil {
 			return ImportResult{}, fmt.Errorf("postgres: refresh segments after import: %w", err)
 		}
 	}

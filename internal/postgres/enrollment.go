@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"context"
+	"strconv"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -128,5 +129,57 @@ func enrollJoined(ctx context.Context, tx pgx.Tx, userID, typeID int64, ids []in
 		return err
 	}
 	_, err := tx.Exec(ctx, enrollJoinedSQL, userID, typeID, ids, time.Now())
+	return err
+}
+
+// refreshAndEnroll is refreshSegments for a contact write that can make
+// contacts join segments, enrolling those that entered a segment a live
+// automation targets: their memberships in such segments are noted before
+// the refresh (a temporary table: an import's changes are not held in Go)
+// and the contacts members after and not before are enrolled, in tx.
+func refreshAndEnroll(ctx context.Context, tx pgx.Tx, userID int64, typeIDs []int64, ch changed) error {
+	var targets []int64
+	rows, err := tx.Query(ctx, `SELECT DISTINCT a.automation_for FROM automations a
+		JOIN segments s ON s.id = a.automation_for AND s.deleted_at IS NULL
+		WHERE a.automation_for_table = 'segments_' AND a.status = 1 AND a.deleted_at IS NULL
+		  AND a.user_id = $1 AND s.contact_type_id = ANY($2::bigint[])`, userID, typeIDs)
+	if err == nil {
+		targets, err = pgx.CollectRows(rows, pgx.RowTo[int64])
+	}
+	if err != nil {
+		return err
+	}
+	if len(targets) == 0 || (ch.table == "" && len(ch.ids) == 0) {
+		return refreshSegments(ctx, tx, userID, typeIDs, ch)
+	}
+	// The changed contacts: an id array ($2), or an import's table.
+	changedSet, args := "SELECT unnest($2::bigint[])", []any{targets, ch.ids}
+	if ch.table != "" {
+		changedSet, args = "SELECT id FROM "+ch.table, []any{targets}
+	}
+	nowParam := "$" + strconv.Itoa(len(args)+1)
+	if _, err := tx.Exec(ctx, `CREATE TEMP TABLE IF NOT EXISTS segment_members_before (segment_id bigint, contact_id bigint) ON COMMIT DROP;
+		TRUNCATE segment_members_before`); err != nil {
+		return err
+	}
+	if _, err := tx.Exec(ctx, `INSERT INTO segment_members_before
+		SELECT r.segment_id, r.contact_id FROM segment_recipients r
+		WHERE r.segment_id = ANY($1::bigint[]) AND r.contact_id IN (`+changedSet+`)`, args...); err != nil {
+		return err
+	}
+	if err := refreshSegments(ctx, tx, userID, typeIDs, ch); err != nil {
+		return err
+	}
+	_, err = tx.Exec(ctx, `
+		INSERT INTO automation_enrollments (automation_id, user_id, contact_id, step, due_at)
+		SELECT a.id, a.user_id, r.contact_id, f.id, `+nowParam+`::timestamptz + schedule_wait(f.waiting_period, f.waiting_type)
+		FROM automations a
+		CROSS JOIN LATERAL (SELECT s.id, s.waiting_period, s.waiting_type FROM automation_schedules s
+		                    WHERE s.automation_id = a.id AND s.deleted_at IS NULL ORDER BY s.id LIMIT 1) f
+		JOIN segment_recipients r ON r.segment_id = a.automation_for AND r.contact_id IN (`+changedSet+`)
+		WHERE a.automation_for_table = 'segments_' AND a.automation_for = ANY($1::bigint[])
+		  AND a.status = 1 AND a.deleted_at IS NULL
+		  AND NOT EXISTS (SELECT 1 FROM segment_members_before b WHERE b.segment_id = r.segment_id AND b.contact_id = r.contact_id)
+		ON CONFLICT (automation_id, contact_id) WHERE state = 0 DO NOTHING`, append(args, time.Now())...)
 	return err
 }

@@ -3,6 +3,7 @@ package postgres_test
 import (
 	"context"
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -58,5 +59,60 @@ func TestEnrollOnJoin(t *testing.T) {
 	}
 	if inPaused != 0 || firstStep != 4 {
 		t.Errorf("paused automation enrolled %d; %d at the first schedule, want 0 and 4", inPaused, firstStep)
+	}
+}
+
+// Contacts that enter a live automation's segment (added into it, updated
+// or imported so that they match) are enrolled in the writer's
+// transaction; members that stay members are not enrolled again.
+func TestEnrollOnEnteringSegment(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	f := newListFixture(t) // f.segment: type A contacts with score < 50
+	var auto int64
+	if err := f.d.Pool.QueryRow(ctx, `INSERT INTO automations (user_id, utr, automation_name, automation_type, automation_for,
+			automation_for_table, status) VALUES ($1, gen_random_uuid(), 'seg', 1, $2, 'segments_', 1) RETURNING id`,
+		f.uid, f.segment).Scan(&auto); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.d.Pool.Exec(ctx, `INSERT INTO automation_schedules (user_id, automation_id, utr, sender_id, template_id, subject,
+			waiting_period, waiting_type) VALUES ($1, $2, gen_random_uuid(), 1, 1, 'hi', 2, 'days')`, f.uid, auto); err != nil {
+		t.Fatal(err)
+	}
+	enrolled := func() []string {
+		t.Helper()
+		var out []string
+		if err := f.d.Pool.QueryRow(ctx, `SELECT COALESCE(array_agg(c.email || ':' || e.id ORDER BY c.email), '{}') FROM automation_enrollments e
+			JOIN contacts c ON c.id = e.contact_id WHERE e.automation_id = $1`, auto).Scan(&out); err != nil {
+			t.Fatal(err)
+		}
+		return out
+	}
+	emails := func(list []string) []string {
+		out := make([]string, len(list))
+		for i, s := range list {
+			out[i] = s[:strings.IndexByte(s, ':')]
+		}
+		return out
+	}
+
+	f.add(t, f.typeA, "low@x.example", 5)           // joins at once
+	high := f.add(t, f.typeA, "high@x.example", 80) // not a member
+	f.add(t, f.typeB, "other@x.example", 1)         // another type
+	if got := emails(enrolled()); !slices.Equal(got, []string{"low@x.example"}) {
+		t.Fatalf("after adds %v", got)
+	}
+	before := enrolled()
+	if err := f.d.UpdateContact(ctx, f.uid, high, f.contact(f.typeA, "high@x.example", 10)); err != nil { // enters
+		t.Fatal(err)
+	}
+	f.add(t, f.typeA, "low@x.example", 6) // stays a member: nothing new
+	f.importCSV(t, f.typeA, "email,score\nnew@x.example,1\nlow@x.example,7\nbig@x.example,99\n")
+	got := enrolled()
+	if want := []string{"high@x.example", "low@x.example", "new@x.example"}; !slices.Equal(emails(got), want) {
+		t.Fatalf("enrolled %v, want %v", got, want)
+	}
+	if !slices.Contains(got, before[0]) {
+		t.Errorf("low@ was enrolled again: %v, was %v", got, before)
 	}
 }
