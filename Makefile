@@ -3,7 +3,7 @@ GO       ?= go
 SQLC     ?= $(GO) run github.com/sqlc-dev/sqlc/cmd/sqlc@v1.31.1
 BIN      := bin
 
-.PHONY: run build test bench bench-send generate lint clean
+.PHONY: run build test bench bench-send bench-automation generate lint clean
 
 build:
 	$(GO) build -o $(BIN)/api ./cmd/api
@@ -32,6 +32,11 @@ bench:
 # project's SMTP sink (cmd/bench-send): ARGS="-n 1000000 -workers 2".
 bench-send: build
 	$(GO) run ./cmd/bench-send $(ARGS)
+
+# N contacts imported into a live welcome automation with an instant mail:
+# the import with and without it, time to first mail, mails/s.
+bench-automation: build
+	$(GO) run ./cmd/bench-send -automation $(ARGS)
 
 # Regenerates internal/postgres/db from queries/*.sql (needs cgo; slow the
 # first time while sqlc builds).

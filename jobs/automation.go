@@ -10,8 +10,8 @@ import (
 	"github.com/hibiken/asynq"
 )
 
-// TypeStepAutomations sends the automation mails that are due: it runs
-// with the sweeper's period (docs/automations.md).
+// TypeStepAutomations sends the automation mails that are due: the
+// scheduler queues it every 2 s (docs/automations.md).
 const TypeStepAutomations = "automations:step"
 
 // stepBatch is how many enrollments one stepping transaction takes.
@@ -20,7 +20,7 @@ const stepBatch = 5000
 // NewStepAutomationsTask is the stepper's periodic task; Unique keeps one
 // queued.
 func NewStepAutomationsTask() *asynq.Task {
-	return asynq.NewTask(TypeStepAutomations, nil, asynq.Queue(QueueDefault), asynq.Unique(10*time.Second),
+	return asynq.NewTask(TypeStepAutomations, nil, asynq.Queue(QueueDefault), asynq.Unique(5*time.Second),
 		asynq.MaxRetry(3), asynq.Timeout(5*time.Minute))
 }
 

@@ -84,7 +84,9 @@ func Schedule(s *asynq.Scheduler, sweepEvery time.Duration) error {
 	if _, err := s.Register("@every "+sweepEvery.String(), NewSweepSendsTask()); err != nil {
 		return err
 	}
-	if _, err := s.Register("@every "+sweepEvery.String(), NewStepAutomationsTask()); err != nil {
+	// The stepper asks one indexed question when nothing is due: often, so
+	// a welcome mail goes out within seconds of the join.
+	if _, err := s.Register("@every 2s", NewStepAutomationsTask()); err != nil {
 		return err
 	}
 	_, err := s.Register("@every 1h", NewDropDeliveriesTask())

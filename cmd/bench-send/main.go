@@ -41,6 +41,7 @@ type options struct {
 	dbName, redis     string
 	addr              string
 	noPipelining      bool
+	automation        bool
 }
 
 func main() {
@@ -52,6 +53,7 @@ func main() {
 	flag.StringVar(&o.redis, "redis", "redis://127.0.0.1:6379/15", "Redis database to flush and use")
 	flag.StringVar(&o.addr, "addr", "127.0.0.1:18099", "the API's address")
 	flag.BoolVar(&o.noPipelining, "no-pipelining", false, "the sink hides PIPELINING (the engine must still work)")
+	flag.BoolVar(&o.automation, "automation", false, "instead of a single send: N contacts imported into a live welcome automation with an instant mail")
 	flag.Parse()
 	if err := run(context.Background(), o); err != nil {
 		fmt.Fprintln(os.Stderr, "bench-send:", err)
@@ -104,6 +106,9 @@ func run(ctx context.Context, o options) error {
 	}
 	c := &client{base: base + "/api", public: keys.Public, secret: keys.Secret}
 
+	if o.automation {
+		return runAutomation(ctx, o, c, env, dir, sink)
+	}
 	fmt.Printf("bench-send: N=%d, workers=%d, conns=%d, pipelining=%v\n", o.n, o.workers, o.conns, !o.noPipelining)
 	t0 := time.Now()
 	listA, err := c.listWithContacts(ctx, "main list", 0, o.n)
@@ -301,29 +306,7 @@ func (c *client) listWithContacts(ctx context.Context, name string, from, n int)
 	if err != nil {
 		return 0, err
 	}
-	pr, pw := io.Pipe()
-	mw := multipart.NewWriter(pw)
-	go func() {
-		mw.WriteField("contact_type_id", strconv.FormatInt(id, 10))
-		fw, err := mw.CreateFormFile("file", "contacts.csv")
-		if err != nil {
-			pw.CloseWithError(err)
-			return
-		}
-		w := bufio.NewWriterSize(fw, 1<<16)
-		w.WriteString("email,first_name,last_name,city,postal_code\n")
-		for i := from; i < from+n; i++ {
-			fmt.Fprintf(w, "%s,First%d,Last%d,Munich,%05d\n", address(i), i, i, i%100000)
-		}
-		w.Flush()
-		pw.CloseWithError(mw.Close())
-	}()
-	req, err := http.NewRequestWithContext(ctx, "POST", c.base+"/contacts/upload-csv", pr)
-	if err != nil {
-		return 0, err
-	}
-	req.Header.Set("Content-Type", mw.FormDataContentType())
-	if _, err := c.do(req); err != nil {
+	if err := c.importInto(ctx, id, from, n); err != nil {
 		return 0, err
 	}
 	return id, nil
@@ -520,4 +503,130 @@ func logLevel() string {
 		return v
 	}
 	return "info"
+}
+
+// runAutomation is -automation: the import of N contacts into a contact
+// type without, then with, a live welcome automation with an instant
+// mail, and the mails that follow.
+func runAutomation(ctx context.Context, o options, c *client, env []string, dir string, sink *smtptest.Sink) error {
+	fmt.Printf("bench-automation: N=%d, workers=%d, conns=%d\n", o.n, o.workers, o.conns)
+	t0 := time.Now()
+	if _, err := c.listWithContacts(ctx, "baseline", 0, o.n); err != nil {
+		return err
+	}
+	plain := time.Since(t0)
+	if _, err := c.call("POST", "/unsubscribes-groups/save", url.Values{"group_name": {"News"}, "description": {"News"}, "is_display": {"1"}}); err != nil {
+		return err
+	}
+	group, err := c.lastID("/unsubscribes-groups", "unsubscribesGroups")
+	if err != nil {
+		return err
+	}
+	if _, err := c.call("POST", "/sender/save", url.Values{"from_name": {"Bench Shop"}, "from_email": {"news@bench.example"},
+		"reply_to_email": {"help@bench.example"}, "country_id": {"276"}, "company_address": {"Marienplatz 1"}, "nickname": {"bench"}}); err != nil {
+		return err
+	}
+	sender, err := c.lastID("/senders", "senders")
+	if err != nil {
+		return err
+	}
+	if _, err := c.call("POST", "/contacts-type/add", url.Values{"name": {"welcome list"}}); err != nil {
+		return err
+	}
+	typ, err := c.lastID("/contacts-type", "contactTypes")
+	if err != nil {
+		return err
+	}
+	b, err := c.call("POST", "/automations/create", url.Values{"type": {"welcome"}, "automation_name": {"Welcome"},
+		"automation_for": {"contacts_" + strconv.FormatInt(typ, 10)}, "unsubscribe_group_id": {strconv.FormatInt(group, 10)}})
+	if err != nil {
+		return err
+	}
+	var made struct {
+		UTR string `json:"utr"`
+	}
+	if err := json.Unmarshal(b, &made); err != nil || made.UTR == "" {
+		return fmt.Errorf("automation create answered %s", b)
+	}
+	if _, err := c.call("POST", "/automations/schedule/create", url.Values{"utr": {made.UTR}, "sender_id": {strconv.FormatInt(sender, 10)},
+		"subject": {"Welcome, ((first_name))"}, "waiting_period": {"1"}, "waiting_type": {"instantly"}, "template_id": {"1"},
+		"preview_img": {"blank.png"}, "template_html": {template}}); err != nil {
+		return err
+	}
+	if _, err := c.call("GET", "/automations/set-live?utr="+made.UTR, nil); err != nil {
+		return err
+	}
+	var workers []*exec.Cmd
+	for i := range o.workers {
+		wenv := env
+		if i == 0 {
+			wenv = append(append([]string(nil), env...), "CPU_PROFILE="+filepath.Join(dir, "worker.cpu"))
+		}
+		w, err := start(ctx, wenv, filepath.Join(dir, fmt.Sprintf("worker%d.log", i)), "bin/worker")
+		if err != nil {
+			return err
+		}
+		workers = append(workers, w)
+	}
+	defer func() {
+		for _, w := range workers {
+			stop(w)
+		}
+	}()
+	time.Sleep(time.Second)
+	sink.Reset()
+	t1 := time.Now()
+	if err := c.importInto(ctx, typ, 0, o.n); err != nil {
+		return err
+	}
+	withAutomation := time.Since(t1)
+	deadline := time.Now().Add(time.Duration(o.n/500+120) * time.Second)
+	for sink.Mails() < int64(o.n) {
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%d of %d welcome mails after the deadline", sink.Mails(), o.n)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	done := time.Now()
+	var peak []string
+	for _, w := range workers {
+		peak = append(peak, fmt.Sprintf("%d MB", vmHWM(w.Process.Pid)>>10))
+	}
+	fmt.Printf("  import of %d contacts, no automation: %v (%.0f rows/s)\n", o.n, plain.Round(time.Millisecond), float64(o.n)/plain.Seconds())
+	fmt.Printf("  import of %d contacts into a live welcome automation: %v (%.0f rows/s, %.2f of the plain rate)\n", o.n,
+		withAutomation.Round(time.Millisecond), float64(o.n)/withAutomation.Seconds(), plain.Seconds()/withAutomation.Seconds())
+	fmt.Printf("  time to first mail: %v after the import began, %v after it ended\n", sink.First().Sub(t1).Round(time.Millisecond),
+		sink.First().Sub(t1.Add(withAutomation)).Round(time.Millisecond))
+	fmt.Printf("  %d welcome mails: %v from the import's start, %.0f mails/s; from the import's end %.0f mails/s\n", sink.Mails(),
+		done.Sub(t1).Round(time.Millisecond), float64(sink.Mails())/done.Sub(t1).Seconds(), float64(sink.Mails())/done.Sub(t1.Add(withAutomation)).Seconds())
+	fmt.Printf("  worker peak RSS: %s\n", strings.Join(peak, ", "))
+	return nil
+}
+
+// importInto imports contacts from..from+n into an existing contact type.
+func (c *client) importInto(ctx context.Context, id int64, from, n int) error {
+	pr, pw := io.Pipe()
+	mw := multipart.NewWriter(pw)
+	go func() {
+		mw.WriteField("contact_type_id", strconv.FormatInt(id, 10))
+		fw, err := mw.CreateFormFile("file", "contacts.csv")
+		if err != nil {
+			pw.CloseWithError(err)
+			return
+		}
+		w := bufio.NewWriterSize(fw, 1<<16)
+		w.WriteString("email,first_name,last_name,city,postal_code\n")
+		for i := from; i < from+n; i++ {
+			fmt.Fprintf(w, "%s,First%d,Last%d,Munich,%05d\n", address(i), i, i, i%100000)
+		}
+		w.Flush()
+		pw.CloseWithError(mw.Close())
+	}()
+	req, err := http.NewRequestWithContext(ctx, "POST", c.base+"/contacts/upload-csv", pr)
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Content-Type", mw.FormDataContentType())
+	_, err = c.do(req)
+	return err
 }
