@@ -1,0 +1,66 @@
+package postgres_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/mailroom/mailroom/internal/testdb"
+)
+
+// BenchmarkStepPass is one stepping pass over 1,000,000 active
+// enrollments of which 1% are due: every due one gets its run's delivery
+// and moves on. Run it with -benchtime=1x (the setup makes a million
+// contacts and enrollments).
+func BenchmarkStepPass(b *testing.B) {
+	ctx := context.Background()
+	d := testdb.New(b)
+	user, _, err := d.CreateAccount(ctx, "step")
+	if err != nil {
+		b.Fatal(err)
+	}
+	var typ, auto int64
+	q := func(dst *int64, sql string, args ...any) {
+		b.Helper()
+		if err := d.Pool.QueryRow(ctx, sql, args...).Scan(dst); err != nil {
+			b.Fatalf("%s: %v", sql, err)
+		}
+	}
+	exec := func(sql string, args ...any) {
+		b.Helper()
+		if _, err := d.Pool.Exec(ctx, sql, args...); err != nil {
+			b.Fatalf("%s: %v", sql, err)
+		}
+	}
+	q(&typ, `INSERT INTO contact_types (user_id, name) VALUES ($1, 'step') RETURNING id`, user)
+	exec(`INSERT INTO contacts (user_id, contact_type_id, email, first_name)
+		SELECT $1, $2, 'c' || i || '@step.example', 'C' || i FROM generate_series(1, 1000000) i`, user, typ)
+	q(&auto, `INSERT INTO automations (user_id, utr, automation_name, automation_type, automation_for, automation_for_table, status)
+		VALUES ($1, gen_random_uuid(), 'step', 1, $2, 'contacts_', 1) RETURNING id`, user, typ)
+	exec(`INSERT INTO automation_schedules (user_id, automation_id, utr, sender_id, template_id, subject, waiting_period, waiting_type, template_html)
+		SELECT $1, $2, gen_random_uuid(), 1, 1, 's' || i, 1, 'days', '<p>x</p>' FROM generate_series(1, 3) i`, user, auto)
+	now := time.Now()
+	exec(`INSERT INTO automation_enrollments (automation_id, user_id, contact_id, step, due_at)
+		SELECT $1, $2, c.id, (SELECT min(id) FROM automation_schedules WHERE automation_id = $1),
+			CASE WHEN c.id % 100 = 0 THEN $3::timestamptz - interval '1 minute' ELSE $3::timestamptz + interval '1 day' END
+		FROM contacts c WHERE c.contact_type_id = $4`, auto, user, now, typ)
+	exec(`ANALYZE automation_enrollments; ANALYZE contacts`)
+	b.ResetTimer()
+	for b.Loop() {
+		start := time.Now()
+		total, runs := 0, 0
+		for {
+			rs, taken, err := d.StepAutomations(ctx, now, 5000, 1000, func() string { return "tok" })
+			if err != nil {
+				b.Fatal(err)
+			}
+			total, runs = total+taken, runs+len(rs)
+			if taken < 5000 {
+				break
+			}
+		}
+		b.ReportMetric(float64(total), "stepped")
+		b.ReportMetric(float64(runs), "runs")
+		b.ReportMetric(time.Since(start).Seconds()*1000, "pass-ms")
+	}
+}
