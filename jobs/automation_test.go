@@ -134,3 +134,64 @@ func automationEngine(t *testing.T, d *postgres.DB, transport smtp.Transport, cl
 		Links: mail.Links{Base: "https://m.example.test", Signer: mail.NewTokenSigner(key)}, Enqueue: q.enqueue, Now: clk.now})
 	return mux, q
 }
+
+// Exit criteria 1: a contact that left the target gets no more mail and
+// leaves; a bounced address leaves whatever the criteria; a welcome
+// automation enrolls nobody at set-live (only joins after).
+func TestAutomationExitCriteria(t *testing.T) {
+	// Not parallel: see TestSingleSendEndToEnd.
+	ctx := context.Background()
+	d := testdb.New(t)
+	user, _, err := d.CreateAccount(ctx, "exit")
+	if err != nil {
+		t.Fatal(err)
+	}
+	typ := scalar[int64](t, d, `INSERT INTO contact_types (user_id, name) VALUES ($1, 'members') RETURNING id`, user)
+	other := scalar[int64](t, d, `INSERT INTO contact_types (user_id, name) VALUES ($1, 'others') RETURNING id`, user)
+	exec(t, d, `INSERT INTO contacts (user_id, contact_type_id, email) VALUES ($1, $2, 'stay@exit.example'), ($1, $2, 'move@exit.example'), ($1, $2, 'bounce@exit.example')`, user, typ)
+	sender := scalar[int64](t, d, `INSERT INTO senders (user_id, from_name, from_email, reply_to_email, country_id, company_address, nickname, utr, is_verified)
+		VALUES ($1, 'Exit', 'exit@acme.example', 'exit@acme.example', 276, 'Street 1', 'n', gen_random_uuid()::text, 1) RETURNING id`, user)
+	automation := func(kind int) int64 {
+		id := scalar[int64](t, d, `INSERT INTO automations (user_id, utr, automation_name, automation_type, automation_for, automation_for_table,
+			exit_criteria, status) VALUES ($1, gen_random_uuid(), 'a', $2, $3, 'contacts_', 1, 1) RETURNING id`, user, kind, typ)
+		exec(t, d, `INSERT INTO automation_schedules (user_id, automation_id, utr, sender_id, template_id, subject, waiting_period, waiting_type, template_html)
+			VALUES ($1, $2, gen_random_uuid(), $3, 1, 'first', 1, 'instantly', '<p>1</p>'), ($1, $2, gen_random_uuid(), $3, 1, 'second', 1, 'hours', '<p>2</p>')`, user, id, sender)
+		return id
+	}
+	custom, welcome := automation(2), automation(1)
+
+	srv := smtptest.New(t, smtptest.Options{})
+	pool := smtp.NewPool(smtp.Config{Addr: srv.Addr, Size: 2, Timeout: 5 * time.Second})
+	defer pool.Close()
+	clk := &clock{t: time.Date(2026, 11, 23, 9, 0, 0, 0, time.UTC)}
+	mux, q := automationEngine(t, d, pool, clk)
+	for _, id := range []int64{custom, welcome} {
+		if err := mux.ProcessTask(ctx, jobs.NewEnrollMembersTask(id)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := scalar[int64](t, d, "SELECT count(*) FROM automation_enrollments WHERE automation_id = $1", welcome); n != 0 {
+		t.Fatalf("a welcome automation enrolled %d existing members at set-live", n)
+	}
+	q.drain(t, mux)
+	if n := srv.Count(); n != 3 {
+		t.Fatalf("%d first mails, want 3", n)
+	}
+	exec(t, d, "UPDATE contacts SET contact_type_id = $1 WHERE email = 'move@exit.example'", other)
+	exec(t, d, "INSERT INTO bounces (user_id, email_lc) VALUES ($1, 'bounce@exit.example')", user)
+	clk.t = clk.t.Add(2 * time.Hour)
+	q.enqueue(ctx, jobs.NewStepAutomationsTask())
+	q.drain(t, mux)
+	var seconds []string
+	for _, m := range srv.Messages()[3:] {
+		seconds = append(seconds, m.To[0])
+	}
+	if !slices.Equal(seconds, []string{"stay@exit.example"}) {
+		t.Errorf("second mails to %v, want stay@ only", seconds)
+	}
+	states := scalar[[]string](t, d, `SELECT array_agg(c.email || ':' || e.state ORDER BY c.email) FROM automation_enrollments e
+		JOIN contacts c ON c.id = e.contact_id WHERE e.automation_id = $1`, custom)
+	if want := []string{"bounce@exit.example:2", "move@exit.example:2", "stay@exit.example:1"}; !slices.Equal(states, want) {
+		t.Errorf("enrollments %v, want %v", states, want)
+	}
+}
