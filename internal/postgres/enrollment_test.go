@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 )
 
 // Contacts that join a live automation's contact type are enrolled in the
@@ -114,5 +115,45 @@ func TestEnrollOnEnteringSegment(t *testing.T) {
 	}
 	if !slices.Contains(got, before[0]) {
 		t.Errorf("low@ was enrolled again: %v, was %v", got, before)
+	}
+}
+
+// An automation of another account pointed at this account's type (or
+// segment) enrolls none of its contacts, by any path.
+func TestEnrollmentStaysInItsAccount(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	f := newListFixture(t)
+	otherUser, _, err := f.d.CreateAccount(ctx, "other")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, target := range []struct {
+		table string
+		id    int64
+		kind  int
+	}{{"contacts_", f.typeA, 1}, {"segments_", f.segment, 1}, {"contacts_", f.typeA, 2}} {
+		var auto int64
+		if err := f.d.Pool.QueryRow(ctx, `INSERT INTO automations (user_id, utr, automation_name, automation_type, automation_for,
+				automation_for_table, status) VALUES ($1, gen_random_uuid(), 'x', $2, $3, $4, 1) RETURNING id`,
+			otherUser, target.kind, target.id, target.table).Scan(&auto); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := f.d.Pool.Exec(ctx, `INSERT INTO automation_schedules (user_id, automation_id, utr, sender_id, template_id, subject,
+				waiting_period, waiting_type) VALUES ($1, $2, gen_random_uuid(), 1, 1, 'hi', 1, 'instantly')`, otherUser, auto); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := f.d.EnrollMembers(ctx, auto, time.Now()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	f.add(t, f.typeA, "mine@x.example", 1)
+	f.importCSV(t, f.typeA, "email,score\nmine2@x.example,2\n")
+	var n int64
+	if err := f.d.Pool.QueryRow(ctx, "SELECT count(*) FROM automation_enrollments WHERE user_id = $1", otherUser).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	if n != 0 {
+		t.Errorf("another account's automations enrolled %d of this account's contacts", n)
 	}
 }
