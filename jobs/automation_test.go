@@ -195,3 +195,66 @@ func TestAutomationExitCriteria(t *testing.T) {
 		t.Errorf("enrollments %v, want %v", states, want)
 	}
 }
+
+// Only the first set-live enrolls a custom automation's members: a resume
+// enrolls again neither those who finished nor those who joined while it
+// was paused; a deleted schedule's mail is not sent; runs record no
+// single-send events.
+func TestAutomationResumeAndDeletedSchedule(t *testing.T) {
+	// Not parallel: see TestSingleSendEndToEnd.
+	ctx := context.Background()
+	d := testdb.New(t)
+	user, _, err := d.CreateAccount(ctx, "resume")
+	if err != nil {
+		t.Fatal(err)
+	}
+	typ := scalar[int64](t, d, `INSERT INTO contact_types (user_id, name) VALUES ($1, 'members') RETURNING id`, user)
+	exec(t, d, `INSERT INTO contacts (user_id, contact_type_id, email) VALUES ($1, $2, 'first@resume.example')`, user, typ)
+	sender := scalar[int64](t, d, `INSERT INTO senders (user_id, from_name, from_email, reply_to_email, country_id, company_address, nickname, utr, is_verified)
+		VALUES ($1, 'R', 'r@acme.example', 'r@acme.example', 276, 'Street 1', 'n', gen_random_uuid()::text, 1) RETURNING id`, user)
+	auto := scalar[int64](t, d, `INSERT INTO automations (user_id, utr, automation_name, automation_type, automation_for, automation_for_table, status)
+		VALUES ($1, gen_random_uuid(), 'r', 2, $2, 'contacts_', 1) RETURNING id`, user, typ)
+	exec(t, d, `INSERT INTO automation_schedules (user_id, automation_id, utr, sender_id, template_id, subject, waiting_period, waiting_type, template_html)
+		VALUES ($1, $2, gen_random_uuid(), $3, 1, 'one', 1, 'instantly', '<p>1</p>'), ($1, $2, gen_random_uuid(), $3, 1, 'two', 1, 'hours', '<p>2</p>'),
+		       ($1, $2, gen_random_uuid(), $3, 1, 'three', 2, 'hours', '<p>3</p>')`, user, auto, sender)
+	srv := smtptest.New(t, smtptest.Options{})
+	pool := smtp.NewPool(smtp.Config{Addr: srv.Addr, Size: 2, Timeout: 5 * time.Second})
+	defer pool.Close()
+	clk := &clock{t: time.Date(2026, 11, 23, 9, 0, 0, 0, time.UTC)}
+	mux, q := automationEngine(t, d, pool, clk)
+	if err := mux.ProcessTask(ctx, jobs.NewEnrollMembersTask(auto)); err != nil {
+		t.Fatal(err)
+	}
+	q.drain(t, mux) // "one"
+	exec(t, d, "UPDATE automation_schedules SET deleted_at = now() WHERE automation_id = $1 AND subject = 'two'", auto)
+	clk.t = clk.t.Add(90 * time.Minute) // "two" is due: deleted, so "three" comes next, due now
+	q.enqueue(ctx, jobs.NewStepAutomationsTask())
+	q.drain(t, mux)
+	clk.t = clk.t.Add(5 * time.Hour)
+	q.enqueue(ctx, jobs.NewStepAutomationsTask())
+	q.drain(t, mux)
+	// Pause, a contact joins, resume (the API queues the enroll task again).
+	exec(t, d, "UPDATE automations SET status = 0 WHERE id = $1", auto)
+	exec(t, d, `INSERT INTO contacts (user_id, contact_type_id, email) VALUES ($1, $2, 'paused@resume.example')`, user, typ)
+	exec(t, d, "UPDATE automations SET status = 1 WHERE id = $1", auto)
+	if err := mux.ProcessTask(ctx, jobs.NewEnrollMembersTask(auto)); err != nil {
+		t.Fatal(err)
+	}
+	clk.t = clk.t.Add(24 * time.Hour)
+	q.enqueue(ctx, jobs.NewStepAutomationsTask())
+	q.drain(t, mux)
+	var subjects []string
+	for _, m := range srv.Messages() {
+		for _, line := range strings.Split(string(m.Data), "\r\n") {
+			if s, ok := strings.CutPrefix(line, "Subject: "); ok {
+				subjects = append(subjects, m.To[0]+": "+s)
+			}
+		}
+	}
+	if want := []string{"first@resume.example: one", "first@resume.example: three"}; !slices.Equal(subjects, want) {
+		t.Errorf("mails %v, want %v", subjects, want)
+	}
+	if n := scalar[int64](t, d, "SELECT count(*) FROM events WHERE user_id = $1 AND kind LIKE 'single_send.%'", user); n != 0 {
+		t.Errorf("%d single-send events for an automation's runs", n)
+	}
+}

@@ -180,6 +180,9 @@ func completeSend(ctx context.Context, q *db.Queries, id int64) (bool, error) {
 	if err != nil {
 		return false, err
 	}
+	if r.AutomationID != nil {
+		return true, nil // an automation's run: its account hears of the automation, not of each run
+	}
 	return true, q.RecordSendEvent(ctx, db.RecordSendEventParams{UserID: r.UserID, Kind: mail.EventSingleSendCompleted, SendID: &id,
 		Payload: fmt.Appendf(nil, `{"triggered": %d, "delivered": %d, "bounces": %d}`, r.Triggered, r.Delivered, r.Bounces)})
 }

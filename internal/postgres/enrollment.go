@@ -15,7 +15,7 @@ import (
 // automation at set-live); contacts enrolled already are left as they
 // are. It answers how many were enrolled.
 func (d *DB) EnrollMembers(ctx context.Context, id int64, now time.Time) (int64, error) {
-	n, err := d.q.EnrollMembers(ctx, db.EnrollMembersParams{ID: id, Now: now})
+	n, err := d.q.EnrollMembers(ctx, db.EnrollMembersParams{AutomationID: id, Now: now})
 	return n, translate(err)
 }
 
@@ -67,8 +67,15 @@ func (d *DB) StepAutomations(ctx context.Context, now time.Time, n, batchSize in
 			if err != nil {
 				return err
 			}
-			if err := q.CreateRun(ctx, db.CreateRunParams{ID: runID, ListToken: newToken(), ScheduleID: schedule}); err != nil {
+			made, err := q.CreateRun(ctx, db.CreateRunParams{ID: runID, ListToken: newToken(), ScheduleID: schedule})
+			if err != nil {
 				return err
+			}
+			if made == 0 { // the schedule was deleted: its mail is not sent
+				if err := q.SkipDeletedStep(ctx, db.SkipDeletedStepParams{EnrollmentIds: ids, Now: now}); err != nil {
+					return err
+				}
+				continue
 			}
 			sent, err := q.ExpandRun(ctx, db.ExpandRunParams{RunID: runID, EnrollmentIds: ids})
 			if err != nil {
@@ -142,7 +149,7 @@ func refreshAndEnroll(ctx context.Context, tx pgx.Tx, userID int64, typeIDs []in
 	rows, err := tx.Query(ctx, `SELECT DISTINCT a.automation_for FROM automations a
 		JOIN segments s ON s.id = a.automation_for AND s.deleted_at IS NULL
 		WHERE a.automation_for_table = 'segments_' AND a.status = 1 AND a.deleted_at IS NULL
-		  AND a.user_id = $1 AND s.contact_type_id = ANY($2::bigint[])`, userID, typeIDs)
+		  AND a.user_id = $1 AND s.user_id = $1 AND s.contact_type_id = ANY($2::bigint[])`, userID, typeIDs)
 	if err == nil {
 		targets, err = pgx.CollectRows(rows, pgx.RowTo[int64])
 	}
@@ -157,7 +164,7 @@ func refreshAndEnroll(ctx context.Context, tx pgx.Tx, userID int64, typeIDs []in
 	if ch.table != "" {
 		changedSet, args = "SELECT id FROM "+ch.table, []any{targets}
 	}
-	nowParam := "$" + strconv.Itoa(len(args)+1)
+	nowParam, userParam := "$"+strconv.Itoa(len(args)+1), "$"+strconv.Itoa(len(args)+2)
 	if _, err := tx.Exec(ctx, `CREATE TEMP TABLE IF NOT EXISTS segment_members_before (segment_id bigint, contact_id bigint) ON COMMIT DROP;
 		TRUNCATE segment_members_before`); err != nil {
 		return err
@@ -178,8 +185,8 @@ func refreshAndEnroll(ctx context.Context, tx pgx.Tx, userID int64, typeIDs []in
 		                    WHERE s.automation_id = a.id AND s.deleted_at IS NULL ORDER BY s.id LIMIT 1) f
 		JOIN segment_recipients r ON r.segment_id = a.automation_for AND r.contact_id IN (`+changedSet+`)
 		WHERE a.automation_for_table = 'segments_' AND a.automation_for = ANY($1::bigint[])
-		  AND a.status = 1 AND a.deleted_at IS NULL
+		  AND a.status = 1 AND a.deleted_at IS NULL AND a.user_id = `+userParam+` AND r.user_id = a.user_id
 		  AND NOT EXISTS (SELECT 1 FROM segment_members_before b WHERE b.segment_id = r.segment_id AND b.contact_id = r.contact_id)
-		ON CONFLICT (automation_id, contact_id) WHERE state = 0 DO NOTHING`, append(args, time.Now())...)
+		ON CONFLICT (automation_id, contact_id) WHERE state = 0 DO NOTHING`, append(args, time.Now(), userID)...)
 	return err
 }

@@ -186,14 +186,15 @@ const completeSend = `-- name: CompleteSend :one
 UPDATE single_sends s
 SET status = 3, sent_at = now(), updated_at = now()
 WHERE s.id = $1 AND s.status = 2 AND s.remaining <= 0
-RETURNING s.user_id, s.triggered, s.delivered, s.bounces
+RETURNING s.user_id, s.triggered, s.delivered, s.bounces, s.automation_id
 `
 
 type CompleteSendRow struct {
-	UserID    int64
-	Triggered int64
-	Delivered int64
-	Bounces   int64
+	UserID       int64
+	Triggered    int64
+	Delivered    int64
+	Bounces      int64
+	AutomationID *int64
 }
 
 // Marks the send completed when no delivery is left: a guarded update, so
@@ -206,6 +207,7 @@ func (q *Queries) CompleteSend(ctx context.Context, id int64) (CompleteSendRow, 
 		&i.Triggered,
 		&i.Delivered,
 		&i.Bounces,
+		&i.AutomationID,
 	)
 	return i, err
 }

@@ -88,7 +88,7 @@ func (q *Queries) ClaimDueEnrollments(ctx context.Context, arg ClaimDueEnrollmen
 	return items, nil
 }
 
-const createRun = `-- name: CreateRun :exec
+const createRun = `-- name: CreateRun :execrows
 INSERT INTO single_sends (id, user_id, utr, template_id, template_json, template_html, sender_id, unsubscribe_group_id,
     single_send_name, subject, preheader, status, due_at, started_at, progress_at, unique_open_token,
     automation_id, automation_schedule_id)
@@ -97,7 +97,7 @@ SELECT $1::bigint, a.user_id, gen_random_uuid(), s.template_id, s.template_json,
     COALESCE(a.unsubscribe_group_id, 0), a.automation_name, s.subject, '', 2, now(), now(), now(),
     jsonb_build_object(a.automation_for_table || a.automation_for, $2::text), a.id, s.id
 FROM automation_schedules s JOIN automations a ON a.id = s.automation_id
-WHERE s.id = $3
+WHERE s.id = $3 AND s.deleted_at IS NULL
 `
 
 type CreateRunParams struct {
@@ -108,9 +108,12 @@ type CreateRunParams struct {
 
 // A run of a schedule: a row of single_sends the engine sends like a
 // single send (status 2 from birth).
-func (q *Queries) CreateRun(ctx context.Context, arg CreateRunParams) error {
-	_, err := q.db.Exec(ctx, createRun, arg.ID, arg.ListToken, arg.ScheduleID)
-	return err
+func (q *Queries) CreateRun(ctx context.Context, arg CreateRunParams) (int64, error) {
+	result, err := q.db.Exec(ctx, createRun, arg.ID, arg.ListToken, arg.ScheduleID)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
 }
 
 const deleteRun = `-- name: DeleteRun :exec
@@ -124,10 +127,16 @@ func (q *Queries) DeleteRun(ctx context.Context, id int64) error {
 }
 
 const enrollMembers = `-- name: EnrollMembers :execrows
-WITH p AS (SELECT $2::timestamptz AS now)
+WITH p AS (SELECT $1::timestamptz AS now),
+first AS (
+    UPDATE automations au SET members_enrolled_at = (SELECT p.now FROM p)
+    WHERE au.id = $2::bigint AND au.members_enrolled_at IS NULL AND au.status = 1
+      AND au.automation_type = 2 AND au.deleted_at IS NULL
+    RETURNING au.id
+)
 INSERT INTO automation_enrollments (automation_id, user_id, contact_id, step, due_at)
 SELECT a.id, a.user_id, m.contact_id, f.id, p.now + schedule_wait(f.waiting_period, f.waiting_type)
-FROM p, automations a
+FROM p, first JOIN automations a ON a.id = first.id
 CROSS JOIN LATERAL (SELECT s.id, s.waiting_period, s.waiting_type FROM automation_schedules s
                     WHERE s.automation_id = a.id AND s.deleted_at IS NULL ORDER BY s.id LIMIT 1) f
 CROSS JOIN LATERAL (
@@ -139,21 +148,19 @@ CROSS JOIN LATERAL (
     WHERE a.automation_for_table = 'segments_' AND sr.segment_id = a.automation_for
       AND sr.user_id = a.user_id AND sr.contact_id IS NOT NULL
 ) m
-WHERE a.id = $1 AND a.status = 1 AND a.automation_type = 2 AND a.deleted_at IS NULL
 ON CONFLICT (automation_id, contact_id) WHERE state = 0 DO NOTHING
 `
 
 type EnrollMembersParams struct {
-	ID  int64
-	Now time.Time
+	Now          time.Time
+	AutomationID int64
 }
 
-// Every current member of a live custom automation's target gets an
-// active enrollment at its first schedule (at set-live; a welcome
-// automation enrolls only those who join after); a contact already
-// enrolled is left as it is.
+// At a live custom automation's first set-live only, every current member
+// of its target gets an active enrollment at its first schedule (a welcome
+// automation enrolls only those who join after; a resume enrolls nobody).
 func (q *Queries) EnrollMembers(ctx context.Context, arg EnrollMembersParams) (int64, error) {
-	result, err := q.db.Exec(ctx, enrollMembers, arg.ID, arg.Now)
+	result, err := q.db.Exec(ctx, enrollMembers, arg.Now, arg.AutomationID)
 	if err != nil {
 		return 0, err
 	}
@@ -203,6 +210,30 @@ func (q *Queries) NextRunID(ctx context.Context) (int64, error) {
 	var column_1 int64
 	err := row.Scan(&column_1)
 	return column_1, err
+}
+
+const skipDeletedStep = `-- name: SkipDeletedStep :exec
+WITH p AS (SELECT $2::timestamptz AS now)
+UPDATE automation_enrollments e
+SET step = nx.id, due_at = CASE WHEN nx.id IS NULL THEN NULL ELSE p.now END,
+    state = CASE WHEN nx.id IS NULL THEN 1 ELSE 0 END, updated_at = now()
+FROM p, automation_enrollments e0
+LEFT JOIN LATERAL (SELECT s.id FROM automation_schedules s
+                   WHERE s.automation_id = e0.automation_id AND s.id > e0.step AND s.deleted_at IS NULL
+                   ORDER BY s.id LIMIT 1) nx ON true
+WHERE e.id = e0.id AND e.id = ANY($1::bigint[])
+`
+
+type SkipDeletedStepParams struct {
+	EnrollmentIds []int64
+	Now           time.Time
+}
+
+// Enrollments whose next schedule was deleted move on to the one after it,
+// due now (or are done): a deleted mail is not sent.
+func (q *Queries) SkipDeletedStep(ctx context.Context, arg SkipDeletedStepParams) error {
+	_, err := q.db.Exec(ctx, skipDeletedStep, arg.EnrollmentIds, arg.Now)
+	return err
 }
 
 const startRun = `-- name: StartRun :one

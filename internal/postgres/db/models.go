@@ -40,6 +40,7 @@ type Automation struct {
 	DeletedAt          *time.Time
 	CreatedAt          time.Time
 	UpdatedAt          time.Time
+	MembersEnrolledAt  *time.Time
 }
 
 type AutomationEnrollment struct {

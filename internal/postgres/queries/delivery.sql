@@ -192,7 +192,7 @@ FROM added a;
 UPDATE single_sends s
 SET status = 3, sent_at = now(), updated_at = now()
 WHERE s.id = @id AND s.status = 2 AND s.remaining <= 0
-RETURNING s.user_id, s.triggered, s.delivered, s.bounces;
+RETURNING s.user_id, s.triggered, s.delivered, s.bounces, s.automation_id;
 
 -- name: LastDeliveryID :one
 SELECT COALESCE(max(id), 0)::bigint FROM deliveries WHERE send_id = @send_id;

@@ -1,12 +1,17 @@
 -- name: EnrollMembers :execrows
--- Every current member of a live custom automation's target gets an
--- active enrollment at its first schedule (at set-live; a welcome
--- automation enrolls only those who join after); a contact already
--- enrolled is left as it is.
-WITH p AS (SELECT @now::timestamptz AS now)
+-- At a live custom automation's first set-live only, every current member
+-- of its target gets an active enrollment at its first schedule (a welcome
+-- automation enrolls only those who join after; a resume enrolls nobody).
+WITH p AS (SELECT @now::timestamptz AS now),
+first AS (
+    UPDATE automations au SET members_enrolled_at = (SELECT p.now FROM p)
+    WHERE au.id = @automation_id::bigint AND au.members_enrolled_at IS NULL AND au.status = 1
+      AND au.automation_type = 2 AND au.deleted_at IS NULL
+    RETURNING au.id
+)
 INSERT INTO automation_enrollments (automation_id, user_id, contact_id, step, due_at)
 SELECT a.id, a.user_id, m.contact_id, f.id, p.now + schedule_wait(f.waiting_period, f.waiting_type)
-FROM p, automations a
+FROM p, first JOIN automations a ON a.id = first.id
 CROSS JOIN LATERAL (SELECT s.id, s.waiting_period, s.waiting_type FROM automation_schedules s
                     WHERE s.automation_id = a.id AND s.deleted_at IS NULL ORDER BY s.id LIMIT 1) f
 CROSS JOIN LATERAL (
@@ -18,7 +23,6 @@ CROSS JOIN LATERAL (
     WHERE a.automation_for_table = 'segments_' AND sr.segment_id = a.automation_for
       AND sr.user_id = a.user_id AND sr.contact_id IS NOT NULL
 ) m
-WHERE a.id = @id AND a.status = 1 AND a.automation_type = 2 AND a.deleted_at IS NULL
 ON CONFLICT (automation_id, contact_id) WHERE state = 0 DO NOTHING;
 
 -- name: ClaimDueEnrollments :many
@@ -35,7 +39,7 @@ FOR UPDATE OF e SKIP LOCKED;
 -- name: NextRunID :one
 SELECT nextval(pg_get_serial_sequence('single_sends', 'id'))::bigint;
 
--- name: CreateRun :exec
+-- name: CreateRun :execrows
 -- A run of a schedule: a row of single_sends the engine sends like a
 -- single send (status 2 from birth).
 INSERT INTO single_sends (id, user_id, utr, template_id, template_json, template_html, sender_id, unsubscribe_group_id,
@@ -46,7 +50,20 @@ SELECT @id::bigint, a.user_id, gen_random_uuid(), s.template_id, s.template_json
     COALESCE(a.unsubscribe_group_id, 0), a.automation_name, s.subject, '', 2, now(), now(), now(),
     jsonb_build_object(a.automation_for_table || a.automation_for, @list_token::text), a.id, s.id
 FROM automation_schedules s JOIN automations a ON a.id = s.automation_id
-WHERE s.id = @schedule_id;
+WHERE s.id = @schedule_id AND s.deleted_at IS NULL;
+
+-- name: SkipDeletedStep :exec
+-- Enrollments whose next schedule was deleted move on to the one after it,
+-- due now (or are done): a deleted mail is not sent.
+WITH p AS (SELECT @now::timestamptz AS now)
+UPDATE automation_enrollments e
+SET step = nx.id, due_at = CASE WHEN nx.id IS NULL THEN NULL ELSE p.now END,
+    state = CASE WHEN nx.id IS NULL THEN 1 ELSE 0 END, updated_at = now()
+FROM p, automation_enrollments e0
+LEFT JOIN LATERAL (SELECT s.id FROM automation_schedules s
+                   WHERE s.automation_id = e0.automation_id AND s.id > e0.step AND s.deleted_at IS NULL
+                   ORDER BY s.id LIMIT 1) nx ON true
+WHERE e.id = e0.id AND e.id = ANY(@enrollment_ids::bigint[]);
 
 -- name: ExpandRun :execrows
 -- The run's deliveries: the enrollments' contacts still live, still in the
