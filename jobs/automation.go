@@ -30,7 +30,7 @@ func NewStepAutomationsTask() *asynq.Task {
 func StepAutomations(d Deps) asynq.HandlerFunc {
 	return func(ctx context.Context, _ *asynq.Task) error {
 		for {
-			runs, taken, err := d.DB.StepAutomations(ctx, d.now(), stepBatch, d.Engine.BatchSize, openToken)
+			runs, more, err := d.DB.StepAutomations(ctx, d.now(), stepBatch, d.Engine.BatchSize, openToken)
 			if err != nil {
 				return err
 			}
@@ -41,7 +41,7 @@ func StepAutomations(d Deps) asynq.HandlerFunc {
 					}
 				}
 			}
-			if taken < stepBatch {
+			if !more {
 				return nil
 			}
 		}

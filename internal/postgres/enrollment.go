@@ -26,30 +26,39 @@ type Run struct {
 	Triggered       int64
 }
 
-// StepAutomations takes up to n active enrollments of live automations due
-// at now (FOR UPDATE SKIP LOCKED: steppers share the work), makes one run
+// StepAutomations locks live automations with enrollments due at now
+// (FOR UPDATE SKIP LOCKED: steppers share the work by automation, and a
+// pause or delete waits for the pass, so the locks are always taken
+// automation first), takes up to n of their due enrollments, makes one run
 // per schedule with the deliveries of those contacts still eligible, and
 // advances each enrollment to its next schedule (due after its wait from
 // now), done after the last, or left when its contact got no mail. All in
 // one transaction; it answers the runs with deliveries and how many
 // enrollments it took. newToken makes a run's open token.
-func (d *DB) StepAutomations(ctx context.Context, now time.Time, n, batchSize int, newToken func() string) (runs []Run, taken int, err error) {
+//
+// more says another pass would find work at once (it took n enrollments,
+// or as many automations as one pass locks).
+func (d *DB) StepAutomations(ctx context.Context, now time.Time, n, batchSize int, newToken func() string) (runs []Run, more bool, err error) {
 	// The partitions the runs' ids will land in, made beforehand (the DDL
 	// must not wait inside this transaction).
 	next, err := d.q.NextRunID(ctx)
 	if err != nil {
-		return nil, 0, translate(err)
+		return nil, false, translate(err)
 	}
 	if err := d.ensurePartition(ctx, next); err != nil {
-		return nil, 0, err
+		return nil, false, err
 	}
 	err = d.InTx(ctx, func(_ pgx.Tx, q *db.Queries) error {
-		runs, taken = nil, 0
-		due, err := q.ClaimDueEnrollments(ctx, db.ClaimDueEnrollmentsParams{Now: now, N: int32(n)})
+		runs, more = nil, false
+		autos, err := q.LockDueAutomations(ctx, now)
+		if err != nil || len(autos) == 0 {
+			return err
+		}
+		due, err := q.ClaimDueEnrollments(ctx, db.ClaimDueEnrollmentsParams{AutomationIds: autos, Now: now, N: int32(n)})
 		if err != nil {
 			return err
 		}
-		taken = len(due)
+		more = len(due) >= n || len(autos) >= lockedAutomationsMax
 		bySchedule := map[int64][]int64{}
 		var order []int64
 		for _, e := range due {
@@ -103,8 +112,11 @@ func (d *DB) StepAutomations(ctx context.Context, now time.Time, n, batchSize in
 		}
 		return nil
 	})
-	return runs, taken, translate(err)
+	return runs, more, translate(err)
 }
+
+// lockedAutomationsMax is LockDueAutomations' LIMIT.
+const lockedAutomationsMax = 100
 
 // enrollJoinedSQL enrolls contacts that just joined contact type $2 of
 // account $1 in every live automation targeting the type, at its first

@@ -48,18 +48,22 @@ func BenchmarkStepPass(b *testing.B) {
 	b.ResetTimer()
 	for b.Loop() {
 		start := time.Now()
-		total, runs := 0, 0
+		runs := 0
 		for {
-			rs, taken, err := d.StepAutomations(ctx, now, 5000, 1000, func() string { return "tok" })
+			rs, more, err := d.StepAutomations(ctx, now, 5000, 1000, func() string { return "tok" })
 			if err != nil {
 				b.Fatal(err)
 			}
-			total, runs = total+taken, runs+len(rs)
-			if taken < 5000 {
+			runs += len(rs)
+			if !more {
 				break
 			}
 		}
-		b.ReportMetric(float64(total), "stepped")
+		var stepped int64
+		if err := d.Pool.QueryRow(ctx, "SELECT count(*) FROM automation_enrollments WHERE automation_id = $1 AND step <> (SELECT min(id) FROM automation_schedules WHERE automation_id = $1)", auto).Scan(&stepped); err != nil {
+			b.Fatal(err)
+		}
+		b.ReportMetric(float64(stepped), "stepped")
 		b.ReportMetric(float64(runs), "runs")
 		b.ReportMetric(time.Since(start).Seconds()*1000, "pass-ms")
 	}

@@ -42,16 +42,15 @@ func (q *Queries) AdvanceEnrollments(ctx context.Context, arg AdvanceEnrollments
 const claimDueEnrollments = `-- name: ClaimDueEnrollments :many
 SELECT e.id, e.automation_id, e.contact_id, e.step
 FROM automation_enrollments e
-JOIN automations a ON a.id = e.automation_id
-WHERE e.state = 0 AND e.due_at <= $1::timestamptz AND a.status = 1 AND a.deleted_at IS NULL
-ORDER BY e.due_at
-LIMIT $2::int
-FOR UPDATE OF e SKIP LOCKED
+WHERE e.automation_id = ANY($1::bigint[]) AND e.state = 0 AND e.due_at <= $2::timestamptz
+ORDER BY e.automation_id, e.due_at
+LIMIT $3::int
 `
 
 type ClaimDueEnrollmentsParams struct {
-	Now time.Time
-	N   int32
+	AutomationIds []int64
+	Now           time.Time
+	N             int32
 }
 
 type ClaimDueEnrollmentsRow struct {
@@ -61,10 +60,9 @@ type ClaimDueEnrollmentsRow struct {
 	Step         *int64
 }
 
-// Due active enrollments of live automations, locked for this stepper;
-// those another holds are skipped.
+// Due active enrollments of the automations this stepper locked.
 func (q *Queries) ClaimDueEnrollments(ctx context.Context, arg ClaimDueEnrollmentsParams) ([]ClaimDueEnrollmentsRow, error) {
-	rows, err := q.db.Query(ctx, claimDueEnrollments, arg.Now, arg.N)
+	rows, err := q.db.Query(ctx, claimDueEnrollments, arg.AutomationIds, arg.Now, arg.N)
 	if err != nil {
 		return nil, err
 	}
@@ -199,6 +197,38 @@ func (q *Queries) ExpandRun(ctx context.Context, arg ExpandRunParams) (int64, er
 		return 0, err
 	}
 	return result.RowsAffected(), nil
+}
+
+const lockDueAutomations = `-- name: LockDueAutomations :many
+SELECT a.id FROM automations a
+WHERE a.status = 1 AND a.deleted_at IS NULL
+  AND EXISTS (SELECT 1 FROM automation_enrollments e
+              WHERE e.automation_id = a.id AND e.state = 0 AND e.due_at <= $1::timestamptz)
+ORDER BY a.id
+LIMIT 100
+FOR UPDATE OF a SKIP LOCKED
+`
+
+// Live automations with due enrollments, locked for this stepper: another
+// stepper skips them; a pause or a delete waits for this pass.
+func (q *Queries) LockDueAutomations(ctx context.Context, now time.Time) ([]int64, error) {
+	rows, err := q.db.Query(ctx, lockDueAutomations, now)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []int64
+	for rows.Next() {
+		var id int64
+		if err := rows.Scan(&id); err != nil {
+			return nil, err
+		}
+		items = append(items, id)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
 }
 
 const nextRunID = `-- name: NextRunID :one

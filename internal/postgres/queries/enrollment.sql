@@ -25,16 +25,24 @@ CROSS JOIN LATERAL (
 ) m
 ON CONFLICT (automation_id, contact_id) WHERE state = 0 DO NOTHING;
 
+-- name: LockDueAutomations :many
+-- Live automations with due enrollments, locked for this stepper: another
+-- stepper skips them; a pause or a delete waits for this pass.
+SELECT a.id FROM automations a
+WHERE a.status = 1 AND a.deleted_at IS NULL
+  AND EXISTS (SELECT 1 FROM automation_enrollments e
+              WHERE e.automation_id = a.id AND e.state = 0 AND e.due_at <= @now::timestamptz)
+ORDER BY a.id
+LIMIT 100
+FOR UPDATE OF a SKIP LOCKED;
+
 -- name: ClaimDueEnrollments :many
--- Due active enrollments of live automations, locked for this stepper;
--- those another holds are skipped.
+-- Due active enrollments of the automations this stepper locked.
 SELECT e.id, e.automation_id, e.contact_id, e.step
 FROM automation_enrollments e
-JOIN automations a ON a.id = e.automation_id
-WHERE e.state = 0 AND e.due_at <= @now::timestamptz AND a.status = 1 AND a.deleted_at IS NULL
-ORDER BY e.due_at
-LIMIT @n::int
-FOR UPDATE OF e SKIP LOCKED;
+WHERE e.automation_id = ANY(@automation_ids::bigint[]) AND e.state = 0 AND e.due_at <= @now::timestamptz
+ORDER BY e.automation_id, e.due_at
+LIMIT @n::int;
 
 -- name: NextRunID :one
 SELECT nextval(pg_get_serial_sequence('single_sends', 'id'))::bigint;
