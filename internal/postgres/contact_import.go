@@ -209,15 +209,21 @@ func (im *ContactImport) Commit(ctx context.Context, typeID int64, src *mail.Con
 	if err != nil {
 		return ImportResult{}, err
 	}
-	var hasContacts, hasSegments bool
+	var hasContacts, hasSegments, hasAutomations bool
 	var fieldsLeft int
 	if err := im.tx.QueryRow(ctx, `SELECT
 			EXISTS (SELECT 1 FROM contacts WHERE contact_type_id = $1 AND deleted_at IS NULL),
 			EXISTS (SELECT 1 FROM segments WHERE contact_type_id = $1 AND deleted_at IS NULL),
-			(SELECT count(*) FROM custom_fields WHERE user_id = $2 AND id = ANY($3::bigint[]))`,
-		typeID, im.userID, src.CustomFieldIDs()).Scan(&hasContacts, &hasSegments, &fieldsLeft); err != nil {
+			(SELECT count(*) FROM custom_fields WHERE user_id = $2 AND id = ANY($3::bigint[])),
+			EXISTS (SELECT 1 FROM automations WHERE automation_for_table = 'contacts_' AND automation_for = $1
+			        AND status = 1 AND deleted_at IS NULL)`,
+		typeID, im.userID, src.CustomFieldIDs()).Scan(&hasContacts, &hasSegments, &fieldsLeft, &hasAutomations); err != nil {
 		return ImportResult{}, err
 	}
+	// The changed contacts' ids are collected for the segments' refresh,
+	// and for the live automations' enrollment when the type had contacts
+	// (else every contact of the type is new).
+	collect := hasSegments || (hasAutomations && hasContacts)
 	if fieldsLeft != len(src.CustomFieldIDs()) {
 		// A custom field of the header was deleted during the upload.
 		return ImportResult{}, mail.Invalid("file", "Line 1: a custom field of the header was deleted during the upload; upload the file again.")
@@ -228,7 +234,7 @@ func (im *ContactImport) Commit(ctx context.Context, typeID int64, src *mail.Con
 	}
 	res := ImportResult{Rows: src.Rows(), Skipped: src.Skipped()}
 	update := updateImportedSQL
-	if hasSegments {
+	if collect {
 		update = collectChanged(update)
 	}
 	columns := []any{src.Has(mail.ColFirstName), src.Has(mail.ColLastName), src.Has(mail.ColAltEmail), src.Has(mail.ColCountry),
@@ -241,9 +247,9 @@ func (im *ContactImport) Commit(ctx context.Context, typeID int64, src *mail.Con
 		}
 		res.Updated = tag.RowsAffected()
 	}
-	if res.Added, err = im.insert(ctx, typeID, hasContacts, hasSegments); errors.Is(err, errRaced) {
+	if res.Added, err = im.insert(ctx, typeID, hasContacts, collect); errors.Is(err, errRaced) {
 		var raced int64
-		args := append(append([]any{im.userID, typeID, hasContacts}, columns...), hasSegments)
+		args := append(append([]any{im.userID, typeID, hasContacts}, columns...), collect)
 		if err := im.tx.QueryRow(ctx, insertRacedSQL, args...).Scan(&res.Added, &raced); err != nil {
 			return ImportResult{}, fmt.Errorf("postgres: insert imported contacts: %w", translate(err))
 		}
@@ -254,8 +260,8 @@ func (im *ContactImport) Commit(ctx context.Context, typeID int64, src *mail.Con
 	if err := addCounts(ctx, db.New(im.tx), im.userID, countContacts, map[int64]int64{typeID: res.Added}); err != nil {
 		return ImportResult{}, err
 	}
-	if res.Added > 0 { // the new contacts join the type's live automations, in one statement
-		if err := enrollJoined(ctx, im.tx, im.userID, typeID, nil); err != nil {
+	if res.Added > 0 && hasAutomations { // the new contacts join the type's live automations, in one statement
+		if err := enrollImported(ctx, im.tx, im.userID, typeID, hasContacts); err != nil {
 			return ImportResult{}, fmt.Errorf("postgres: enroll imported contacts: %w", err)
 		}
 	}

@@ -3,6 +3,7 @@ package postgres
 import (
 	"context"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -26,18 +27,15 @@ type Run struct {
 	Triggered       int64
 }
 
-// StepAutomations locks live automations with enrollments due at now
-// (FOR UPDATE SKIP LOCKED: steppers share the work by automation, and a
-// pause or delete waits for the pass, so the locks are always taken
-// automation first), takes up to n of their due enrollments, makes one run
+// StepAutomations takes up to n active enrollments of live automations due
+// at now (FOR UPDATE SKIP LOCKED: steppers share the work), makes one run
 // per schedule with the deliveries of those contacts still eligible, and
 // advances each enrollment to its next schedule (due after its wait from
 // now), done after the last, or left when its contact got no mail. All in
 // one transaction; it answers the runs with deliveries and how many
 // enrollments it took. newToken makes a run's open token.
 //
-// more says another pass would find work at once (it took n enrollments,
-// or as many automations as one pass locks).
+// more says another pass would find work at once (it took n enrollments).
 func (d *DB) StepAutomations(ctx context.Context, now time.Time, n, batchSize int, newToken func() string) (runs []Run, more bool, err error) {
 	// The partitions the runs' ids will land in, made beforehand (the DDL
 	// must not wait inside this transaction).
@@ -50,15 +48,11 @@ func (d *DB) StepAutomations(ctx context.Context, now time.Time, n, batchSize in
 	}
 	err = d.InTx(ctx, func(_ pgx.Tx, q *db.Queries) error {
 		runs, more = nil, false
-		autos, err := q.LockDueAutomations(ctx, now)
-		if err != nil || len(autos) == 0 {
-			return err
-		}
-		due, err := q.ClaimDueEnrollments(ctx, db.ClaimDueEnrollmentsParams{AutomationIds: autos, Now: now, N: int32(n)})
+		due, err := q.ClaimDueEnrollments(ctx, db.ClaimDueEnrollmentsParams{Now: now, N: int32(n)})
 		if err != nil {
 			return err
 		}
-		more = len(due) >= n || len(autos) >= lockedAutomationsMax
+		more = len(due) >= n
 		bySchedule := map[int64][]int64{}
 		var order []int64
 		for _, e := range due {
@@ -112,42 +106,71 @@ func (d *DB) StepAutomations(ctx context.Context, now time.Time, n, batchSize in
 		}
 		return nil
 	})
-	return runs, more, translate(err)
+	if err != nil || len(runs) == 0 {
+		return runs, more, translate(err)
+	}
+	ids := make([]int64, len(runs))
+	for i, r := range runs {
+		ids[i] = r.ID
+	}
+	// A crash right here loses these runs' share of total_triggered, the
+	// price of never holding an automation's row with its enrollments.
+	return runs, more, translate(d.q.AddAutomationTriggered(ctx, ids))
 }
-
-// lockedAutomationsMax is LockDueAutomations' LIMIT.
-const lockedAutomationsMax = 100
 
 // enrollJoinedSQL enrolls contacts that just joined contact type $2 of
 // account $1 in every live automation targeting the type, at its first
-// schedule ($4 is now). $3 names them: an id array, or NULL for "the
-// contacts inserted into the type at this transaction's start time" (an
-// import: created_at defaults to now(), the transaction's start, which an
-// update leaves alone; the insert runs in a savepoint, so xmin cannot tell
-// them). Reading them scans the type once. A contact enrolled already is
-// left as it is.
+// schedule ($4 is now); JOINED names them (below). A contact enrolled
+// already is left as it is.
 const enrollJoinedSQL = `
 INSERT INTO automation_enrollments (automation_id, user_id, contact_id, step, due_at)
 SELECT a.id, a.user_id, c.id, f.id, $4::timestamptz + schedule_wait(f.waiting_period, f.waiting_type)
 FROM automations a
 CROSS JOIN LATERAL (SELECT s.id, s.waiting_period, s.waiting_type FROM automation_schedules s
                     WHERE s.automation_id = a.id AND s.deleted_at IS NULL ORDER BY s.id LIMIT 1) f
-JOIN contacts c ON c.contact_type_id = a.automation_for AND c.deleted_at IS NULL
- AND (CASE WHEN $3::bigint[] IS NULL THEN c.created_at = now() ELSE c.id = ANY($3::bigint[]) END)
+JOIN contacts c ON c.contact_type_id = a.automation_for AND c.deleted_at IS NULL AND ` + joinedContacts + `
 WHERE a.automation_for_table = 'contacts_' AND a.automation_for = $2 AND a.user_id = $1
   AND a.status = 1 AND a.deleted_at IS NULL
 ON CONFLICT (automation_id, contact_id) WHERE state = 0 DO NOTHING`
 
+// joinedContacts is replaced by the contacts that joined: those of an id
+// array, or an import's.
+const joinedContacts = "JOINED"
+
+var (
+	enrollJoinedIDsSQL = strings.Replace(enrollJoinedSQL, joinedContacts, "c.id = ANY($3::bigint[])", 1)
+	// An import's new contacts: the ids it changed (import_changed) made
+	// at this transaction's start time (created_at defaults to now(), which
+	// an update leaves alone; the insert runs in a savepoint, so xmin
+	// cannot tell them). $3 is unused (NULL).
+	enrollImportedSQL = strings.Replace(enrollJoinedSQL, joinedContacts,
+		"c.id IN (SELECT id FROM import_changed) AND c.created_at = now() AND $3::bigint[] IS NULL", 1)
+	// An import into a type that had no contacts: all of them are new.
+	enrollWholeTypeSQL = strings.Replace(enrollJoinedSQL, joinedContacts, "$3::bigint[] IS NULL", 1)
+)
+
 // enrollJoined enrolls, in tx, contacts that joined contact type typeID
-// (ids; nil: those tx inserted into it) in the live automations targeting
-// the type. A type no live automation targets costs one index probe.
+// (ids) in the live automations targeting the type. A type no live
+// automation targets costs one index probe.
 func enrollJoined(ctx context.Context, tx pgx.Tx, userID, typeID int64, ids []int64) error {
 	var live bool
 	if err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM automations
 		WHERE automation_for_table = 'contacts_' AND automation_for = $1 AND status = 1 AND deleted_at IS NULL)`, typeID).Scan(&live); err != nil || !live {
 		return err
 	}
-	_, err := tx.Exec(ctx, enrollJoinedSQL, userID, typeID, ids, time.Now())
+	_, err := tx.Exec(ctx, enrollJoinedIDsSQL, userID, typeID, ids, time.Now())
+	return err
+}
+
+// enrollImported enrolls the contacts an import inserted into typeID in
+// the type's live automations (the caller checked there are some): the
+// ids it collected when the type had contacts before, else the whole type.
+func enrollImported(ctx context.Context, tx pgx.Tx, userID, typeID int64, typeHadContacts bool) error {
+	sql := enrollWholeTypeSQL
+	if typeHadContacts {
+		sql = enrollImportedSQL
+	}
+	_, err := tx.Exec(ctx, sql, userID, typeID, nil, time.Now())
 	return err
 }
 

@@ -10,6 +10,21 @@ import (
 	"time"
 )
 
+const addAutomationTriggered = `-- name: AddAutomationTriggered :exec
+UPDATE automations a SET total_triggered = a.total_triggered + x.n
+FROM (SELECT s.automation_id AS id, sum(s.triggered) AS n FROM single_sends s
+      WHERE s.id = ANY($1::bigint[]) AND s.automation_id IS NOT NULL GROUP BY s.automation_id) x
+WHERE a.id = x.id
+`
+
+// After a stepping transaction: its runs' recipients to the automations'
+// total_triggered (apart, so the stepper never holds an automation's row
+// while it holds enrollments: the delete takes them the other way round).
+func (q *Queries) AddAutomationTriggered(ctx context.Context, runIds []int64) error {
+	_, err := q.db.Exec(ctx, addAutomationTriggered, runIds)
+	return err
+}
+
 const advanceEnrollments = `-- name: AdvanceEnrollments :exec
 WITH p AS (SELECT $3::timestamptz AS now)
 UPDATE automation_enrollments e
@@ -42,15 +57,16 @@ func (q *Queries) AdvanceEnrollments(ctx context.Context, arg AdvanceEnrollments
 const claimDueEnrollments = `-- name: ClaimDueEnrollments :many
 SELECT e.id, e.automation_id, e.contact_id, e.step
 FROM automation_enrollments e
-WHERE e.automation_id = ANY($1::bigint[]) AND e.state = 0 AND e.due_at <= $2::timestamptz
+WHERE e.state = 0 AND e.due_at <= $1::timestamptz
+  AND e.automation_id IN (SELECT a.id FROM automations a WHERE a.status = 1 AND a.deleted_at IS NULL)
 ORDER BY e.automation_id, e.due_at
-LIMIT $3::int
+LIMIT $2::int
+FOR UPDATE OF e SKIP LOCKED
 `
 
 type ClaimDueEnrollmentsParams struct {
-	AutomationIds []int64
-	Now           time.Time
-	N             int32
+	Now time.Time
+	N   int32
 }
 
 type ClaimDueEnrollmentsRow struct {
@@ -60,9 +76,11 @@ type ClaimDueEnrollmentsRow struct {
 	Step         *int64
 }
 
-// Due active enrollments of the automations this stepper locked.
+// Due active enrollments of live automations, locked for this stepper;
+// those another holds are skipped. Read per live automation through the
+// (automation, due_at) index: a paused automation's are not read.
 func (q *Queries) ClaimDueEnrollments(ctx context.Context, arg ClaimDueEnrollmentsParams) ([]ClaimDueEnrollmentsRow, error) {
-	rows, err := q.db.Query(ctx, claimDueEnrollments, arg.AutomationIds, arg.Now, arg.N)
+	rows, err := q.db.Query(ctx, claimDueEnrollments, arg.Now, arg.N)
 	if err != nil {
 		return nil, err
 	}
@@ -199,38 +217,6 @@ func (q *Queries) ExpandRun(ctx context.Context, arg ExpandRunParams) (int64, er
 	return result.RowsAffected(), nil
 }
 
-const lockDueAutomations = `-- name: LockDueAutomations :many
-SELECT a.id FROM automations a
-WHERE a.status = 1 AND a.deleted_at IS NULL
-  AND EXISTS (SELECT 1 FROM automation_enrollments e
-              WHERE e.automation_id = a.id AND e.state = 0 AND e.due_at <= $1::timestamptz)
-ORDER BY a.id
-LIMIT 100
-FOR UPDATE OF a SKIP LOCKED
-`
-
-// Live automations with due enrollments, locked for this stepper: another
-// stepper skips them; a pause or a delete waits for this pass.
-func (q *Queries) LockDueAutomations(ctx context.Context, now time.Time) ([]int64, error) {
-	rows, err := q.db.Query(ctx, lockDueAutomations, now)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var items []int64
-	for rows.Next() {
-		var id int64
-		if err := rows.Scan(&id); err != nil {
-			return nil, err
-		}
-		items = append(items, id)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, err
-	}
-	return items, nil
-}
-
 const nextRunID = `-- name: NextRunID :one
 SELECT nextval(pg_get_serial_sequence('single_sends', 'id'))::bigint
 `
@@ -267,17 +253,11 @@ func (q *Queries) SkipDeletedStep(ctx context.Context, arg SkipDeletedStepParams
 }
 
 const startRun = `-- name: StartRun :one
-WITH r AS (
-    UPDATE single_sends s
-    SET triggered = $1, remaining = $1, batch_size = $2,
-        first_delivery_id = (SELECT min(d.id) FROM deliveries d WHERE d.send_id = s.id)
-    WHERE s.id = $3
-    RETURNING s.automation_id, COALESCE(s.first_delivery_id, 0)::bigint AS first_delivery_id
-), t AS (
-    UPDATE automations SET total_triggered = total_triggered + $1
-    WHERE id = (SELECT automation_id FROM r)
-)
-SELECT first_delivery_id FROM r
+UPDATE single_sends s
+SET triggered = $1, remaining = $1, batch_size = $2,
+    first_delivery_id = (SELECT min(d.id) FROM deliveries d WHERE d.send_id = s.id)
+WHERE s.id = $3
+RETURNING COALESCE(s.first_delivery_id, 0)::bigint AS first_delivery_id
 `
 
 type StartRunParams struct {
@@ -286,8 +266,7 @@ type StartRunParams struct {
 	ID        int64
 }
 
-// The run is under way: counters and batch ranges, like StartSend; the
-// automation's total_triggered grows with it.
+// The run is under way: counters and batch ranges, like StartSend.
 func (q *Queries) StartRun(ctx context.Context, arg StartRunParams) (int64, error) {
 	row := q.db.QueryRow(ctx, startRun, arg.Triggered, arg.BatchSize, arg.ID)
 	var first_delivery_id int64

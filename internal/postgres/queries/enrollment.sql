@@ -25,24 +25,17 @@ CROSS JOIN LATERAL (
 ) m
 ON CONFLICT (automation_id, contact_id) WHERE state = 0 DO NOTHING;
 
--- name: LockDueAutomations :many
--- Live automations with due enrollments, locked for this stepper: another
--- stepper skips them; a pause or a delete waits for this pass.
-SELECT a.id FROM automations a
-WHERE a.status = 1 AND a.deleted_at IS NULL
-  AND EXISTS (SELECT 1 FROM automation_enrollments e
-              WHERE e.automation_id = a.id AND e.state = 0 AND e.due_at <= @now::timestamptz)
-ORDER BY a.id
-LIMIT 100
-FOR UPDATE OF a SKIP LOCKED;
-
 -- name: ClaimDueEnrollments :many
--- Due active enrollments of the automations this stepper locked.
+-- Due active enrollments of live automations, locked for this stepper;
+-- those another holds are skipped. Read per live automation through the
+-- (automation, due_at) index: a paused automation's are not read.
 SELECT e.id, e.automation_id, e.contact_id, e.step
 FROM automation_enrollments e
-WHERE e.automation_id = ANY(@automation_ids::bigint[]) AND e.state = 0 AND e.due_at <= @now::timestamptz
+WHERE e.state = 0 AND e.due_at <= @now::timestamptz
+  AND e.automation_id IN (SELECT a.id FROM automations a WHERE a.status = 1 AND a.deleted_at IS NULL)
 ORDER BY e.automation_id, e.due_at
-LIMIT @n::int;
+LIMIT @n::int
+FOR UPDATE OF e SKIP LOCKED;
 
 -- name: NextRunID :one
 SELECT nextval(pg_get_serial_sequence('single_sends', 'id'))::bigint;
@@ -111,19 +104,21 @@ LEFT JOIN LATERAL (SELECT s.id, s.waiting_period, s.waiting_type FROM automation
 WHERE e.id = e0.id AND e.id = ANY(@enrollment_ids::bigint[]);
 
 -- name: StartRun :one
--- The run is under way: counters and batch ranges, like StartSend; the
--- automation's total_triggered grows with it.
-WITH r AS (
-    UPDATE single_sends s
-    SET triggered = @triggered, remaining = @triggered, batch_size = @batch_size,
-        first_delivery_id = (SELECT min(d.id) FROM deliveries d WHERE d.send_id = s.id)
-    WHERE s.id = @id
-    RETURNING s.automation_id, COALESCE(s.first_delivery_id, 0)::bigint AS first_delivery_id
-), t AS (
-    UPDATE automations SET total_triggered = total_triggered + @triggered
-    WHERE id = (SELECT automation_id FROM r)
-)
-SELECT first_delivery_id FROM r;
+-- The run is under way: counters and batch ranges, like StartSend.
+UPDATE single_sends s
+SET triggered = @triggered, remaining = @triggered, batch_size = @batch_size,
+    first_delivery_id = (SELECT min(d.id) FROM deliveries d WHERE d.send_id = s.id)
+WHERE s.id = @id
+RETURNING COALESCE(s.first_delivery_id, 0)::bigint AS first_delivery_id;
+
+-- name: AddAutomationTriggered :exec
+-- After a stepping transaction: its runs' recipients to the automations'
+-- total_triggered (apart, so the stepper never holds an automation's row
+-- while it holds enrollments: the delete takes them the other way round).
+UPDATE automations a SET total_triggered = a.total_triggered + x.n
+FROM (SELECT s.automation_id AS id, sum(s.triggered) AS n FROM single_sends s
+      WHERE s.id = ANY(@run_ids::bigint[]) AND s.automation_id IS NOT NULL GROUP BY s.automation_id) x
+WHERE a.id = x.id;
 
 -- name: DeleteRun :exec
 -- A run whose enrollments all left before their mail: nothing to send.
