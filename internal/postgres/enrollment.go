@@ -194,34 +194,59 @@ func refreshAndEnroll(ctx context.Context, tx pgx.Tx, userID int64, typeIDs []in
 	if len(targets) == 0 || (ch.table == "" && len(ch.ids) == 0) {
 		return refreshSegments(ctx, tx, userID, typeIDs, ch)
 	}
-	// The changed contacts: an id array ($2), or an import's table.
-	changedSet, args := "SELECT unnest($2::bigint[])", []any{targets, ch.ids}
+	// The changed contacts and their memberships in the targeted segments
+	// before the refresh: for a single write, an id array and two arrays
+	// read into Go (a handful of rows); for an import, its table and a
+	// temporary one (its changes are not held in Go).
+	args := []any{targets}
+	param := func(v any) string {
+		args = append(args, v)
+		return "$" + strconv.Itoa(len(args))
+	}
+	var changedSet, before string
 	if ch.table != "" {
-		changedSet, args = "SELECT id FROM "+ch.table, []any{targets}
-	}
-	nowParam, userParam := "$"+strconv.Itoa(len(args)+1), "$"+strconv.Itoa(len(args)+2)
-	if _, err := tx.Exec(ctx, `CREATE TEMP TABLE IF NOT EXISTS segment_members_before (segment_id bigint, contact_id bigint) ON COMMIT DROP;
-		TRUNCATE segment_members_before`); err != nil {
-		return err
-	}
-	if _, err := tx.Exec(ctx, `INSERT INTO segment_members_before
-		SELECT r.segment_id, r.contact_id FROM segment_recipients r
-		WHERE r.segment_id = ANY($1::bigint[]) AND r.contact_id IN (`+changedSet+`)`, args...); err != nil {
-		return err
+		changedSet = "SELECT id FROM " + ch.table
+		if _, err := tx.Exec(ctx, `CREATE TEMP TABLE IF NOT EXISTS segment_members_before (segment_id bigint, contact_id bigint) ON COMMIT DROP;
+			TRUNCATE segment_members_before`); err != nil {
+			return err
+		}
+		if _, err := tx.Exec(ctx, `INSERT INTO segment_members_before
+			SELECT r.segment_id, r.contact_id FROM segment_recipients r
+			WHERE r.segment_id = ANY($1::bigint[]) AND r.contact_id IN (`+changedSet+`)`, targets); err != nil {
+			return err
+		}
+		before = "segment_members_before"
+	} else {
+		changedSet = "SELECT unnest(" + param(ch.ids) + "::bigint[])"
+		var segs, contacts []int64
+		rows, err := tx.Query(ctx, `SELECT r.segment_id, r.contact_id FROM segment_recipients r
+			WHERE r.segment_id = ANY($1::bigint[]) AND r.contact_id = ANY($2::bigint[])`, targets, ch.ids)
+		if err != nil {
+			return err
+		}
+		var sID, cID int64
+		if _, err := pgx.ForEachRow(rows, []any{&sID, &cID}, func() error {
+			segs, contacts = append(segs, sID), append(contacts, cID)
+			return nil
+		}); err != nil {
+			return err
+		}
+		before = "unnest(" + param(segs) + "::bigint[], " + param(contacts) + "::bigint[])"
 	}
 	if err := refreshSegments(ctx, tx, userID, typeIDs, ch); err != nil {
 		return err
 	}
 	_, err = tx.Exec(ctx, `
 		INSERT INTO automation_enrollments (automation_id, user_id, contact_id, step, due_at)
-		SELECT a.id, a.user_id, r.contact_id, f.id, `+nowParam+`::timestamptz + schedule_wait(f.waiting_period, f.waiting_type)
+		SELECT a.id, a.user_id, r.contact_id, f.id, `+param(time.Now())+`::timestamptz + schedule_wait(f.waiting_period, f.waiting_type)
 		FROM automations a
 		CROSS JOIN LATERAL (SELECT s.id, s.waiting_period, s.waiting_type FROM automation_schedules s
 		                    WHERE s.automation_id = a.id AND s.deleted_at IS NULL ORDER BY s.id LIMIT 1) f
 		JOIN segment_recipients r ON r.segment_id = a.automation_for AND r.contact_id IN (`+changedSet+`)
 		WHERE a.automation_for_table = 'segments_' AND a.automation_for = ANY($1::bigint[])
-		  AND a.status = 1 AND a.deleted_at IS NULL AND a.user_id = `+userParam+` AND r.user_id = a.user_id
-		  AND NOT EXISTS (SELECT 1 FROM segment_members_before b WHERE b.segment_id = r.segment_id AND b.contact_id = r.contact_id)
-		ON CONFLICT (automation_id, contact_id) WHERE state = 0 DO NOTHING`, append(args, time.Now(), userID)...)
+		  AND a.status = 1 AND a.deleted_at IS NULL AND a.user_id = `+param(userID)+` AND r.user_id = a.user_id
+		  AND NOT EXISTS (SELECT 1 FROM `+before+` AS b(segment_id, contact_id)
+		                  WHERE b.segment_id = r.segment_id AND b.contact_id = r.contact_id)
+		ON CONFLICT (automation_id, contact_id) WHERE state = 0 DO NOTHING`, args...)
 	return err
 }
