@@ -370,6 +370,12 @@ func TestSingleSendValidation(t *testing.T) {
 	goneSender, _ := seedSender(t, f.acct, true)
 	goneType := seedType(t, f.acct, "Gone")
 	goneSegment := seedSegment(t, f.acct, f.typ)
+	// A type of the account whose id is not one of its segments' (ids of
+	// types and segments come from separate sequences and may meet).
+	typeNotSegment := f.typ2
+	for typeNotSegment == f.segment || typeNotSegment == goneSegment {
+		typeNotSegment = seedType(t, f.acct, fmt.Sprintf("Leads %d", typeNotSegment))
+	}
 	if _, err := testdb.New(t).Pool.Exec(context.Background(), `UPDATE senders SET deleted_at = now() WHERE id = $1;`, goneSender); err != nil {
 		t.Fatal(err)
 	}
@@ -416,7 +422,7 @@ func TestSingleSendValidation(t *testing.T) {
 		{"another account's type", change{"recipient_id": []string{fmt.Sprintf("contacts_%d", otherType)}}, badRecipients},
 		{"deleted type", change{"recipient_id": []string{fmt.Sprintf("contacts_%d", goneType)}}, badRecipients},
 		{"deleted segment", change{"recipient_id": []string{fmt.Sprintf("contacts_%d", f.typ), fmt.Sprintf("segments_%d", goneSegment)}}, badRecipients},
-		{"a type as a segment", change{"recipient_id": []string{fmt.Sprintf("segments_%d", f.typ2)}}, badRecipients},
+		{"a type as a segment", change{"recipient_id": []string{fmt.Sprintf("segments_%d", typeNotSegment)}}, badRecipients},
 		{"unknown table", change{"recipient_id": []string{fmt.Sprintf("lists_%d", f.typ)}}, badRecipients},
 		{"no id", change{"recipient_id": []string{"contacts_"}}, badRecipients},
 		{"signed id", change{"recipient_id": []string{fmt.Sprintf("contacts_+%d", f.typ)}}, badRecipients},
