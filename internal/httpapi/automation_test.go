@@ -209,6 +209,12 @@ func TestAutomationValidation(t *testing.T) {
 	if _, err := testdb.New(t).Pool.Exec(context.Background(), `UPDATE segments SET deleted_at = now() WHERE id = $1`, goneSegment); err != nil {
 		t.Fatal(err)
 	}
+	// A type of the account whose id is not one of its live segments' (the
+	// two sequences can meet).
+	typeNotSegment := f.typ2
+	for typeNotSegment == f.segment {
+		typeNotSegment = seedType(t, f.acct, fmt.Sprintf("Leads %d", typeNotSegment))
+	}
 	invalid := func(field, msg string) string {
 		return fmt.Sprintf(`{"status":"failed","errors":{%q:[%q]}}`, field, msg)
 	}
@@ -222,7 +228,7 @@ func TestAutomationValidation(t *testing.T) {
 		{"group not a number", "unsubscribe_group_id", "x", invalid("unsubscribe_group_id", "The unsubscribe group id must be an integer.")},
 		{"another account's type", "automation_for", fmt.Sprintf("contacts_%d", otherType), badTarget},
 		{"deleted segment", "automation_for", fmt.Sprintf("segments_%d", goneSegment), badTarget},
-		{"a type as a segment", "automation_for", fmt.Sprintf("segments_%d", f.typ2), badTarget},
+		{"a type as a segment", "automation_for", fmt.Sprintf("segments_%d", typeNotSegment), badTarget},
 		{"unknown table", "automation_for", "lists_1", badTarget},
 		{"exit criteria 2", "exit_criteria", "2", invalid("exit_criteria", "The selected exit criteria is invalid.")},
 		{"long name", "automation_name", strings.Repeat("n", 256), invalid("automation_name", "The automation name may not be greater than 255 characters.")},
