@@ -2,12 +2,12 @@ package jobs
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/base64"
 	"encoding/json"
 	"time"
 
 	"github.com/hibiken/asynq"
+
+	"github.com/mailroom/mailroom/internal/mail"
 )
 
 // TypeStepAutomations sends the automation mails that are due: the
@@ -30,7 +30,7 @@ func NewStepAutomationsTask() *asynq.Task {
 func StepAutomations(d Deps) asynq.HandlerFunc {
 	return func(ctx context.Context, _ *asynq.Task) error {
 		for {
-			runs, more, err := d.DB.StepAutomations(ctx, d.now(), stepBatch, d.Engine.BatchSize, openToken)
+			runs, more, err := d.DB.StepAutomations(ctx, d.now(), stepBatch, d.Engine.BatchSize, mail.NewOpenToken)
 			if err != nil {
 				return err
 			}
@@ -54,13 +54,6 @@ func (d Deps) now() time.Time {
 		return d.Now()
 	}
 	return time.Now()
-}
-
-// openToken is a run's open token for its list: 16 random bytes.
-func openToken() string {
-	b := make([]byte, 16)
-	rand.Read(b)
-	return base64.RawURLEncoding.EncodeToString(b)
 }
 
 // TypeEnrollMembers enrolls a custom automation's current members; the

@@ -33,11 +33,11 @@ func SendBatch(d Deps) asynq.HandlerFunc {
 			return Permanent(err)
 		}
 		cs, err := d.sends.get(ctx, d, p.SendID)
-		if IsPermanent(err) && !isGone(err) {
+		if IsPermanent(err) && mail.ErrorCode(err) != mail.ENOTFOUND {
 			return err
 		}
 		if err != nil || cs.send.Status != 2 || cs.send.BatchSize <= 0 {
-			if isGone(err) {
+			if mail.ErrorCode(err) == mail.ENOTFOUND {
 				return nil // deleted since
 			}
 			return err // nil for a send no longer running
@@ -242,10 +242,4 @@ func errText(err error) string {
 		s = s[:cut]
 	}
 	return s
-}
-
-// isGone reports whether err says the record is not there.
-func isGone(err error) bool {
-	var me *mail.Error
-	return errors.As(err, &me) && me.Code == mail.ENOTFOUND
 }

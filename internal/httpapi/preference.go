@@ -111,7 +111,7 @@ func (s *Server) preferencesPost(c *gin.Context) {
 		if t.GroupID > 0 {
 			group = &t.GroupID
 		}
-		if _, err := s.db.UnsubscribeRecipient(ctx, t, group, mail.ViaOneClick); err != nil && !isNotFound(err) {
+		if _, err := s.db.UnsubscribeRecipient(ctx, t, group, mail.ViaOneClick); err != nil && mail.ErrorCode(err) != mail.ENOTFOUND {
 			s.fail(c, err)
 			return
 		} else if err != nil { // the group is gone: leave everything instead
@@ -148,7 +148,7 @@ func (s *Server) preferencesPost(c *gin.Context) {
 		return
 	}
 	if _, err := s.db.UnsubscribeRecipient(ctx, t, group, mail.ViaPreferencesPage); err != nil {
-		if isNotFound(err) {
+		if mail.ErrorCode(err) == mail.ENOTFOUND {
 			pageNotFound(c, "This list is not one you can leave here.")
 			return
 		}
@@ -182,11 +182,6 @@ func preferenceForm(c *gin.Context) (url.Values, error) {
 		return r.PostForm, nil
 	}
 	return nil, errors.New("unsupported content type")
-}
-
-func isNotFound(err error) bool {
-	var e *mail.Error
-	return errors.As(err, &e) && e.Code == mail.ENOTFOUND
 }
 
 // signer is the token signer, made from the database's secret on first

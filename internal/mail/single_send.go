@@ -419,11 +419,17 @@ func OpenTokens(lists []ListRef, old map[string]string) map[string]string {
 			out[k] = t
 			continue
 		}
-		var b [16]byte
-		rand.Read(b[:])
-		out[k] = base64.RawURLEncoding.EncodeToString(b[:])
+		out[k] = NewOpenToken()
 	}
 	return out
+}
+
+// NewOpenToken is a recipient list's open token: 16 random bytes,
+// base64url.
+func NewOpenToken() string {
+	var b [16]byte
+	rand.Read(b[:])
+	return base64.RawURLEncoding.EncodeToString(b[:])
 }
 
 // SingleSend is a single send as stored, with its sender as the API shows

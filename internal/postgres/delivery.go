@@ -141,29 +141,19 @@ func (d *DB) makePartition(ctx context.Context, n int64) error {
 	})
 }
 
-// listIDs reads a send's lists ([{"id":"3","table":"contacts_"}]) into
-// contact type ids and segment ids.
+// listIDs reads a send's stored lists (decodeLists) into contact type ids
+// and segment ids.
 func listIDs(raw string) (types, segments []int64, err error) {
-	var lists []struct {
-		ID    string `json:"id"`
-		Table string `json:"table"`
-	}
-	if err := json.Unmarshal([]byte(raw), &lists); err != nil {
+	lists, err := decodeLists(raw)
+	if err != nil {
 		return nil, nil, fmt.Errorf("postgres: send lists %q: %w", raw, err)
 	}
 	types, segments = []int64{}, []int64{}
 	for _, l := range lists {
-		id, err := strconv.ParseInt(l.ID, 10, 64)
-		if err != nil {
-			return nil, nil, fmt.Errorf("postgres: send list id %q: %w", l.ID, err)
-		}
-		switch l.Table {
-		case "contacts_":
-			types = append(types, id)
-		case "segments_":
-			segments = append(segments, id)
-		default:
-			return nil, nil, fmt.Errorf("postgres: send list table %q", l.Table)
+		if l.Table == mail.ListContacts {
+			types = append(types, l.ID)
+		} else {
+			segments = append(segments, l.ID)
 		}
 	}
 	return types, segments, nil
