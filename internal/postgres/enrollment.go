@@ -37,13 +37,15 @@ type Run struct {
 //
 // more says another pass would find work at once (it took n enrollments).
 func (d *DB) StepAutomations(ctx context.Context, now time.Time, n, batchSize int, newToken func() string) (runs []Run, more bool, err error) {
-	// The partitions the runs' ids will land in, made beforehand (the DDL
-	// must not wait inside this transaction).
-	next, err := d.q.NextRunID(ctx)
-	if err != nil {
+	// Most passes find nothing due: one indexed question, no id drawn.
+	// Else the partitions the runs' ids will land in (this one and the
+	// next) are made beforehand: the DDL must not wait inside the
+	// transaction.
+	p, err := d.q.StepPending(ctx, now)
+	if err != nil || !p.Due {
 		return nil, false, translate(err)
 	}
-	if err := d.ensurePartition(ctx, next); err != nil {
+	if err := d.ensurePartition(ctx, p.NextID); err != nil {
 		return nil, false, err
 	}
 	err = d.InTx(ctx, func(_ pgx.Tx, q *db.Queries) error {

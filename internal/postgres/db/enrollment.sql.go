@@ -273,3 +273,25 @@ func (q *Queries) StartRun(ctx context.Context, arg StartRunParams) (int64, erro
 	err := row.Scan(&first_delivery_id)
 	return first_delivery_id, err
 }
+
+const stepPending = `-- name: StepPending :one
+SELECT EXISTS (SELECT 1 FROM automation_enrollments e
+               WHERE e.state = 0 AND e.due_at <= $1::timestamptz
+                 AND e.automation_id IN (SELECT a.id FROM automations a WHERE a.status = 1 AND a.deleted_at IS NULL))::bool AS due,
+       (SELECT COALESCE(max(id), 0) + 1 FROM single_sends)::bigint AS next_id
+`
+
+type StepPendingRow struct {
+	Due    bool
+	NextID int64
+}
+
+// Whether any live automation has an enrollment due, and the send id the
+// next run would get about (the last one made, plus one: no id is drawn
+// from the sequence to ask).
+func (q *Queries) StepPending(ctx context.Context, now time.Time) (StepPendingRow, error) {
+	row := q.db.QueryRow(ctx, stepPending, now)
+	var i StepPendingRow
+	err := row.Scan(&i.Due, &i.NextID)
+	return i, err
+}

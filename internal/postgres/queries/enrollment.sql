@@ -37,6 +37,15 @@ ORDER BY e.automation_id, e.due_at
 LIMIT @n::int
 FOR UPDATE OF e SKIP LOCKED;
 
+-- name: StepPending :one
+-- Whether any live automation has an enrollment due, and the send id the
+-- next run would get about (the last one made, plus one: no id is drawn
+-- from the sequence to ask).
+SELECT EXISTS (SELECT 1 FROM automation_enrollments e
+               WHERE e.state = 0 AND e.due_at <= @now::timestamptz
+                 AND e.automation_id IN (SELECT a.id FROM automations a WHERE a.status = 1 AND a.deleted_at IS NULL))::bool AS due,
+       (SELECT COALESCE(max(id), 0) + 1 FROM single_sends)::bigint AS next_id;
+
 -- name: NextRunID :one
 SELECT nextval(pg_get_serial_sequence('single_sends', 'id'))::bigint;
 
