@@ -120,6 +120,11 @@ func (d *DB) StepAutomations(ctx context.Context, now time.Time, n, batchSize in
 	return runs, more, translate(d.q.AddAutomationTriggered(ctx, ids))
 }
 
+// firstSchedule is f, automation a's first live schedule: where an
+// enrollment starts (EnrollMembers in queries/enrollment.sql has it too).
+const firstSchedule = `CROSS JOIN LATERAL (SELECT s.id, s.waiting_period, s.waiting_type FROM automation_schedules s
+                    WHERE s.automation_id = a.id AND s.deleted_at IS NULL ORDER BY s.id LIMIT 1) f`
+
 // enrollJoinedSQL enrolls contacts that just joined contact type $2 of
 // account $1 in every live automation targeting the type, at its first
 // schedule ($4 is now); JOINED names them (below). A contact enrolled
@@ -128,8 +133,7 @@ const enrollJoinedSQL = `
 INSERT INTO automation_enrollments (automation_id, user_id, contact_id, step, due_at)
 SELECT a.id, a.user_id, c.id, f.id, $4::timestamptz + schedule_wait(f.waiting_period, f.waiting_type)
 FROM automations a
-CROSS JOIN LATERAL (SELECT s.id, s.waiting_period, s.waiting_type FROM automation_schedules s
-                    WHERE s.automation_id = a.id AND s.deleted_at IS NULL ORDER BY s.id LIMIT 1) f
+` + firstSchedule + `
 JOIN contacts c ON c.contact_type_id = a.automation_for AND c.deleted_at IS NULL AND ` + joinedContacts + `
 WHERE a.automation_for_table = 'contacts_' AND a.automation_for = $2 AND a.user_id = $1
   AND a.status = 1 AND a.deleted_at IS NULL
@@ -242,8 +246,7 @@ func refreshAndEnroll(ctx context.Context, tx pgx.Tx, userID int64, typeIDs []in
 		INSERT INTO automation_enrollments (automation_id, user_id, contact_id, step, due_at)
 		SELECT a.id, a.user_id, r.contact_id, f.id, `+param(time.Now())+`::timestamptz + schedule_wait(f.waiting_period, f.waiting_type)
 		FROM automations a
-		CROSS JOIN LATERAL (SELECT s.id, s.waiting_period, s.waiting_type FROM automation_schedules s
-		                    WHERE s.automation_id = a.id AND s.deleted_at IS NULL ORDER BY s.id LIMIT 1) f
+		`+firstSchedule+`
 		JOIN segment_recipients r ON r.segment_id = a.automation_for AND r.contact_id IN (`+changedSet+`)
 		WHERE a.automation_for_table = 'segments_' AND a.automation_for = ANY($1::bigint[])
 		  AND a.status = 1 AND a.deleted_at IS NULL AND a.user_id = `+param(userID)+` AND r.user_id = a.user_id
