@@ -51,6 +51,7 @@ func (d *DB) AddContact(ctx context.Context, userID int64, in mail.ContactInput)
 		return 0, false, err
 	}
 	var row db.UpsertContactRow
+	now := d.now()
 	err = d.InTx(ctx, func(tx pgx.Tx, q *db.Queries) error {
 		if err := q.LockTypesForWriting(ctx, []int64{in.ContactTypeID}); err != nil {
 			return err
@@ -76,11 +77,11 @@ func (d *DB) AddContact(ctx context.Context, userID int64, in mail.ContactInput)
 				return err
 			}
 			// A new contact joins the type: live automations enroll it.
-			if err := enrollJoined(ctx, tx, userID, in.ContactTypeID, []int64{row.ID}); err != nil {
+			if err := enrollJoined(ctx, tx, userID, in.ContactTypeID, []int64{row.ID}, now); err != nil {
 				return err
 			}
 		}
-		return refreshAndEnroll(ctx, tx, userID, []int64{in.ContactTypeID}, changed{ids: []int64{row.ID}})
+		return refreshSegments(ctx, tx, userID, []int64{in.ContactTypeID}, changed{ids: []int64{row.ID}, at: now})
 	})
 	return row.ID, row.Inserted, err
 }
@@ -91,6 +92,7 @@ func (d *DB) UpdateContact(ctx context.Context, userID, id int64, in mail.Contac
 	if err != nil {
 		return err
 	}
+	now := d.now()
 	return d.InTx(ctx, func(tx pgx.Tx, q *db.Queries) error {
 		types, err := q.ContactTypesOf(ctx, db.ContactTypesOfParams{Ids: []int64{id}, UserID: userID})
 		if err != nil {
@@ -133,11 +135,11 @@ func (d *DB) UpdateContact(ctx context.Context, userID, id int64, in mail.Contac
 				return err
 			}
 			// Moved into another type: it joins that type's automations.
-			if err := enrollJoined(ctx, tx, userID, in.ContactTypeID, []int64{id}); err != nil {
+			if err := enrollJoined(ctx, tx, userID, in.ContactTypeID, []int64{id}, now); err != nil {
 				return err
 			}
 		}
-		return refreshAndEnroll(ctx, tx, userID, []int64{oldType, in.ContactTypeID}, changed{ids: []int64{id}})
+		return refreshSegments(ctx, tx, userID, []int64{oldType, in.ContactTypeID}, changed{ids: []int64{id}, at: now})
 	})
 }
 

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -158,6 +159,7 @@ type ContactImport struct {
 	tx     pgx.Tx
 	pool   *pgxpool.Pool
 	userID int64
+	now    time.Time // when the import began: enrollments start there
 }
 
 // BeginContactImport opens the import's transaction and staging table.
@@ -170,7 +172,7 @@ func (d *DB) BeginContactImport(ctx context.Context, userID int64) (*ContactImpo
 		tx.Rollback(ctx)
 		return nil, err
 	}
-	return &ContactImport{tx: tx, pool: d.Pool, userID: userID}, nil
+	return &ContactImport{tx: tx, pool: d.Pool, userID: userID, now: d.now()}, nil
 }
 
 // Rollback abandons the import; harmless after Commit.
@@ -261,7 +263,7 @@ func (im *ContactImport) Commit(ctx context.Context, typeID int64, src *mail.Con
 		return ImportResult{}, err
 	}
 	if res.Added > 0 && hasAutomations { // the new contacts join the type's live automations, in one statement
-		if err := enrollImported(ctx, im.tx, im.userID, typeID, hasContacts); err != nil {
+		if err := enrollImported(ctx, im.tx, im.userID, typeID, hasContacts, im.now); err != nil {
 			return ImportResult{}, fmt.Errorf("postgres: enroll imported contacts: %w", err)
 		}
 	}
@@ -269,7 +271,7 @@ func (im *ContactImport) Commit(ctx context.Context, typeID int64, src *mail.Con
 		if _, err := im.tx.Exec(ctx, "ANALYZE import_changed"); err != nil {
 			return ImportResult{}, err
 		}
-		if err := refreshAndEnroll(ctx, im.tx, im.userID, []int64{typeID}, changed{table: "import_changed"}); err != nil {
+		if err := refreshSegments(ctx, im.tx, im.userID, []int64{typeID}, changed{table: "import_changed", at: im.now}); err != nil {
 			return ImportResult{}, fmt.Errorf("postgres: refresh segments after import: %w", err)
 		}
 	}

@@ -2,7 +2,6 @@ package postgres
 
 import (
 	"context"
-	"strconv"
 	"strings"
 	"time"
 
@@ -121,7 +120,8 @@ func (d *DB) StepAutomations(ctx context.Context, now time.Time, n, batchSize in
 }
 
 // firstSchedule is f, automation a's first live schedule: where an
-// enrollment starts (EnrollMembers in queries/enrollment.sql has it too).
+// enrollment starts (EnrollMembers in queries/enrollment.sql has it too;
+// membershipSQL enrolls the contacts entering a segment with it).
 const firstSchedule = `CROSS JOIN LATERAL (SELECT s.id, s.waiting_period, s.waiting_type FROM automation_schedules s
                     WHERE s.automation_id = a.id AND s.deleted_at IS NULL ORDER BY s.id LIMIT 1) f`
 
@@ -158,100 +158,24 @@ var (
 // enrollJoined enrolls, in tx, contacts that joined contact type typeID
 // (ids) in the live automations targeting the type. A type no live
 // automation targets costs one index probe.
-func enrollJoined(ctx context.Context, tx pgx.Tx, userID, typeID int64, ids []int64) error {
+func enrollJoined(ctx context.Context, tx pgx.Tx, userID, typeID int64, ids []int64, now time.Time) error {
 	var live bool
 	if err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM automations
 		WHERE automation_for_table = 'contacts_' AND automation_for = $1 AND status = 1 AND deleted_at IS NULL)`, typeID).Scan(&live); err != nil || !live {
 		return err
 	}
-	_, err := tx.Exec(ctx, enrollJoinedIDsSQL, userID, typeID, ids, time.Now())
+	_, err := tx.Exec(ctx, enrollJoinedIDsSQL, userID, typeID, ids, now)
 	return err
 }
 
 // enrollImported enrolls the contacts an import inserted into typeID in
 // the type's live automations (the caller checked there are some): the
 // ids it collected when the type had contacts before, else the whole type.
-func enrollImported(ctx context.Context, tx pgx.Tx, userID, typeID int64, typeHadContacts bool) error {
+func enrollImported(ctx context.Context, tx pgx.Tx, userID, typeID int64, typeHadContacts bool, now time.Time) error {
 	sql := enrollWholeTypeSQL
 	if typeHadContacts {
 		sql = enrollImportedSQL
 	}
-	_, err := tx.Exec(ctx, sql, userID, typeID, nil, time.Now())
-	return err
-}
-
-// refreshAndEnroll is refreshSegments for a contact write that can make
-// contacts join segments, enrolling those that entered a segment a live
-// automation targets: their memberships in such segments are noted before
-// the refresh (a temporary table: an import's changes are not held in Go)
-// and the contacts members after and not before are enrolled, in tx.
-func refreshAndEnroll(ctx context.Context, tx pgx.Tx, userID int64, typeIDs []int64, ch changed) error {
-	var targets []int64
-	rows, err := tx.Query(ctx, `SELECT DISTINCT a.automation_for FROM automations a
-		JOIN segments s ON s.id = a.automation_for AND s.deleted_at IS NULL
-		WHERE a.automation_for_table = 'segments_' AND a.status = 1 AND a.deleted_at IS NULL
-		  AND a.user_id = $1 AND s.user_id = $1 AND s.contact_type_id = ANY($2::bigint[])`, userID, typeIDs)
-	if err == nil {
-		targets, err = pgx.CollectRows(rows, pgx.RowTo[int64])
-	}
-	if err != nil {
-		return err
-	}
-	if len(targets) == 0 || (ch.table == "" && len(ch.ids) == 0) {
-		return refreshSegments(ctx, tx, userID, typeIDs, ch)
-	}
-	// The changed contacts and their memberships in the targeted segments
-	// before the refresh: for a single write, an id array and two arrays
-	// read into Go (a handful of rows); for an import, its table and a
-	// temporary one (its changes are not held in Go).
-	args := []any{targets}
-	param := func(v any) string {
-		args = append(args, v)
-		return "$" + strconv.Itoa(len(args))
-	}
-	var changedSet, before string
-	if ch.table != "" {
-		changedSet = "SELECT id FROM " + ch.table
-		if _, err := tx.Exec(ctx, `CREATE TEMP TABLE IF NOT EXISTS segment_members_before (segment_id bigint, contact_id bigint) ON COMMIT DROP;
-			TRUNCATE segment_members_before`); err != nil {
-			return err
-		}
-		if _, err := tx.Exec(ctx, `INSERT INTO segment_members_before
-			SELECT r.segment_id, r.contact_id FROM segment_recipients r
-			WHERE r.segment_id = ANY($1::bigint[]) AND r.contact_id IN (`+changedSet+`)`, targets); err != nil {
-			return err
-		}
-		before = "segment_members_before"
-	} else {
-		changedSet = "SELECT unnest(" + param(ch.ids) + "::bigint[])"
-		var segs, contacts []int64
-		rows, err := tx.Query(ctx, `SELECT r.segment_id, r.contact_id FROM segment_recipients r
-			WHERE r.segment_id = ANY($1::bigint[]) AND r.contact_id = ANY($2::bigint[])`, targets, ch.ids)
-		if err != nil {
-			return err
-		}
-		var sID, cID int64
-		if _, err := pgx.ForEachRow(rows, []any{&sID, &cID}, func() error {
-			segs, contacts = append(segs, sID), append(contacts, cID)
-			return nil
-		}); err != nil {
-			return err
-		}
-		before = "unnest(" + param(segs) + "::bigint[], " + param(contacts) + "::bigint[])"
-	}
-	if err := refreshSegments(ctx, tx, userID, typeIDs, ch); err != nil {
-		return err
-	}
-	_, err = tx.Exec(ctx, `
-		INSERT INTO automation_enrollments (automation_id, user_id, contact_id, step, due_at)
-		SELECT a.id, a.user_id, r.contact_id, f.id, `+param(time.Now())+`::timestamptz + schedule_wait(f.waiting_period, f.waiting_type)
-		FROM automations a
-		`+firstSchedule+`
-		JOIN segment_recipients r ON r.segment_id = a.automation_for AND r.contact_id IN (`+changedSet+`)
-		WHERE a.automation_for_table = 'segments_' AND a.automation_for = ANY($1::bigint[])
-		  AND a.status = 1 AND a.deleted_at IS NULL AND a.user_id = `+param(userID)+` AND r.user_id = a.user_id
-		  AND NOT EXISTS (SELECT 1 FROM `+before+` AS b(segment_id, contact_id)
-		                  WHERE b.segment_id = r.segment_id AND b.contact_id = r.contact_id)
-		ON CONFLICT (automation_id, contact_id) WHERE state = 0 DO NOTHING`, args...)
+	_, err := tx.Exec(ctx, sql, userID, typeID, nil, now)
 	return err
 }

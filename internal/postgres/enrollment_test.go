@@ -116,6 +116,29 @@ func TestEnrollOnEnteringSegment(t *testing.T) {
 	if !slices.Contains(got, before[0]) {
 		t.Errorf("low@ was enrolled again: %v, was %v", got, before)
 	}
+
+	// A segment edit that lets big@ in enrolls it, its wait counted from
+	// the database handle's clock; a narrowing edit enrolls nobody.
+	at := time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)
+	clocked := *f.d
+	clocked.Now = func() time.Time { return at }
+	if err := clocked.UpdateSegment(ctx, f.uid, f.segment, f.segmentInput(t, f.typeA, "100")); err != nil {
+		t.Fatal(err)
+	}
+	if err := clocked.UpdateSegment(ctx, f.uid, f.segment, f.segmentInput(t, f.typeA, "5")); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := emails(enrolled()), []string{"big@x.example", "high@x.example", "low@x.example", "new@x.example"}; !slices.Equal(got, want) {
+		t.Fatalf("after the segment edits %v, want %v", got, want)
+	}
+	var due time.Time
+	if err := f.d.Pool.QueryRow(ctx, `SELECT e.due_at FROM automation_enrollments e JOIN contacts c ON c.id = e.contact_id
+		WHERE e.automation_id = $1 AND c.email = 'big@x.example'`, auto).Scan(&due); err != nil {
+		t.Fatal(err)
+	}
+	if want := at.Add(48 * time.Hour); !due.Equal(want) {
+		t.Errorf("big@ due %v, want %v", due, want)
+	}
 }
 
 // An automation of another account pointed at this account's type (or

@@ -72,6 +72,6 @@ func (d *DB) DeleteCustomField(ctx context.Context, userID, id int64) error {
 			return err
 		}
 		// The values are gone: segments with conditions on the field change.
-		return rebuildSegmentsUsingField(ctx, tx, userID, id)
+		return rebuildSegmentsUsingField(ctx, tx, userID, id, d.now())
 	}))
 }

@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"net/url"
 	"strings"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -30,6 +31,17 @@ type DB struct {
 	Pool *pgxpool.Pool
 	q    *db.Queries
 	log  *slog.Logger
+	// Now is the clock enrollments start from (an automation's wait counts
+	// from it); nil is time.Now. Tests set it to drive schedules.
+	Now func() time.Time
+}
+
+// now is d's clock.
+func (d *DB) now() time.Time {
+	if d.Now != nil {
+		return d.Now()
+	}
+	return time.Now()
 }
 
 // Open creates the database named in dsn when it is missing, then connects.

@@ -209,7 +209,7 @@ func (d *DB) rebuildOneStep(ctx context.Context, segmentID, gen int64) (done boo
 		}
 		conds := mail.StoredConditions(st.SelectField, st.SelectOperator, st.Value, custom)
 		sql, args := membership(st.UserID, segmentID, st.ContactTypeID, conds, st.QueryType != nil && *st.QueryType == "or",
-			changed{from: lo, to: hi})
+			changed{from: lo, to: hi, at: d.now()})
 		var gone, joined int64
 		if err := tx.QueryRow(ctx, sql, args...).Scan(&gone, &joined); err != nil {
 			return err
@@ -371,8 +371,9 @@ func (d *DB) SegmentRecipients(ctx context.Context, userID, segmentID int64, pag
 
 // membershipSQL re-evaluates one segment for a set of contacts (src: a
 // subquery of contact ids, or all the type's contacts when empty): members
-// that no longer match leave, matching contacts join. It answers how many
-// left and joined.
+// that no longer match leave, matching contacts join, and those that
+// joined are enrolled in the segment's live automations. It answers how
+// many left and joined.
 const membershipSQL = `
 WITH m AS MATERIALIZED (
     SELECT c.id FROM contacts c
@@ -387,6 +388,17 @@ WITH m AS MATERIALIZED (
     SELECT %[2]s, %[3]s, m.id FROM m
     ON CONFLICT (segment_id, contact_id) WHERE contact_id IS NOT NULL DO NOTHING
     RETURNING contact_id
+), enrolled AS (
+    -- Contacts entering the segment join the live automations aimed at it,
+    -- at their first schedule, due after its wait from %[7]s.
+    INSERT INTO automation_enrollments (automation_id, user_id, contact_id, step, due_at)
+    SELECT a.id, a.user_id, j.contact_id, f.id, %[7]s::timestamptz + schedule_wait(f.waiting_period, f.waiting_type)
+    FROM automations a
+    ` + firstSchedule + `
+    CROSS JOIN joined j
+    WHERE a.automation_for_table = 'segments_' AND a.automation_for = %[3]s AND a.user_id = %[2]s
+      AND a.status = 1 AND a.deleted_at IS NULL
+    ON CONFLICT (automation_id, contact_id) WHERE state = 0 DO NOTHING
 )
 SELECT (SELECT count(*) FROM gone), (SELECT count(*) FROM joined)`
 
@@ -394,13 +406,15 @@ SELECT (SELECT count(*) FROM gone), (SELECT count(*) FROM joined)`
 // the temporary table of ids, or (for a rebuild step) the ids from from to
 // to (nil: to the end); the zero value means every contact. deleted says
 // the ids were just deleted: they leave every segment, with no condition
-// to evaluate.
+// to evaluate. at is when the write happened: contacts entering a segment
+// are enrolled in its automations from then.
 type changed struct {
 	ids     []int64
 	table   string
 	deleted bool
 	from    int64
 	to      *int64
+	at      time.Time
 }
 
 // membership builds membershipSQL for one segment over the changed contacts.
@@ -427,15 +441,16 @@ func membership(userID, segmentID, typeID int64, conds []mail.Condition, or bool
 		}
 	}
 	pred := p.compile(conds, or)
-	return fmt.Sprintf(membershipSQL, ct, uid, seg, onContacts, pred, onMembers), p.args
+	at := p.arg(ch.at)
+	return fmt.Sprintf(membershipSQL, ct, uid, seg, onContacts, pred, onMembers, at), p.args
 }
 
 // rebuildSegment re-evaluates a segment over its whole contact type.
-func rebuildSegment(ctx context.Context, tx pgx.Tx, userID, segmentID, typeID int64, conds []mail.Condition, or bool) (joined int64, err error) {
+func rebuildSegment(ctx context.Context, tx pgx.Tx, userID, segmentID, typeID int64, conds []mail.Condition, or bool, at time.Time) (joined int64, err error) {
 	if _, err := tx.Exec(ctx, "SET LOCAL work_mem = '256MB'"); err != nil {
 		return 0, err
 	}
-	sql, args := membership(userID, segmentID, typeID, conds, or, changed{})
+	sql, args := membership(userID, segmentID, typeID, conds, or, changed{at: at})
 	var gone int64
 	if err = tx.QueryRow(ctx, sql, args...).Scan(&gone, &joined); err != nil {
 		return 0, err
@@ -499,7 +514,7 @@ func refreshSegments(ctx context.Context, tx pgx.Tx, userID int64, typeIDs []int
 
 // rebuildSegmentsUsingField rebuilds the segments with a condition on a
 // custom field (after the field was deleted and its values with it).
-func rebuildSegmentsUsingField(ctx context.Context, tx pgx.Tx, userID, fieldID int64) error {
+func rebuildSegmentsUsingField(ctx context.Context, tx pgx.Tx, userID, fieldID int64, at time.Time) error {
 	q := db.New(tx)
 	segs, err := q.SegmentsUsingField(ctx, db.SegmentsUsingFieldParams{UserID: userID, FieldID: strconv.FormatInt(fieldID, 10)})
 	if err != nil || len(segs) == 0 {
@@ -511,7 +526,7 @@ func rebuildSegmentsUsingField(ctx context.Context, tx pgx.Tx, userID, fieldID i
 	}
 	for _, s := range segs {
 		conds := mail.StoredConditions(s.SelectField, s.SelectOperator, s.Value, custom)
-		if _, err := rebuildSegment(ctx, tx, userID, s.ID, s.ContactTypeID, conds, s.QueryType != nil && *s.QueryType == "or"); err != nil {
+		if _, err := rebuildSegment(ctx, tx, userID, s.ID, s.ContactTypeID, conds, s.QueryType != nil && *s.QueryType == "or", at); err != nil {
 			return err
 		}
 	}
