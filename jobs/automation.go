@@ -8,6 +8,7 @@ import (
 	"github.com/hibiken/asynq"
 
 	"github.com/mailroom/mailroom/internal/mail"
+	"github.com/mailroom/mailroom/internal/postgres"
 )
 
 // TypeStepAutomations sends the automation mails that are due: the
@@ -30,7 +31,8 @@ func NewStepAutomationsTask() *asynq.Task {
 func StepAutomations(d Deps) asynq.HandlerFunc {
 	return func(ctx context.Context, _ *asynq.Task) error {
 		for {
-			runs, more, err := d.DB.StepAutomations(ctx, d.now(), stepBatch, d.Engine.BatchSize, mail.NewOpenToken)
+			runs, more, err := d.DB.StepAutomations(ctx, postgres.Step{Now: d.now(), Enrollments: stepBatch,
+				BatchSize: d.Engine.BatchSize, RunEvery: d.Engine.RunEvery, NewToken: mail.NewOpenToken})
 			if err != nil {
 				return err
 			}

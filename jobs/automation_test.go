@@ -258,3 +258,93 @@ func TestAutomationResumeAndDeletedSchedule(t *testing.T) {
 		t.Errorf("%d single-send events for an automation's runs", n)
 	}
 }
+
+// Runs are bucketed: a schedule that made a small run makes no other for
+// AUTOMATION_RUN_EVERY (30 s), so a trickle of joins costs a run per 30 s,
+// not one per pass, while a full-size run leaves the schedule free; a
+// schedule whose sender is unverified sends nothing and its contacts wait
+// for it; a run keeps no copy of the schedule's template.
+func TestAutomationRunsAndSenderHold(t *testing.T) {
+	// Not parallel: see TestSingleSendEndToEnd.
+	ctx := context.Background()
+	d := testdb.New(t)
+	user, _, err := d.CreateAccount(ctx, "runs")
+	if err != nil {
+		t.Fatal(err)
+	}
+	typ := scalar[int64](t, d, `INSERT INTO contact_types (user_id, name) VALUES ($1, 'members') RETURNING id`, user)
+	sender := scalar[int64](t, d, `INSERT INTO senders (user_id, from_name, from_email, reply_to_email, country_id, company_address, nickname, utr, is_verified)
+		VALUES ($1, 'Runs', 'runs@acme.example', 'runs@acme.example', 276, 'Street 1', 'n', gen_random_uuid()::text, 1) RETURNING id`, user)
+	auto := scalar[int64](t, d, `INSERT INTO automations (user_id, utr, automation_name, automation_type, automation_for, automation_for_table,
+			status, live_at) VALUES ($1, gen_random_uuid(), 'Welcome', 1, $2, 'contacts_', 1, now()) RETURNING id`, user, typ)
+	exec(t, d, `INSERT INTO automation_schedules (user_id, automation_id, utr, sender_id, template_id, subject, waiting_period, waiting_type, template_html)
+		VALUES ($1, $2, gen_random_uuid(), $3, 1, 'Welcome', 1, 'instantly', '<p>From the schedule, ((email))</p>')`, user, auto, sender)
+
+	srv := smtptest.New(t, smtptest.Options{})
+	pool := smtp.NewPool(smtp.Config{Addr: srv.Addr, Size: 4, Timeout: 5 * time.Second})
+	defer pool.Close()
+	t0 := time.Date(2026, 11, 23, 9, 0, 0, 0, time.UTC)
+	clk := &clock{t: t0}
+	mux, q := automationEngine(t, d, pool, clk)
+	// join enrolls n new contacts named prefix+i, due at the clock's now.
+	join := func(prefix string, n int) {
+		t.Helper()
+		exec(t, d, `WITH c AS (INSERT INTO contacts (user_id, contact_type_id, email)
+			SELECT $1, $2, $3 || i || '@runs.example' FROM generate_series(1, $4::int) i RETURNING id)
+			INSERT INTO automation_enrollments (automation_id, user_id, contact_id, step, due_at)
+			SELECT $5, $1, c.id, (SELECT id FROM automation_schedules WHERE automation_id = $5), $6 FROM c`, user, typ, prefix, n, auto, clk.t)
+	}
+	check := func(at time.Duration, mails, runs int64) {
+		t.Helper()
+		clk.t = t0.Add(at)
+		q.enqueue(ctx, jobs.NewStepAutomationsTask())
+		q.drain(t, mux)
+		if n := int64(srv.Count()); n != mails {
+			t.Fatalf("at +%v: %d mails, want %d", at, n, mails)
+		}
+		if n := scalar[int64](t, d, "SELECT count(*) FROM single_sends WHERE automation_id = $1", auto); n != runs {
+			t.Fatalf("at +%v: %d runs, want %d", at, n, runs)
+		}
+	}
+
+	join("ann", 1)
+	check(0, 1, 1)
+	clk.t = t0.Add(5 * time.Second)
+	join("bob", 1)
+	check(5*time.Second, 1, 1) // the schedule made a small run 5 s ago
+	check(29*time.Second, 1, 1)
+	check(30*time.Second, 2, 2)
+	clk.t = t0.Add(31 * time.Second)
+	join("many", 1000) // a fifth of a stepping transaction: a full-size run
+	check(59*time.Second, 2, 2)
+	check(60*time.Second, 1002, 3)
+	clk.t = t0.Add(61 * time.Second)
+	join("carl", 1)
+	check(61*time.Second, 1003, 4) // the full-size run held nothing
+
+	// The sender loses its verification: nothing goes, the contact waits
+	// at its step; verified again, its mail goes at the next allowed run.
+	exec(t, d, "UPDATE senders SET is_verified = 0 WHERE id = $1", sender)
+	clk.t = t0.Add(100 * time.Second)
+	join("dan", 1)
+	check(100*time.Second, 1003, 4)
+	state := scalar[string](t, d, `SELECT e.state || ':' || (e.step = s.id) FROM automation_enrollments e JOIN contacts c ON c.id = e.contact_id
+		JOIN automation_schedules s ON s.automation_id = e.automation_id WHERE c.email = 'dan1@runs.example'`)
+	if state != "0:true" {
+		t.Fatalf("dan's enrollment %s, want still active at the first schedule", state)
+	}
+	exec(t, d, "UPDATE senders SET is_verified = 1 WHERE id = $1", sender)
+	check(110*time.Second, 1003, 4) // held for 30 s after the blocked pass
+	check(130*time.Second, 1004, 5)
+
+	if n := scalar[int64](t, d, "SELECT count(*) FROM single_sends WHERE automation_id = $1 AND (template_html IS NOT NULL OR template_json IS NOT NULL)", auto); n != 0 {
+		t.Errorf("%d runs carry a copy of the template", n)
+	}
+	last := srv.Messages()[srv.Count()-1]
+	if body := string(last.Data); !strings.Contains(body, "From the schedule,=20dan1@runs.example") { // quoted-printable
+		t.Errorf("the last mail does not hold the schedule's template:\n%s", body)
+	}
+	if n := scalar[int64](t, d, "SELECT total_triggered FROM automations WHERE id = $1", auto); n != 1004 {
+		t.Errorf("total_triggered %d, want 1004", n)
+	}
+}

@@ -59,6 +59,9 @@ type Engine struct {
 	StallAfter  time.Duration // a running send idle this long is restarted by the sweeper; 30 s
 	Slice       time.Duration // how long one batch task goes on along its chain; 1 s
 	Retention   time.Duration // deliveries rows kept after their send completed; 0 keeps them
+	// RunEvery is how long an automation schedule that made a small run
+	// waits before its next one (docs/automations.md); 30 s.
+	RunEvery time.Duration
 }
 
 func (e Engine) withDefaults() Engine {
@@ -79,6 +82,9 @@ func (e Engine) withDefaults() Engine {
 	}
 	if e.Slice <= 0 {
 		e.Slice = time.Second
+	}
+	if e.RunEvery <= 0 {
+		e.RunEvery = 30 * time.Second
 	}
 	return e
 }

@@ -101,7 +101,8 @@ func run(ctx context.Context, getenv func(string) string, stderr io.Writer) erro
 			return err
 		},
 		Engine: jobs.Engine{BatchSize: cfg.SendBatchSize, Window: cfg.SendWindow, Concurrency: cfg.SendConcurrency, Lease: cfg.SendLease,
-			StallAfter: cfg.SendStallAfter, Slice: cfg.SendSlice, Retention: cfg.DeliveryRetention},
+			StallAfter: cfg.SendStallAfter, Slice: cfg.SendSlice, Retention: cfg.DeliveryRetention,
+			RunEvery: cfg.AutomationRunEvery},
 	})); err != nil {
 		return err
 	}

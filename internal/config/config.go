@@ -37,6 +37,7 @@ type Config struct {
 	SendStallAfter         time.Duration // SEND_STALL_AFTER: a running send idle this long is restarted
 	SendSweepEvery         time.Duration // SEND_SWEEP_EVERY: how often the sweeper runs
 	SendSlice              time.Duration // SEND_SLICE: how long one batch task goes on along its send's chain
+	AutomationRunEvery     time.Duration // AUTOMATION_RUN_EVERY: how long a schedule that made a small run waits for its next
 	WorkerPollInterval     time.Duration // WORKER_POLL_INTERVAL: how often an idle worker asks Redis for tasks
 	DeliveryRetention      time.Duration // DELIVERY_RETENTION: deliveries kept after their send completed; 0 keeps them
 	MaxImports             int           // MAX_CONCURRENT_IMPORTS: CSV imports at once per API process
@@ -129,6 +130,7 @@ func Load(getenv func(string) string) (Config, error) {
 	c.SendStallAfter = duration("SEND_STALL_AFTER", 30*time.Second)
 	c.SendSweepEvery = duration("SEND_SWEEP_EVERY", 10*time.Second)
 	c.SendSlice = duration("SEND_SLICE", time.Second)
+	c.AutomationRunEvery = duration("AUTOMATION_RUN_EVERY", 30*time.Second)
 	c.WorkerPollInterval = duration("WORKER_POLL_INTERVAL", 100*time.Millisecond)
 	if v := str("DELIVERY_RETENTION", ""); v != "" && v != "0" {
 		c.DeliveryRetention = duration("DELIVERY_RETENTION", 0)

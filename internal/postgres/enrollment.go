@@ -26,34 +26,48 @@ type Run struct {
 	Triggered       int64
 }
 
-// StepAutomations takes up to n active enrollments of live automations due
-// at now (FOR UPDATE SKIP LOCKED: steppers share the work), makes one run
-// per schedule with the deliveries of those contacts still eligible, and
-// advances each enrollment to its next schedule (due after its wait from
-// now), done after the last, or left when its contact got no mail. All in
-// one transaction; it answers the runs with deliveries and how many
-// enrollments it took. newToken makes a run's open token.
+// Step is one stepping pass's settings.
+type Step struct {
+	Now         time.Time // the stepper's clock
+	Enrollments int       // at most this many enrollments per transaction
+	BatchSize   int       // a run's batch ranges
+	// RunEvery is how long a schedule that made a small run (fewer than
+	// Enrollments/5 enrollments) waits before its next run: a trickle of
+	// joins makes a run per RunEvery, not one per pass.
+	RunEvery time.Duration
+	NewToken func() string // a run's open token
+}
+
+// StepAutomations takes up to st.Enrollments active enrollments of live
+// automations due at st.Now (FOR UPDATE SKIP LOCKED: steppers share the
+// work), makes one run per schedule with the deliveries of those contacts
+// still eligible, and advances each enrollment to its next schedule (due
+// after its wait from now), done after the last, or left when its contact
+// got no mail. All in one transaction; it answers the runs with
+// deliveries. A schedule whose sender is deleted or not verified makes no
+// run: its enrollments wait where they are (retried every RunEvery).
 //
-// more says another pass would find work at once (it took n enrollments).
-func (d *DB) StepAutomations(ctx context.Context, now time.Time, n, batchSize int, newToken func() string) (runs []Run, more bool, err error) {
+// more says another pass would find work at once (it took a full batch).
+func (d *DB) StepAutomations(ctx context.Context, st Step) (runs []Run, more bool, err error) {
 	// Most passes find nothing due: one indexed question, no id drawn.
 	// Else the partitions the runs' ids will land in (this one and the
 	// next) are made beforehand: the DDL must not wait inside the
 	// transaction.
-	p, err := d.q.StepPending(ctx, now)
+	p, err := d.q.StepPending(ctx, st.Now)
 	if err != nil || !p.Due {
 		return nil, false, translate(err)
 	}
 	if err := d.ensurePartition(ctx, p.NextID); err != nil {
 		return nil, false, err
 	}
+	var held, blocked []int64 // schedules with a small run; schedules whose sender stopped them
 	err = d.InTx(ctx, func(_ pgx.Tx, q *db.Queries) error {
-		runs, more = nil, false
-		due, err := q.ClaimDueEnrollments(ctx, db.ClaimDueEnrollmentsParams{Now: now, N: int32(n)})
+		runs, more, held, blocked = nil, false, nil, nil
+		due, err := q.ClaimDueEnrollments(ctx, db.ClaimDueEnrollmentsParams{Now: st.Now, N: int32(st.Enrollments)})
 		if err != nil {
 			return err
 		}
-		more = len(due) >= n
+		more = len(due) >= st.Enrollments
 		bySchedule := map[int64][]int64{}
 		var order []int64
 		for _, e := range due {
@@ -71,21 +85,33 @@ func (d *DB) StepAutomations(ctx context.Context, now time.Time, n, batchSize in
 			if err != nil {
 				return err
 			}
-			made, err := q.CreateRun(ctx, db.CreateRunParams{ID: runID, ListToken: newToken(), ScheduleID: schedule})
+			made, err := q.CreateRun(ctx, db.CreateRunParams{ID: runID, ListToken: st.NewToken(), ScheduleID: schedule})
 			if err != nil {
 				return err
 			}
-			if made == 0 { // the schedule was deleted: its mail is not sent
-				if err := q.SkipDeletedStep(ctx, db.SkipDeletedStepParams{EnrollmentIds: ids, Now: now}); err != nil {
+			if made == 0 {
+				live, err := q.ScheduleLive(ctx, schedule)
+				if err != nil {
+					return err
+				}
+				if live { // its sender is deleted or unverified: nothing goes from it, the enrollments wait
+					blocked = append(blocked, schedule)
+					continue
+				}
+				// The schedule was deleted: its mail is not sent.
+				if err := q.SkipDeletedStep(ctx, db.SkipDeletedStepParams{EnrollmentIds: ids, Now: st.Now}); err != nil {
 					return err
 				}
 				continue
+			}
+			if len(ids) < st.Enrollments/5 {
+				held = append(held, schedule)
 			}
 			sent, err := q.ExpandRun(ctx, db.ExpandRunParams{RunID: runID, EnrollmentIds: ids})
 			if err != nil {
 				return err
 			}
-			if err := q.AdvanceEnrollments(ctx, db.AdvanceEnrollmentsParams{RunID: runID, EnrollmentIds: ids, Now: now}); err != nil {
+			if err := q.AdvanceEnrollments(ctx, db.AdvanceEnrollmentsParams{RunID: runID, EnrollmentIds: ids, Now: st.Now}); err != nil {
 				return err
 			}
 			if sent == 0 {
@@ -94,7 +120,7 @@ func (d *DB) StepAutomations(ctx context.Context, now time.Time, n, batchSize in
 				}
 				continue
 			}
-			bs := int32(batchSize)
+			bs := int32(st.BatchSize)
 			first, err := q.StartRun(ctx, db.StartRunParams{Triggered: sent, BatchSize: &bs, ID: runID})
 			if err != nil {
 				return err
@@ -107,15 +133,28 @@ func (d *DB) StepAutomations(ctx context.Context, now time.Time, n, batchSize in
 		}
 		return nil
 	})
-	if err != nil || len(runs) == 0 {
-		return runs, more, translate(err)
+	if err != nil {
+		return nil, false, translate(err)
+	}
+	// After the transaction (a schedule's or an automation's row is never
+	// locked while enrollments are): the holds, then the totals. A crash
+	// right here loses a hold (one run more) or these runs' share of
+	// total_triggered.
+	if len(held)+len(blocked) > 0 {
+		if err := d.q.HoldSchedules(ctx, db.HoldSchedulesParams{Until: st.Now.Add(st.RunEvery), Ids: append(held, blocked...)}); err != nil {
+			return runs, more, translate(err)
+		}
+	}
+	for _, s := range blocked {
+		d.log.WarnContext(ctx, "automation schedule not sent: its sender is deleted or not verified; its contacts wait", "schedule_id", s)
+	}
+	if len(runs) == 0 {
+		return nil, more, nil
 	}
 	ids := make([]int64, len(runs))
 	for i, r := range runs {
 		ids[i] = r.ID
 	}
-	// A crash right here loses these runs' share of total_triggered, the
-	// price of never holding an automation's row with its enrollments.
 	return runs, more, translate(d.q.AddAutomationTriggered(ctx, ids))
 }
 

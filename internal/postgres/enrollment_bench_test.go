@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mailroom/mailroom/internal/postgres"
 	"github.com/mailroom/mailroom/internal/testdb"
 )
 
@@ -37,8 +38,11 @@ func BenchmarkStepPass(b *testing.B) {
 		SELECT $1, $2, 'c' || i || '@step.example', 'C' || i FROM generate_series(1, 1000000) i`, user, typ)
 	q(&auto, `INSERT INTO automations (user_id, utr, automation_name, automation_type, automation_for, automation_for_table, status)
 		VALUES ($1, gen_random_uuid(), 'step', 1, $2, 'contacts_', 1) RETURNING id`, user, typ)
+	var sender int64
+	q(&sender, `INSERT INTO senders (user_id, from_name, from_email, reply_to_email, country_id, company_address, nickname, utr, is_verified)
+		VALUES ($1, 'Step', 'step@acme.example', 'step@acme.example', 276, 'Street 1', 'n', gen_random_uuid()::text, 1) RETURNING id`, user)
 	exec(`INSERT INTO automation_schedules (user_id, automation_id, utr, sender_id, template_id, subject, waiting_period, waiting_type, template_html)
-		SELECT $1, $2, gen_random_uuid(), 1, 1, 's' || i, 1, 'days', '<p>x</p>' FROM generate_series(1, 3) i`, user, auto)
+		SELECT $1, $2, gen_random_uuid(), $3, 1, 's' || i, 1, 'days', '<p>x</p>' FROM generate_series(1, 3) i`, user, auto, sender)
 	now := time.Now()
 	exec(`INSERT INTO automation_enrollments (automation_id, user_id, contact_id, step, due_at)
 		SELECT $1, $2, c.id, (SELECT min(id) FROM automation_schedules WHERE automation_id = $1),
@@ -50,7 +54,8 @@ func BenchmarkStepPass(b *testing.B) {
 		start := time.Now()
 		runs := 0
 		for {
-			rs, more, err := d.StepAutomations(ctx, now, 5000, 1000, func() string { return "tok" })
+			rs, more, err := d.StepAutomations(ctx, postgres.Step{Now: now, Enrollments: 5000, BatchSize: 1000,
+				RunEvery: 30 * time.Second, NewToken: func() string { return "tok" }})
 			if err != nil {
 				b.Fatal(err)
 			}

@@ -59,6 +59,7 @@ SELECT e.id, e.automation_id, e.contact_id, e.step
 FROM automation_enrollments e
 WHERE e.state = 0 AND e.due_at <= $1::timestamptz
   AND e.automation_id IN (SELECT a.id FROM automations a WHERE a.status = 1 AND a.deleted_at IS NULL)
+  AND NOT EXISTS (SELECT 1 FROM automation_schedules sc WHERE sc.id = e.step AND sc.run_after > $1::timestamptz)
 ORDER BY e.automation_id, e.due_at
 LIMIT $2::int
 FOR UPDATE OF e SKIP LOCKED
@@ -77,7 +78,8 @@ type ClaimDueEnrollmentsRow struct {
 }
 
 // Due active enrollments of live automations, locked for this stepper;
-// those another holds are skipped. Read per live automation through the
+// those another holds are skipped, and so are those of a schedule waiting
+// for its next run (run_after). Read per live automation through the
 // (automation, due_at) index: a paused automation's are not read.
 func (q *Queries) ClaimDueEnrollments(ctx context.Context, arg ClaimDueEnrollmentsParams) ([]ClaimDueEnrollmentsRow, error) {
 	rows, err := q.db.Query(ctx, claimDueEnrollments, arg.Now, arg.N)
@@ -105,14 +107,15 @@ func (q *Queries) ClaimDueEnrollments(ctx context.Context, arg ClaimDueEnrollmen
 }
 
 const createRun = `-- name: CreateRun :execrows
-INSERT INTO single_sends (id, user_id, utr, template_id, template_json, template_html, sender_id, unsubscribe_group_id,
+INSERT INTO single_sends (id, user_id, utr, template_id, sender_id, unsubscribe_group_id,
     single_send_name, subject, preheader, status, due_at, started_at, progress_at, unique_open_token,
     automation_id, automation_schedule_id)
 OVERRIDING SYSTEM VALUE
-SELECT $1::bigint, a.user_id, gen_random_uuid(), s.template_id, s.template_json, s.template_html, s.sender_id,
+SELECT $1::bigint, a.user_id, gen_random_uuid(), s.template_id, s.sender_id,
     COALESCE(a.unsubscribe_group_id, 0), a.automation_name, s.subject, '', 2, now(), now(), now(),
     jsonb_build_object(a.automation_for_table || a.automation_for, $2::text), a.id, s.id
 FROM automation_schedules s JOIN automations a ON a.id = s.automation_id
+JOIN senders se ON se.id = s.sender_id AND se.deleted_at IS NULL AND se.is_verified = 1
 WHERE s.id = $3 AND s.deleted_at IS NULL
 `
 
@@ -123,7 +126,10 @@ type CreateRunParams struct {
 }
 
 // A run of a schedule: a row of single_sends the engine sends like a
-// single send (status 2 from birth).
+// single send (status 2 from birth). The template stays on the schedule
+// (SendForBatch reads it there): a run row is a few hundred bytes. No run
+// is made of a deleted schedule, nor while its sender is deleted or not
+// verified (ScheduleLive tells the two apart).
 func (q *Queries) CreateRun(ctx context.Context, arg CreateRunParams) (int64, error) {
 	result, err := q.db.Exec(ctx, createRun, arg.ID, arg.ListToken, arg.ScheduleID)
 	if err != nil {
@@ -217,6 +223,25 @@ func (q *Queries) ExpandRun(ctx context.Context, arg ExpandRunParams) (int64, er
 	return result.RowsAffected(), nil
 }
 
+const holdSchedules = `-- name: HoldSchedules :exec
+UPDATE automation_schedules SET run_after = $1::timestamptz
+WHERE id = ANY($2::bigint[])
+`
+
+type HoldSchedulesParams struct {
+	Until time.Time
+	Ids   []int64
+}
+
+// After a stepping transaction: the schedules that made a small run (or
+// could not run) make no other run before @until (apart from the
+// transaction, as AddAutomationTriggered: a schedule's row is never
+// locked while enrollments are).
+func (q *Queries) HoldSchedules(ctx context.Context, arg HoldSchedulesParams) error {
+	_, err := q.db.Exec(ctx, holdSchedules, arg.Until, arg.Ids)
+	return err
+}
+
 const nextRunID = `-- name: NextRunID :one
 SELECT nextval(pg_get_serial_sequence('single_sends', 'id'))::bigint
 `
@@ -224,6 +249,19 @@ SELECT nextval(pg_get_serial_sequence('single_sends', 'id'))::bigint
 func (q *Queries) NextRunID(ctx context.Context) (int64, error) {
 	row := q.db.QueryRow(ctx, nextRunID)
 	var column_1 int64
+	err := row.Scan(&column_1)
+	return column_1, err
+}
+
+const scheduleLive = `-- name: ScheduleLive :one
+SELECT EXISTS (SELECT 1 FROM automation_schedules WHERE id = $1 AND deleted_at IS NULL)::bool
+`
+
+// Whether a schedule the stepper could not make a run of still exists (its
+// sender is what stopped it).
+func (q *Queries) ScheduleLive(ctx context.Context, id int64) (bool, error) {
+	row := q.db.QueryRow(ctx, scheduleLive, id)
+	var column_1 bool
 	err := row.Scan(&column_1)
 	return column_1, err
 }
@@ -277,7 +315,8 @@ func (q *Queries) StartRun(ctx context.Context, arg StartRunParams) (int64, erro
 const stepPending = `-- name: StepPending :one
 SELECT EXISTS (SELECT 1 FROM automation_enrollments e
                WHERE e.state = 0 AND e.due_at <= $1::timestamptz
-                 AND e.automation_id IN (SELECT a.id FROM automations a WHERE a.status = 1 AND a.deleted_at IS NULL))::bool AS due,
+                 AND e.automation_id IN (SELECT a.id FROM automations a WHERE a.status = 1 AND a.deleted_at IS NULL)
+                 AND NOT EXISTS (SELECT 1 FROM automation_schedules sc WHERE sc.id = e.step AND sc.run_after > $1::timestamptz))::bool AS due,
        (SELECT COALESCE(max(id), 0) + 1 FROM single_sends)::bigint AS next_id
 `
 
@@ -286,9 +325,9 @@ type StepPendingRow struct {
 	NextID int64
 }
 
-// Whether any live automation has an enrollment due, and the send id the
-// next run would get about (the last one made, plus one: no id is drawn
-// from the sequence to ask).
+// Whether any live automation has an enrollment due whose schedule may
+// run, and the send id the next run would get about (the last one made,
+// plus one: no id is drawn from the sequence to ask).
 func (q *Queries) StepPending(ctx context.Context, now time.Time) (StepPendingRow, error) {
 	row := q.db.QueryRow(ctx, stepPending, now)
 	var i StepPendingRow

@@ -71,6 +71,7 @@ type AutomationSchedule struct {
 	DeletedAt     *time.Time
 	CreatedAt     time.Time
 	UpdatedAt     time.Time
+	RunAfter      *time.Time
 }
 
 type Bounce struct {

@@ -27,39 +27,59 @@ ON CONFLICT (automation_id, contact_id) WHERE state = 0 DO NOTHING;
 
 -- name: ClaimDueEnrollments :many
 -- Due active enrollments of live automations, locked for this stepper;
--- those another holds are skipped. Read per live automation through the
+-- those another holds are skipped, and so are those of a schedule waiting
+-- for its next run (run_after). Read per live automation through the
 -- (automation, due_at) index: a paused automation's are not read.
 SELECT e.id, e.automation_id, e.contact_id, e.step
 FROM automation_enrollments e
 WHERE e.state = 0 AND e.due_at <= @now::timestamptz
   AND e.automation_id IN (SELECT a.id FROM automations a WHERE a.status = 1 AND a.deleted_at IS NULL)
+  AND NOT EXISTS (SELECT 1 FROM automation_schedules sc WHERE sc.id = e.step AND sc.run_after > @now::timestamptz)
 ORDER BY e.automation_id, e.due_at
 LIMIT @n::int
 FOR UPDATE OF e SKIP LOCKED;
 
 -- name: StepPending :one
--- Whether any live automation has an enrollment due, and the send id the
--- next run would get about (the last one made, plus one: no id is drawn
--- from the sequence to ask).
+-- Whether any live automation has an enrollment due whose schedule may
+-- run, and the send id the next run would get about (the last one made,
+-- plus one: no id is drawn from the sequence to ask).
 SELECT EXISTS (SELECT 1 FROM automation_enrollments e
                WHERE e.state = 0 AND e.due_at <= @now::timestamptz
-                 AND e.automation_id IN (SELECT a.id FROM automations a WHERE a.status = 1 AND a.deleted_at IS NULL))::bool AS due,
+                 AND e.automation_id IN (SELECT a.id FROM automations a WHERE a.status = 1 AND a.deleted_at IS NULL)
+                 AND NOT EXISTS (SELECT 1 FROM automation_schedules sc WHERE sc.id = e.step AND sc.run_after > @now::timestamptz))::bool AS due,
        (SELECT COALESCE(max(id), 0) + 1 FROM single_sends)::bigint AS next_id;
+
+-- name: HoldSchedules :exec
+-- After a stepping transaction: the schedules that made a small run (or
+-- could not run) make no other run before @until (apart from the
+-- transaction, as AddAutomationTriggered: a schedule's row is never
+-- locked while enrollments are).
+UPDATE automation_schedules SET run_after = @until::timestamptz
+WHERE id = ANY(@ids::bigint[]);
+
+-- name: ScheduleLive :one
+-- Whether a schedule the stepper could not make a run of still exists (its
+-- sender is what stopped it).
+SELECT EXISTS (SELECT 1 FROM automation_schedules WHERE id = @id AND deleted_at IS NULL)::bool;
 
 -- name: NextRunID :one
 SELECT nextval(pg_get_serial_sequence('single_sends', 'id'))::bigint;
 
 -- name: CreateRun :execrows
 -- A run of a schedule: a row of single_sends the engine sends like a
--- single send (status 2 from birth).
-INSERT INTO single_sends (id, user_id, utr, template_id, template_json, template_html, sender_id, unsubscribe_group_id,
+-- single send (status 2 from birth). The template stays on the schedule
+-- (SendForBatch reads it there): a run row is a few hundred bytes. No run
+-- is made of a deleted schedule, nor while its sender is deleted or not
+-- verified (ScheduleLive tells the two apart).
+INSERT INTO single_sends (id, user_id, utr, template_id, sender_id, unsubscribe_group_id,
     single_send_name, subject, preheader, status, due_at, started_at, progress_at, unique_open_token,
     automation_id, automation_schedule_id)
 OVERRIDING SYSTEM VALUE
-SELECT @id::bigint, a.user_id, gen_random_uuid(), s.template_id, s.template_json, s.template_html, s.sender_id,
+SELECT @id::bigint, a.user_id, gen_random_uuid(), s.template_id, s.sender_id,
     COALESCE(a.unsubscribe_group_id, 0), a.automation_name, s.subject, '', 2, now(), now(), now(),
     jsonb_build_object(a.automation_for_table || a.automation_for, @list_token::text), a.id, s.id
 FROM automation_schedules s JOIN automations a ON a.id = s.automation_id
+JOIN senders se ON se.id = s.sender_id AND se.deleted_at IS NULL AND se.is_verified = 1
 WHERE s.id = @schedule_id AND s.deleted_at IS NULL;
 
 -- name: SkipDeletedStep :exec
