@@ -32,7 +32,8 @@ func StepAutomations(d Deps) asynq.HandlerFunc {
 	return func(ctx context.Context, _ *asynq.Task) error {
 		for {
 			runs, more, err := d.DB.StepAutomations(ctx, postgres.Step{Now: d.now(), Enrollments: stepBatch,
-				BatchSize: d.Engine.BatchSize, RunEvery: d.Engine.RunEvery, NewToken: mail.NewOpenToken})
+				BatchSize: d.Engine.BatchSize, RunEvery: d.Engine.RunEvery, NewToken: mail.NewOpenToken,
+				AllowUnverified: d.AllowUnverifiedSenders})
 			if err != nil {
 				return err
 			}

@@ -36,6 +36,9 @@ type Deps struct {
 	PublicURL  string // base of the links put into mails
 	// DKIM signs each mail whose From domain has a key; nil signs none.
 	DKIM *dkim.Keys
+	// AllowUnverifiedSenders lets automation runs go from unverified
+	// senders (ALLOW_UNVERIFIED_SENDERS, as the API).
+	AllowUnverifiedSenders bool
 
 	// The delivery engine's (send.go): the per-mail links, the
 	// List-Unsubscribe mailto, how to enqueue follow-up tasks, and its

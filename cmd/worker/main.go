@@ -93,7 +93,7 @@ func run(ctx context.Context, getenv func(string) string, stderr io.Writer) erro
 	tasks := asynq.NewClient(redisOpt)
 	defer tasks.Close()
 	if err := server.Start(jobs.NewMux(jobs.Deps{DB: d, Log: log, Transport: transport, NotifyFrom: cfg.NotifyFrom,
-		PublicURL: cfg.PublicURL, DKIM: keys,
+		PublicURL: cfg.PublicURL, DKIM: keys, AllowUnverifiedSenders: cfg.AllowUnverifiedSenders,
 		Links:             mail.Links{Base: cfg.PublicURL, Signer: mail.NewTokenSigner(key)},
 		UnsubscribeMailto: cfg.UnsubscribeMailto,
 		Enqueue: func(ctx context.Context, t *asynq.Task) error {

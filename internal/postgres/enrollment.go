@@ -36,6 +36,9 @@ type Step struct {
 	// joins makes a run per RunEvery, not one per pass.
 	RunEvery time.Duration
 	NewToken func() string // a run's open token
+	// AllowUnverified lets a run go from an unverified sender
+	// (ALLOW_UNVERIFIED_SENDERS, as the API's validation).
+	AllowUnverified bool
 }
 
 // StepAutomations takes up to st.Enrollments active enrollments of live
@@ -85,7 +88,8 @@ func (d *DB) StepAutomations(ctx context.Context, st Step) (runs []Run, more boo
 			if err != nil {
 				return err
 			}
-			made, err := q.CreateRun(ctx, db.CreateRunParams{ID: runID, ListToken: st.NewToken(), ScheduleID: schedule})
+			made, err := q.CreateRun(ctx, db.CreateRunParams{ID: runID, ListToken: st.NewToken(), ScheduleID: schedule,
+				AllowUnverified: st.AllowUnverified})
 			if err != nil {
 				return err
 			}

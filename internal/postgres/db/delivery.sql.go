@@ -674,8 +674,8 @@ type SendForBatchRow struct {
 }
 
 // What a batch needs of a running send to make its mails: the template
-// (an automation run's from its schedule),
-// the sender (places by name), the batch ranges, the open tokens.
+// (an automation run's from its schedule), the sender (places by name),
+// the batch ranges, the open tokens.
 func (q *Queries) SendForBatch(ctx context.Context, id int64) (SendForBatchRow, error) {
 	row := q.db.QueryRow(ctx, sendForBatch, id)
 	var i SendForBatchRow

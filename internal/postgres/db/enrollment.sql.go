@@ -115,23 +115,30 @@ SELECT $1::bigint, a.user_id, gen_random_uuid(), s.template_id, s.sender_id,
     COALESCE(a.unsubscribe_group_id, 0), a.automation_name, s.subject, '', 2, now(), now(), now(),
     jsonb_build_object(a.automation_for_table || a.automation_for, $2::text), a.id, s.id
 FROM automation_schedules s JOIN automations a ON a.id = s.automation_id
-JOIN senders se ON se.id = s.sender_id AND se.deleted_at IS NULL AND se.is_verified = 1
-WHERE s.id = $3 AND s.deleted_at IS NULL
+JOIN senders se ON se.id = s.sender_id AND se.deleted_at IS NULL AND (se.is_verified = 1 OR $3::bool)
+WHERE s.id = $4 AND s.deleted_at IS NULL
 `
 
 type CreateRunParams struct {
-	ID         int64
-	ListToken  string
-	ScheduleID int64
+	ID              int64
+	ListToken       string
+	AllowUnverified bool
+	ScheduleID      int64
 }
 
 // A run of a schedule: a row of single_sends the engine sends like a
 // single send (status 2 from birth). The template stays on the schedule
 // (SendForBatch reads it there): a run row is a few hundred bytes. No run
-// is made of a deleted schedule, nor while its sender is deleted or not
-// verified (ScheduleLive tells the two apart).
+// is made of a deleted schedule, nor while its sender is deleted or (unless
+// @allow_unverified, ALLOW_UNVERIFIED_SENDERS) not verified (ScheduleLive
+// tells the two apart).
 func (q *Queries) CreateRun(ctx context.Context, arg CreateRunParams) (int64, error) {
-	result, err := q.db.Exec(ctx, createRun, arg.ID, arg.ListToken, arg.ScheduleID)
+	result, err := q.db.Exec(ctx, createRun,
+		arg.ID,
+		arg.ListToken,
+		arg.AllowUnverified,
+		arg.ScheduleID,
+	)
 	if err != nil {
 		return 0, err
 	}

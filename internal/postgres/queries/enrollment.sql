@@ -69,8 +69,9 @@ SELECT nextval(pg_get_serial_sequence('single_sends', 'id'))::bigint;
 -- A run of a schedule: a row of single_sends the engine sends like a
 -- single send (status 2 from birth). The template stays on the schedule
 -- (SendForBatch reads it there): a run row is a few hundred bytes. No run
--- is made of a deleted schedule, nor while its sender is deleted or not
--- verified (ScheduleLive tells the two apart).
+-- is made of a deleted schedule, nor while its sender is deleted or (unless
+-- @allow_unverified, ALLOW_UNVERIFIED_SENDERS) not verified (ScheduleLive
+-- tells the two apart).
 INSERT INTO single_sends (id, user_id, utr, template_id, sender_id, unsubscribe_group_id,
     single_send_name, subject, preheader, status, due_at, started_at, progress_at, unique_open_token,
     automation_id, automation_schedule_id)
@@ -79,7 +80,7 @@ SELECT @id::bigint, a.user_id, gen_random_uuid(), s.template_id, s.sender_id,
     COALESCE(a.unsubscribe_group_id, 0), a.automation_name, s.subject, '', 2, now(), now(), now(),
     jsonb_build_object(a.automation_for_table || a.automation_for, @list_token::text), a.id, s.id
 FROM automation_schedules s JOIN automations a ON a.id = s.automation_id
-JOIN senders se ON se.id = s.sender_id AND se.deleted_at IS NULL AND se.is_verified = 1
+JOIN senders se ON se.id = s.sender_id AND se.deleted_at IS NULL AND (se.is_verified = 1 OR @allow_unverified::bool)
 WHERE s.id = @schedule_id AND s.deleted_at IS NULL;
 
 -- name: SkipDeletedStep :exec
