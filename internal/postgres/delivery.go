@@ -462,3 +462,26 @@ func (d *DB) DropExpiredDeliveries(ctx context.Context, retention time.Duration)
 	}
 	return dropped, nil
 }
+
+// customValues is a contact's custom column as text values keyed by the
+// lower-cased field name (nil when there are none), numbers written as
+// stored.
+func customValues(raw string) (map[string]string, error) {
+	custom, err := decodeCustom([]byte(raw))
+	if err != nil || len(custom) == 0 {
+		return nil, err
+	}
+	out := make(map[string]string, len(custom))
+	for k, v := range custom {
+		switch v := v.(type) {
+		case string:
+			out[strings.ToLower(k)] = v
+		case json.Number:
+			out[strings.ToLower(k)] = v.String()
+		case nil:
+		default:
+			out[strings.ToLower(k)] = fmt.Sprint(v)
+		}
+	}
+	return out, nil
+}
