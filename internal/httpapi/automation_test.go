@@ -122,8 +122,7 @@ func TestAutomationRequiredFields(t *testing.T) {
 	f := newAutoFixture(t, httpapi.Config{})
 	for _, body := range []any{url.Values{}, multipartBody{}, jsonBody(`{}`), url.Values{"automation_name": {"  "}}} {
 		f.a.do(req{method: "POST", path: "/api/automations/create", acct: &f.acct, body: body}).expect(t, 422,
-			`{"status":"failed","errors":{"automation_name":["The automation name field is required."],`+
-				`"automation_for":["The automation for field is required."]}}`)
+			`{"status":"failed","errors":{"automation_name":["The automation name field is required."]}}`)
 		f.a.do(req{method: "POST", path: "/api/automations/schedule/create", acct: &f.acct, body: body}).expect(t, 422,
 			`{"status":"failed","errors":{"utr":["The utr field is required."],"sender_id":["The sender id field is required."],`+
 				`"subject":["The subject field is required."],"waiting_type":["The waiting type field is required."]}}`)
@@ -133,6 +132,11 @@ func TestAutomationRequiredFields(t *testing.T) {
 	body.Del("automation_name")
 	f.a.do(req{method: "POST", path: "/api/automations/create", acct: &f.acct, body: body}).
 		expect(t, 422, `{"status":"failed","errors":{"automation_name":["The automation name field is required."]}}`)
+	// The name given, the target missing: its own required failure.
+	body = f.automationForm()
+	body.Del("automation_for")
+	f.a.do(req{method: "POST", path: "/api/automations/create", acct: &f.acct, body: body}).
+		expect(t, 422, `{"status":"failed","errors":{"automation_for":["The automation for field is required."]}}`)
 	for _, path := range []string{"/api/automations/duplicate", "/api/automations/details", "/api/automations/set-live",
 		"/api/automations/pause", "/api/automations/schedule"} {
 		f.a.do(req{method: "GET", path: path, acct: &f.acct}).

@@ -91,7 +91,12 @@ func ParseAutomation(f AutomationForm, rules AutomationRules) (AutomationInput, 
 	targetOK := false
 	switch v := strings.TrimSpace(f.For); {
 	case v == "":
-		p.Required("automation_for")
+		// Required too, but reported only once the name is given: a create
+		// missing both answers exactly the contract's documented failure
+		// (automation_name alone).
+		if strings.TrimSpace(f.Name) != "" {
+			p.Required("automation_for")
+		}
 	default:
 		in.Target, targetOK = ParseListRef(v)
 		if !targetOK {
