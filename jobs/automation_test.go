@@ -259,9 +259,11 @@ func TestAutomationResumeAndDeletedSchedule(t *testing.T) {
 	}
 }
 
-// Runs are bucketed: a schedule that made a small run makes no other for
-// AUTOMATION_RUN_EVERY (30 s), so a trickle of joins costs a run per 30 s,
-// not one per pass, while a full-size run leaves the schedule free; a
+// Runs are bucketed: a schedule that made a small run holds its next for
+// 2 s doubled by each small run that follows closely, up to
+// AUTOMATION_RUN_EVERY (30 s), so a steady trickle of joins costs a run per
+// 30 s, not one per pass, a lone join goes at once, and a full-size run
+// leaves the schedule free; a
 // schedule whose sender is unverified sends nothing and its contacts wait
 // for it; a run keeps no copy of the schedule's template.
 func TestAutomationRunsAndSenderHold(t *testing.T) {
@@ -307,35 +309,57 @@ func TestAutomationRunsAndSenderHold(t *testing.T) {
 		}
 	}
 
+	// A small run holds the schedule's next for 2 s, doubled by each small
+	// run that follows closely, up to 30 s.
 	join("ann", 1)
-	check(0, 1, 1)
-	clk.t = t0.Add(5 * time.Second)
+	check(0, 1, 1) // hold 2 s
+	clk.t = t0.Add(time.Second)
 	join("bob", 1)
-	check(5*time.Second, 1, 1) // the schedule made a small run 5 s ago
-	check(29*time.Second, 1, 1)
-	check(30*time.Second, 2, 2)
+	check(1*time.Second, 1, 1)
+	check(2*time.Second, 2, 2) // hold 4 s
+	clk.t = t0.Add(3 * time.Second)
+	join("cat", 1)
+	check(5*time.Second, 2, 2)
+	check(6*time.Second, 3, 3) // hold 8 s
+	clk.t = t0.Add(7 * time.Second)
+	join("dee", 1)
+	check(13*time.Second, 3, 3)
+	check(14*time.Second, 4, 4) // hold 16 s
+	clk.t = t0.Add(15 * time.Second)
+	join("eve", 1)
+	check(29*time.Second, 4, 4)
+	check(30*time.Second, 5, 5) // hold 30 s (the most)
 	clk.t = t0.Add(31 * time.Second)
 	join("many", 1000) // a fifth of a stepping transaction: a full-size run
-	check(59*time.Second, 2, 2)
-	check(60*time.Second, 1002, 3)
+	check(59*time.Second, 5, 5)
+	check(60*time.Second, 1005, 6)
 	clk.t = t0.Add(61 * time.Second)
 	join("carl", 1)
-	check(61*time.Second, 1003, 4) // the full-size run held nothing
+	check(61*time.Second, 1006, 7) // the full-size run held nothing
+	// After a quiet spell (over 60 s since the last run) a join goes at
+	// once, and the hold is back to 2 s.
+	clk.t = t0.Add(200 * time.Second)
+	join("fay", 1)
+	check(200*time.Second, 1007, 8)
+	clk.t = t0.Add(202 * time.Second)
+	join("gus", 1)
+	check(202*time.Second, 1008, 9)
 
 	// The sender loses its verification: nothing goes, the contact waits
-	// at its step; verified again, its mail goes at the next allowed run.
+	// at its step, the schedule tried again every 30 s; verified again,
+	// its mail goes at the next try.
 	exec(t, d, "UPDATE senders SET is_verified = 0 WHERE id = $1", sender)
-	clk.t = t0.Add(100 * time.Second)
+	clk.t = t0.Add(300 * time.Second)
 	join("dan", 1)
-	check(100*time.Second, 1003, 4)
+	check(300*time.Second, 1008, 9)
 	state := scalar[string](t, d, `SELECT e.state || ':' || (e.step = s.id) FROM automation_enrollments e JOIN contacts c ON c.id = e.contact_id
 		JOIN automation_schedules s ON s.automation_id = e.automation_id WHERE c.email = 'dan1@runs.example'`)
 	if state != "0:true" {
 		t.Fatalf("dan's enrollment %s, want still active at the first schedule", state)
 	}
 	exec(t, d, "UPDATE senders SET is_verified = 1 WHERE id = $1", sender)
-	check(110*time.Second, 1003, 4) // held for 30 s after the blocked pass
-	check(130*time.Second, 1004, 5)
+	check(320*time.Second, 1008, 9)
+	check(330*time.Second, 1009, 10)
 
 	if n := scalar[int64](t, d, "SELECT count(*) FROM single_sends WHERE automation_id = $1 AND (template_html IS NOT NULL OR template_json IS NOT NULL)", auto); n != 0 {
 		t.Errorf("%d runs carry a copy of the template", n)
@@ -344,7 +368,7 @@ func TestAutomationRunsAndSenderHold(t *testing.T) {
 	if body := string(last.Data); !strings.Contains(body, "From the schedule,=20dan1@runs.example") { // quoted-printable
 		t.Errorf("the last mail does not hold the schedule's template:\n%s", body)
 	}
-	if n := scalar[int64](t, d, "SELECT total_triggered FROM automations WHERE id = $1", auto); n != 1004 {
-		t.Errorf("total_triggered %d, want 1004", n)
+	if n := scalar[int64](t, d, "SELECT total_triggered FROM automations WHERE id = $1", auto); n != 1009 {
+		t.Errorf("total_triggered %d, want 1009", n)
 	}
 }

@@ -31,9 +31,11 @@ type Step struct {
 	Now         time.Time // the stepper's clock
 	Enrollments int       // at most this many enrollments per transaction
 	BatchSize   int       // a run's batch ranges
-	// RunEvery is how long a schedule that made a small run (fewer than
-	// Enrollments/5 enrollments) waits before its next run: a trickle of
-	// joins makes a run per RunEvery, not one per pass.
+	// RunEvery is the longest a schedule that made a small run (fewer
+	// than Enrollments/5 enrollments) waits before its next: the hold
+	// starts at 2 s and doubles with each small run that follows closely
+	// on the last, so a steady trickle of joins makes a run per RunEvery,
+	// not one per pass, while a lone join goes at once.
 	RunEvery time.Duration
 	NewToken func() string // a run's open token
 	// AllowUnverified lets a run go from an unverified sender
@@ -63,7 +65,7 @@ func (d *DB) StepAutomations(ctx context.Context, st Step) (runs []Run, more boo
 	if err := d.ensurePartition(ctx, p.NextID); err != nil {
 		return nil, false, err
 	}
-	var held, blocked []int64 // schedules with a small run; schedules whose sender stopped them
+	var held, blocked []int64 // schedules that made a small run; schedules whose sender stopped them
 	err = d.InTx(ctx, func(_ pgx.Tx, q *db.Queries) error {
 		runs, more, held, blocked = nil, false, nil, nil
 		due, err := q.ClaimDueEnrollments(ctx, db.ClaimDueEnrollmentsParams{Now: st.Now, N: int32(st.Enrollments)})
@@ -144,8 +146,14 @@ func (d *DB) StepAutomations(ctx context.Context, st Step) (runs []Run, more boo
 	// locked while enrollments are): the holds, then the totals. A crash
 	// right here loses a hold (one run more) or these runs' share of
 	// total_triggered.
-	if len(held)+len(blocked) > 0 {
-		if err := d.q.HoldSchedules(ctx, db.HoldSchedulesParams{Until: st.Now.Add(st.RunEvery), Ids: append(held, blocked...)}); err != nil {
+	if len(held) > 0 {
+		if err := d.q.NoteSmallRuns(ctx, db.NoteSmallRunsParams{Now: st.Now, EverySeconds: st.RunEvery.Seconds(),
+			StreakFrom: st.Now.Add(-2 * st.RunEvery), Ids: held}); err != nil {
+			return runs, more, translate(err)
+		}
+	}
+	if len(blocked) > 0 {
+		if err := d.q.HoldSchedules(ctx, db.HoldSchedulesParams{Until: st.Now.Add(st.RunEvery), Ids: blocked}); err != nil {
 			return runs, more, translate(err)
 		}
 	}

@@ -130,7 +130,7 @@ type CreateRunParams struct {
 // single send (status 2 from birth). The template stays on the schedule
 // (SendForBatch reads it there): a run row is a few hundred bytes. No run
 // is made of a deleted schedule, nor while its sender is deleted or (unless
-// @allow_unverified, ALLOW_UNVERIFIED_SENDERS) not verified (ScheduleLive
+// allow_unverified, ALLOW_UNVERIFIED_SENDERS) not verified (ScheduleLive
 // tells the two apart).
 func (q *Queries) CreateRun(ctx context.Context, arg CreateRunParams) (int64, error) {
 	result, err := q.db.Exec(ctx, createRun,
@@ -240,10 +240,10 @@ type HoldSchedulesParams struct {
 	Ids   []int64
 }
 
-// After a stepping transaction: the schedules that made a small run (or
-// could not run) make no other run before @until (apart from the
-// transaction, as AddAutomationTriggered: a schedule's row is never
-// locked while enrollments are).
+// After a stepping transaction: schedules whose sender stopped their run
+// make no other before until (apart from the transaction, as
+// AddAutomationTriggered: a schedule's row is never locked while
+// enrollments are).
 func (q *Queries) HoldSchedules(ctx context.Context, arg HoldSchedulesParams) error {
 	_, err := q.db.Exec(ctx, holdSchedules, arg.Until, arg.Ids)
 	return err
@@ -258,6 +258,38 @@ func (q *Queries) NextRunID(ctx context.Context) (int64, error) {
 	var column_1 int64
 	err := row.Scan(&column_1)
 	return column_1, err
+}
+
+const noteSmallRuns = `-- name: NoteSmallRuns :exec
+WITH p AS (SELECT $1::timestamptz AS now, $2::float8 AS every, $3::timestamptz AS streak_from),
+x AS (SELECT sc.id, CASE WHEN sc.last_run_at > p.streak_from THEN LEAST(sc.run_streak + 1, 20) ELSE 0 END AS streak
+      FROM p, automation_schedules sc WHERE sc.id = ANY($4::bigint[]))
+UPDATE automation_schedules s
+SET run_streak = x.streak, last_run_at = p.now,
+    run_after = p.now + make_interval(0, 0, 0, 0, 0, 0, LEAST(p.every, power(2, x.streak + 1)))
+FROM p, x
+WHERE s.id = x.id
+`
+
+type NoteSmallRunsParams struct {
+	Now          time.Time
+	EverySeconds float64
+	StreakFrom   time.Time
+	Ids          []int64
+}
+
+// After a stepping transaction: schedules that made a small run hold their
+// next for 2 s doubled by each small run that came after streak_from (twice
+// the longest hold before now), at most every_seconds; after a quieter
+// spell the streak starts over (a lone join goes at the next pass).
+func (q *Queries) NoteSmallRuns(ctx context.Context, arg NoteSmallRunsParams) error {
+	_, err := q.db.Exec(ctx, noteSmallRuns,
+		arg.Now,
+		arg.EverySeconds,
+		arg.StreakFrom,
+		arg.Ids,
+	)
+	return err
 }
 
 const scheduleLive = `-- name: ScheduleLive :one

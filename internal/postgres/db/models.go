@@ -72,6 +72,8 @@ type AutomationSchedule struct {
 	CreatedAt     time.Time
 	UpdatedAt     time.Time
 	RunAfter      *time.Time
+	LastRunAt     *time.Time
+	RunStreak     int32
 }
 
 type Bounce struct {

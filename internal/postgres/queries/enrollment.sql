@@ -50,12 +50,26 @@ SELECT EXISTS (SELECT 1 FROM automation_enrollments e
        (SELECT COALESCE(max(id), 0) + 1 FROM single_sends)::bigint AS next_id;
 
 -- name: HoldSchedules :exec
--- After a stepping transaction: the schedules that made a small run (or
--- could not run) make no other run before @until (apart from the
--- transaction, as AddAutomationTriggered: a schedule's row is never
--- locked while enrollments are).
+-- After a stepping transaction: schedules whose sender stopped their run
+-- make no other before until (apart from the transaction, as
+-- AddAutomationTriggered: a schedule's row is never locked while
+-- enrollments are).
 UPDATE automation_schedules SET run_after = @until::timestamptz
 WHERE id = ANY(@ids::bigint[]);
+
+-- name: NoteSmallRuns :exec
+-- After a stepping transaction: schedules that made a small run hold their
+-- next for 2 s doubled by each small run that came after streak_from (twice
+-- the longest hold before now), at most every_seconds; after a quieter
+-- spell the streak starts over (a lone join goes at the next pass).
+WITH p AS (SELECT @now::timestamptz AS now, @every_seconds::float8 AS every, @streak_from::timestamptz AS streak_from),
+x AS (SELECT sc.id, CASE WHEN sc.last_run_at > p.streak_from THEN LEAST(sc.run_streak + 1, 20) ELSE 0 END AS streak
+      FROM p, automation_schedules sc WHERE sc.id = ANY(@ids::bigint[]))
+UPDATE automation_schedules s
+SET run_streak = x.streak, last_run_at = p.now,
+    run_after = p.now + make_interval(0, 0, 0, 0, 0, 0, LEAST(p.every, power(2, x.streak + 1)))
+FROM p, x
+WHERE s.id = x.id;
 
 -- name: ScheduleLive :one
 -- Whether a schedule the stepper could not make a run of still exists (its
@@ -70,7 +84,7 @@ SELECT nextval(pg_get_serial_sequence('single_sends', 'id'))::bigint;
 -- single send (status 2 from birth). The template stays on the schedule
 -- (SendForBatch reads it there): a run row is a few hundred bytes. No run
 -- is made of a deleted schedule, nor while its sender is deleted or (unless
--- @allow_unverified, ALLOW_UNVERIFIED_SENDERS) not verified (ScheduleLive
+-- allow_unverified, ALLOW_UNVERIFIED_SENDERS) not verified (ScheduleLive
 -- tells the two apart).
 INSERT INTO single_sends (id, user_id, utr, template_id, sender_id, unsubscribe_group_id,
     single_send_name, subject, preheader, status, due_at, started_at, progress_at, unique_open_token,
