@@ -3,6 +3,7 @@ package jobs
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"time"
 
 	"github.com/hibiken/asynq"
@@ -70,10 +71,20 @@ type EnrollPayload struct {
 
 // NewEnrollMembersTask is the enrollment of automation id's members.
 // Running it twice enrolls nobody twice (one active enrollment per
-// contact).
+// contact; the chunks take the automation's row in turn).
 func NewEnrollMembersTask(id int64) *asynq.Task {
+	return enrollMembersTask(id, "")
+}
+
+// enrollMembersTask is NewEnrollMembersTask with a TaskID when tag is set
+// (the sweeper's: one per automation and minute).
+func enrollMembersTask(id int64, tag string) *asynq.Task {
 	b, _ := json.Marshal(EnrollPayload{AutomationID: id})
-	return asynq.NewTask(TypeEnrollMembers, b, asynq.Queue(QueueDefault), asynq.MaxRetry(10), asynq.Timeout(10*time.Minute))
+	opts := []asynq.Option{asynq.Queue(QueueDefault), asynq.MaxRetry(10), asynq.Timeout(10 * time.Minute)}
+	if tag != "" {
+		opts = append(opts, asynq.TaskID(fmt.Sprintf("enroll:%d:%s", id, tag)))
+	}
+	return asynq.NewTask(TypeEnrollMembers, b, opts...)
 }
 
 // EnrollMembers handles TypeEnrollMembers: one statement (a welcome, paused

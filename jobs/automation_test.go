@@ -2,6 +2,7 @@ package jobs_test
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"log/slog"
 	"slices"
@@ -312,6 +313,17 @@ func TestAutomationRunsAndSenderHold(t *testing.T) {
 	// A small run holds the schedule's next for 2 s, doubled by each small
 	// run that follows closely, up to 30 s.
 	join("ann", 1)
+	// While another stepping pass holds the steppers' lock, a pass does
+	// nothing (one pass at a time across workers).
+	holder, err := d.Pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := holder.Exec(ctx, "SELECT pg_advisory_xact_lock(7885630533030798704)"); err != nil {
+		t.Fatal(err)
+	}
+	check(0, 0, 0)
+	holder.Rollback(ctx)
 	check(0, 1, 1) // hold 2 s
 	clk.t = t0.Add(time.Second)
 	join("bob", 1)
@@ -370,5 +382,56 @@ func TestAutomationRunsAndSenderHold(t *testing.T) {
 	}
 	if n := scalar[int64](t, d, "SELECT total_triggered FROM automations WHERE id = $1", auto); n != 1009 {
 		t.Errorf("total_triggered %d, want 1009", n)
+	}
+}
+
+// A custom automation set live whose members' enrollment was never queued
+// (the API's hook lost) or stopped half way is found by the sweeper and
+// finished; the enrollment goes in chunks that resume from their cursor.
+func TestAutomationMembersEnrollmentRecovers(t *testing.T) {
+	// Not parallel: see TestSingleSendEndToEnd.
+	ctx := context.Background()
+	d := testdb.New(t)
+	user, _, err := d.CreateAccount(ctx, "recover")
+	if err != nil {
+		t.Fatal(err)
+	}
+	typ := scalar[int64](t, d, `INSERT INTO contact_types (user_id, name) VALUES ($1, 'members') RETURNING id`, user)
+	exec(t, d, `INSERT INTO contacts (user_id, contact_type_id, email)
+		SELECT $1, $2, 'm' || lpad(i::text, 5, '0') || '@recover.example' FROM generate_series(1, 45000) i`, user, typ)
+	sender := scalar[int64](t, d, `INSERT INTO senders (user_id, from_name, from_email, reply_to_email, country_id, company_address, nickname, utr, is_verified)
+		VALUES ($1, 'R', 'r@acme.example', 'r@acme.example', 276, 'Street 1', 'n', gen_random_uuid()::text, 1) RETURNING id`, user)
+	automation := func(enrolledAt, after any) int64 {
+		id := scalar[int64](t, d, `INSERT INTO automations (user_id, utr, automation_name, automation_type, automation_for, automation_for_table,
+			status, live_at, members_enrolled_at, members_enroll_after) VALUES ($1, gen_random_uuid(), 'a', 2, $2, 'contacts_', 1, now(), $3, $4) RETURNING id`,
+			user, typ, enrolledAt, after)
+		exec(t, d, `INSERT INTO automation_schedules (user_id, automation_id, utr, sender_id, template_id, subject, waiting_period, waiting_type, template_html)
+			VALUES ($1, $2, gen_random_uuid(), $3, 1, 'later', 1, 'days', '<p>1</p>')`, user, id, sender)
+		return id
+	}
+	lost := automation(nil, nil)                                                        // set live, its task never ran
+	stopped := automation(time.Now(), "m40000@recover.example")                         // a worker stopped after the chunk ending there
+	done := automation(time.Now(), nil)                                                 // enrolled long ago: nothing to do
+	exec(t, d, "UPDATE automations SET status = 0 WHERE id = $1", automation(nil, nil)) // paused before its enrollment: not now
+
+	srv := smtptest.New(t, smtptest.Options{})
+	pool := smtp.NewPool(smtp.Config{Addr: srv.Addr, Size: 2, Timeout: 5 * time.Second})
+	defer pool.Close()
+	clk := &clock{t: time.Now()}
+	mux, q := automationEngine(t, d, pool, clk)
+	q.enqueue(ctx, jobs.NewSweepSendsTask())
+	q.drain(t, mux)
+	counts := scalar[[]string](t, d, `SELECT array_agg(a.id || ':' || (SELECT count(*) FROM automation_enrollments e WHERE e.automation_id = a.id)
+		|| ':' || COALESCE(a.members_enroll_after, 'done') ORDER BY a.id) FROM automations a WHERE a.user_id = $1`, user)
+	want := []string{fmt.Sprintf("%d:45000:done", lost), fmt.Sprintf("%d:5000:done", stopped), fmt.Sprintf("%d:0:done", done),
+		fmt.Sprintf("%d:0:done", done+1)}
+	if !slices.Equal(counts, want) {
+		t.Fatalf("automation:enrollments:cursor %v, want %v", counts, want)
+	}
+	// Swept again: nothing more.
+	q.enqueue(ctx, jobs.NewSweepSendsTask())
+	q.drain(t, mux)
+	if n := scalar[int64](t, d, "SELECT count(*) FROM automation_enrollments WHERE user_id = $1", user); n != 50000 {
+		t.Errorf("%d enrollments after a second sweep, want 50000", n)
 	}
 }

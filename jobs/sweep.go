@@ -14,7 +14,8 @@ import (
 // dispatch task); running sends idle for Engine.StallAfter get their
 // window restarted at their lowest open ranges (a flushed Redis, a killed
 // worker whose leases ran out, retries come due), or are completed when
-// nothing is left open.
+// nothing is left open. A custom automation whose members' enrollment did
+// not finish gets it queued again.
 func SweepSends(d Deps) asynq.HandlerFunc {
 	return func(ctx context.Context, _ *asynq.Task) error {
 		due, err := d.DB.DueSends(ctx)
@@ -26,6 +27,17 @@ func SweepSends(d Deps) asynq.HandlerFunc {
 		tag := "sweep" + strconv.FormatInt(time.Now().Unix()/60, 36)
 		for _, s := range due {
 			if err := d.enqueue(ctx, dispatchTask(s.ID, s.Version, time.Now(), tag)); err != nil {
+				return err
+			}
+		}
+		// Custom automations set live whose members' enrollment was never
+		// queued or did not finish (a lost task, a stopped worker).
+		enroll, err := d.DB.MembersToEnroll(ctx)
+		if err != nil {
+			return err
+		}
+		for _, id := range enroll {
+			if err := d.enqueue(ctx, enrollMembersTask(id, tag)); err != nil {
 				return err
 			}
 		}

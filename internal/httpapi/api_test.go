@@ -86,6 +86,7 @@ type req struct {
 	acct         *account
 	body         any
 	header       map[string]string
+	ctx          context.Context // the request's, when set
 }
 
 type jsonBody string
@@ -158,6 +159,9 @@ func (a *api) do(r req) response {
 	}
 	for k, v := range r.header {
 		hr.Header.Set(k, v)
+	}
+	if r.ctx != nil {
+		hr = hr.WithContext(r.ctx)
 	}
 	rec := httptest.NewRecorder()
 	a.h.ServeHTTP(rec, hr)

@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"context"
 	"net/url"
 	"strconv"
 
@@ -199,17 +200,21 @@ func (s *Server) automationDetails(c *gin.Context) {
 // its failure is logged, not answered: the automation is live.
 func (s *Server) setAutomationLive(c *gin.Context) {
 	utr, err := readUTR(c.Query("utr"))
+	// A client that hangs up does not stop the change half way: the
+	// commit and the engine's hook run to their end (the sweeper also
+	// finds a custom automation whose members were never enrolled).
+	ctx := context.WithoutCancel(c.Request.Context())
 	var r mail.SetLive
 	if err == nil {
-		r, err = s.db.SetAutomationLive(c.Request.Context(), userID(c), utr)
+		r, err = s.db.SetAutomationLive(ctx, userID(c), utr)
 	}
 	if err != nil {
 		s.fail(c, err)
 		return
 	}
 	if r.Changed && s.automationLive != nil {
-		if err := s.automationLive(c.Request.Context(), r.ID); err != nil {
-			s.log.ErrorContext(c.Request.Context(), "telling the engine an automation went live",
+		if err := s.automationLive(ctx, r.ID); err != nil {
+			s.log.ErrorContext(ctx, "telling the engine an automation went live",
 				"automation_id", r.ID, "err", err)
 		}
 	}

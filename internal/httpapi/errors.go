@@ -33,10 +33,23 @@ var statusOf = map[string]int{
 	mail.EINTERNAL:     http.StatusInternalServerError,
 }
 
+// statusClientClosed is what the access log records for a request whose
+// client went away before its answer (nginx's 499).
+const statusClientClosed = 499
+
 // fail answers err in the failure envelope. A *mail.Error is shown to the
-// user; anything else is logged and answered as a bare 500.
+// user; anything else is logged and answered as a bare 500, unless the
+// client has gone (499, nothing written).
 func (s *Server) fail(c *gin.Context, err error) {
 	var e *mail.Error
+	if (!errors.As(err, &e) || e.Code == mail.EINTERNAL) && c.Request.Context().Err() != nil {
+		// The client hung up (or the server is stopping) and the work was cut
+		// short by it: nobody reads an answer, and it is no server fault.
+		s.log.InfoContext(c.Request.Context(), "request abandoned by its client",
+			slog.String("method", c.Request.Method), slog.String("path", c.FullPath()), slog.Any("err", err))
+		c.AbortWithStatus(statusClientClosed)
+		return
+	}
 	if !errors.As(err, &e) || e.Code == mail.EINTERNAL {
 		s.log.ErrorContext(c.Request.Context(), "request failed",
 			slog.String("method", c.Request.Method), slog.String("path", c.FullPath()), slog.Any("err", err))

@@ -334,3 +334,22 @@ func TestNoSniff(t *testing.T) {
 		}
 	}
 }
+
+// A request whose client has gone (its context canceled) is no server
+// fault: 499 with nothing written, never a logged 500.
+func TestClientGone(t *testing.T) {
+	t.Parallel()
+	a := newAPI(t)
+	acct := a.account()
+	gone, cancel := context.WithCancel(context.Background())
+	cancel()
+	for _, r := range []req{
+		{method: "GET", path: "/api/contacts-type", acct: &acct, ctx: gone},
+		{method: "GET", path: "/api/automations", acct: &acct, ctx: gone},
+		{method: "POST", path: "/api/contacts-type/add", acct: &acct, body: url.Values{"name": {"x"}}, ctx: gone},
+	} {
+		if got := a.do(r); got.code != 499 || got.body != "" {
+			t.Errorf("%s %s with its client gone: %d %q, want 499 and no body", r.method, r.path, got.code, got.body)
+		}
+	}
+}

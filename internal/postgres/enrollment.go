@@ -10,13 +10,39 @@ import (
 	"github.com/mailroom/mailroom/internal/postgres/db"
 )
 
-// EnrollMembers enrolls every current member of live automation id at its
-// first schedule, due after that schedule's wait from now (a custom
-// automation at set-live); contacts enrolled already are left as they
-// are. It answers how many were enrolled.
+// membersChunk is how many members one enrollment transaction takes: the
+// automation's row is locked for that long (a pause, a schedule create or
+// a contact write joining it waits at most one chunk).
+const membersChunk = 20000
+
+// EnrollMembers enrolls every current member of live custom automation id
+// at its first schedule, due after that schedule's wait from now, at its
+// first set-live only, in chunks of membersChunk, each its own
+// transaction; contacts enrolled already are left as they are. Run again
+// (twice at once, or after a stop) it goes on from where the last chunk
+// ended. It answers how many were enrolled.
 func (d *DB) EnrollMembers(ctx context.Context, id int64, now time.Time) (int64, error) {
-	n, err := d.q.EnrollMembers(ctx, db.EnrollMembersParams{AutomationID: id, Now: now})
-	return n, translate(err)
+	if err := d.q.StartMembersEnrollment(ctx, db.StartMembersEnrollmentParams{Now: now, AutomationID: id}); err != nil {
+		return 0, translate(err)
+	}
+	var total int64
+	for {
+		r, err := d.q.EnrollMembersChunk(ctx, db.EnrollMembersChunkParams{Now: now, AutomationID: id, N: membersChunk})
+		if err != nil {
+			return total, translate(err)
+		}
+		total += r.Enrolled
+		if !r.More {
+			return total, nil
+		}
+	}
+}
+
+// MembersToEnroll answers the live custom automations whose members'
+// enrollment has not finished (its task lost, or a worker stopped).
+func (d *DB) MembersToEnroll(ctx context.Context) ([]int64, error) {
+	ids, err := d.q.MembersToEnroll(ctx)
+	return ids, translate(err)
 }
 
 // Run is a run a stepping pass made: a row of single_sends the batches
@@ -68,6 +94,9 @@ func (d *DB) StepAutomations(ctx context.Context, st Step) (runs []Run, more boo
 	var held, blocked []int64 // schedules that made a small run; schedules whose sender stopped them
 	err = d.InTx(ctx, func(_ pgx.Tx, q *db.Queries) error {
 		runs, more, held, blocked = nil, false, nil, nil
+		if mine, err := q.TryStepLock(ctx); err != nil || !mine {
+			return err // another pass is under way: it goes on while work is due
+		}
 		due, err := q.ClaimDueEnrollments(ctx, db.ClaimDueEnrollmentsParams{Now: st.Now, N: int32(st.Enrollments)})
 		if err != nil {
 			return err
@@ -171,7 +200,7 @@ func (d *DB) StepAutomations(ctx context.Context, st Step) (runs []Run, more boo
 }
 
 // firstSchedule is f, automation a's first live schedule: where an
-// enrollment starts (EnrollMembers in queries/enrollment.sql has it too;
+// enrollment starts (EnrollMembersChunk in queries/enrollment.sql has it too;
 // membershipSQL enrolls the contacts entering a segment with it).
 const firstSchedule = `CROSS JOIN LATERAL (SELECT s.id, s.waiting_period, s.waiting_type FROM automation_schedules s
                     WHERE s.automation_id = a.id AND s.deleted_at IS NULL ORDER BY s.id LIMIT 1) f`
@@ -179,7 +208,9 @@ const firstSchedule = `CROSS JOIN LATERAL (SELECT s.id, s.waiting_period, s.wait
 // enrollJoinedSQL enrolls contacts that just joined contact type $2 of
 // account $1 in every live automation targeting the type, at its first
 // schedule ($4 is now); JOINED names them (below). A contact enrolled
-// already is left as it is.
+// already is left as it is. The automations are read FOR SHARE: a pause
+// or delete committing meanwhile is waited for and seen (no enrollment
+// in a paused or deleted automation), and one waits for this write.
 const enrollJoinedSQL = `
 INSERT INTO automation_enrollments (automation_id, user_id, contact_id, step, due_at)
 SELECT a.id, a.user_id, c.id, f.id, $4::timestamptz + schedule_wait(f.waiting_period, f.waiting_type)
@@ -188,6 +219,7 @@ FROM automations a
 JOIN contacts c ON c.contact_type_id = a.automation_for AND c.deleted_at IS NULL AND ` + joinedContacts + `
 WHERE a.automation_for_table = 'contacts_' AND a.automation_for = $2 AND a.user_id = $1
   AND a.status = 1 AND a.deleted_at IS NULL
+FOR SHARE OF a
 ON CONFLICT (automation_id, contact_id) WHERE state = 0 DO NOTHING`
 
 // joinedContacts is replaced by the contacts that joined: those of an id

@@ -180,3 +180,59 @@ func TestEnrollmentStaysInItsAccount(t *testing.T) {
 		t.Errorf("another account's automations enrolled %d of this account's contacts", n)
 	}
 }
+
+// A contact write racing a pause (or delete) of the automation it joins
+// waits for it and enrolls nobody: the automations are read FOR SHARE.
+func TestEnrollWaitsForPause(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	f := newListFixture(t)
+	var auto int64
+	if err := f.d.Pool.QueryRow(ctx, `INSERT INTO automations (user_id, utr, automation_name, automation_type, automation_for,
+			automation_for_table, status) VALUES ($1, gen_random_uuid(), 'w', 1, $2, 'contacts_', 1) RETURNING id`,
+		f.uid, f.typeA).Scan(&auto); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.d.Pool.Exec(ctx, `INSERT INTO automation_schedules (user_id, automation_id, utr, sender_id, template_id, subject,
+			waiting_period, waiting_type) VALUES ($1, $2, gen_random_uuid(), 1, 1, 'hi', 1, 'instantly')`, f.uid, auto); err != nil {
+		t.Fatal(err)
+	}
+	pause, err := f.d.Pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pause.Rollback(ctx)
+	if _, err := pause.Exec(ctx, "UPDATE automations SET status = 0 WHERE id = $1", auto); err != nil {
+		t.Fatal(err)
+	}
+	added := make(chan error, 1)
+	go func() {
+		_, _, err := f.d.AddContact(ctx, f.uid, f.contact(f.typeA, "racer@x.example", 1))
+		added <- err
+	}()
+	// The write reaches the automation's row and waits for the pause.
+	for waiting := false; !waiting; {
+		select {
+		case err := <-added:
+			t.Fatalf("the contact write did not wait for the pause: %v", err)
+		case <-time.After(10 * time.Millisecond):
+		}
+		if err := f.d.Pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_stat_activity
+			WHERE wait_event_type = 'Lock' AND query LIKE '%INSERT INTO automation_enrollments%')`).Scan(&waiting); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := pause.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-added; err != nil {
+		t.Fatal(err)
+	}
+	var n int64
+	if err := f.d.Pool.QueryRow(ctx, "SELECT count(*) FROM automation_enrollments WHERE automation_id = $1", auto).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	if n != 0 {
+		t.Errorf("%d enrollments in the automation paused meanwhile, want 0", n)
+	}
+}

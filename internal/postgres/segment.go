@@ -398,6 +398,7 @@ WITH m AS MATERIALIZED (
     CROSS JOIN joined j
     WHERE a.automation_for_table = 'segments_' AND a.automation_for = %[3]s AND a.user_id = %[2]s
       AND a.status = 1 AND a.deleted_at IS NULL
+    FOR SHARE OF a -- as enrollJoinedSQL: no enrollment in an automation paused or deleted meanwhile
     ON CONFLICT (automation_id, contact_id) WHERE state = 0 DO NOTHING
 )
 SELECT (SELECT count(*) FROM gone), (SELECT count(*) FROM joined)`

@@ -155,45 +155,69 @@ func (q *Queries) DeleteRun(ctx context.Context, id int64) error {
 	return err
 }
 
-const enrollMembers = `-- name: EnrollMembers :execrows
+const enrollMembersChunk = `-- name: EnrollMembersChunk :one
 WITH p AS (SELECT $1::timestamptz AS now),
-first AS (
-    UPDATE automations au SET members_enrolled_at = (SELECT p.now FROM p)
-    WHERE au.id = $2::bigint AND au.members_enrolled_at IS NULL AND au.status = 1
-      AND au.automation_type = 2 AND au.deleted_at IS NULL
-    RETURNING au.id
+a AS (
+    SELECT au.id, au.user_id, au.automation_for, au.automation_for_table, au.members_enroll_after AS after
+    FROM automations au
+    WHERE au.id = $2 AND au.members_enroll_after IS NOT NULL AND au.status = 1 AND au.deleted_at IS NULL
+    FOR UPDATE
+),
+m AS (
+    (SELECT c.id AS contact_id, c.email_lc AS ekey, 0::bigint AS ikey
+     FROM a JOIN contacts c ON c.contact_type_id = a.automation_for AND c.deleted_at IS NULL AND c.email_lc > a.after
+     WHERE a.automation_for_table = 'contacts_' AND c.user_id = a.user_id
+     ORDER BY c.email_lc LIMIT $3::int)
+    UNION ALL
+    (SELECT sr.contact_id, '', sr.contact_id
+     FROM a JOIN segment_recipients sr ON sr.segment_id = a.automation_for
+          AND sr.contact_id > COALESCE(NULLIF(a.after, '')::bigint, 0)
+     WHERE a.automation_for_table = 'segments_' AND sr.user_id = a.user_id
+     ORDER BY sr.contact_id LIMIT $3::int)
+),
+ins AS (
+    INSERT INTO automation_enrollments (automation_id, user_id, contact_id, step, due_at)
+    SELECT a.id, a.user_id, m.contact_id, f.id, p.now + schedule_wait(f.waiting_period, f.waiting_type)
+    FROM p, a
+    CROSS JOIN LATERAL (SELECT s.id, s.waiting_period, s.waiting_type FROM automation_schedules s
+                        WHERE s.automation_id = a.id AND s.deleted_at IS NULL ORDER BY s.id LIMIT 1) f
+    CROSS JOIN m
+    ON CONFLICT (automation_id, contact_id) WHERE state = 0 DO NOTHING
+    RETURNING 1
+),
+up AS (
+    UPDATE automations au
+    SET members_enroll_after = CASE WHEN (SELECT count(*) FROM m) < $3::int THEN NULL
+                                    WHEN a.automation_for_table = 'contacts_' THEN (SELECT max(m.ekey) FROM m)
+                                    ELSE (SELECT max(m.ikey) FROM m)::text END
+    FROM a WHERE au.id = a.id
+    RETURNING au.members_enroll_after
 )
-INSERT INTO automation_enrollments (automation_id, user_id, contact_id, step, due_at)
-SELECT a.id, a.user_id, m.contact_id, f.id, p.now + schedule_wait(f.waiting_period, f.waiting_type)
-FROM p, first JOIN automations a ON a.id = first.id
-CROSS JOIN LATERAL (SELECT s.id, s.waiting_period, s.waiting_type FROM automation_schedules s
-                    WHERE s.automation_id = a.id AND s.deleted_at IS NULL ORDER BY s.id LIMIT 1) f
-CROSS JOIN LATERAL (
-    SELECT c.id AS contact_id FROM contacts c
-    WHERE a.automation_for_table = 'contacts_' AND c.contact_type_id = a.automation_for
-      AND c.user_id = a.user_id AND c.deleted_at IS NULL
-    UNION
-    SELECT sr.contact_id FROM segment_recipients sr
-    WHERE a.automation_for_table = 'segments_' AND sr.segment_id = a.automation_for
-      AND sr.user_id = a.user_id AND sr.contact_id IS NOT NULL
-) m
-ON CONFLICT (automation_id, contact_id) WHERE state = 0 DO NOTHING
+SELECT (SELECT count(*) FROM ins)::bigint AS enrolled,
+       EXISTS (SELECT 1 FROM up WHERE up.members_enroll_after IS NOT NULL)::bool AS more
 `
 
-type EnrollMembersParams struct {
+type EnrollMembersChunkParams struct {
 	Now          time.Time
 	AutomationID int64
+	N            int32
 }
 
-// At a live custom automation's first set-live only, every current member
-// of its target gets an active enrollment at its first schedule (a welcome
-// automation enrolls only those who join after; a resume enrolls nobody).
-func (q *Queries) EnrollMembers(ctx context.Context, arg EnrollMembersParams) (int64, error) {
-	result, err := q.db.Exec(ctx, enrollMembers, arg.Now, arg.AutomationID)
-	if err != nil {
-		return 0, err
-	}
-	return result.RowsAffected(), nil
+type EnrollMembersChunkRow struct {
+	Enrolled int64
+	More     bool
+}
+
+// The next chunk of a live custom automation's members (at most n, in the
+// order of an index: a contact type's by email_lc, a segment's by contact
+// id) gets active enrollments at the first schedule; the automation's row
+// is locked for the chunk and its cursor moves on (NULL after the last
+// chunk). A paused or deleted automation's chunk does nothing.
+func (q *Queries) EnrollMembersChunk(ctx context.Context, arg EnrollMembersChunkParams) (EnrollMembersChunkRow, error) {
+	row := q.db.QueryRow(ctx, enrollMembersChunk, arg.Now, arg.AutomationID, arg.N)
+	var i EnrollMembersChunkRow
+	err := row.Scan(&i.Enrolled, &i.More)
+	return i, err
 }
 
 const expandRun = `-- name: ExpandRun :execrows
@@ -249,6 +273,35 @@ func (q *Queries) HoldSchedules(ctx context.Context, arg HoldSchedulesParams) er
 	return err
 }
 
+const membersToEnroll = `-- name: MembersToEnroll :many
+SELECT id FROM automations
+WHERE automation_type = 2 AND status = 1 AND deleted_at IS NULL
+  AND (members_enrolled_at IS NULL OR members_enroll_after IS NOT NULL)
+`
+
+// Live custom automations whose members' enrollment has not finished (a
+// set-live whose task was lost, a worker stopped mid-way): the sweeper
+// queues it again.
+func (q *Queries) MembersToEnroll(ctx context.Context) ([]int64, error) {
+	rows, err := q.db.Query(ctx, membersToEnroll)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []int64
+	for rows.Next() {
+		var id int64
+		if err := rows.Scan(&id); err != nil {
+			return nil, err
+		}
+		items = append(items, id)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const nextRunID = `-- name: NextRunID :one
 SELECT nextval(pg_get_serial_sequence('single_sends', 'id'))::bigint
 `
@@ -293,9 +346,11 @@ func (q *Queries) NoteSmallRuns(ctx context.Context, arg NoteSmallRunsParams) er
 }
 
 const scheduleLive = `-- name: ScheduleLive :one
+
 SELECT EXISTS (SELECT 1 FROM automation_schedules WHERE id = $1 AND deleted_at IS NULL)::bool
 `
 
+// "mailstep"
 // Whether a schedule the stepper could not make a run of still exists (its
 // sender is what stopped it).
 func (q *Queries) ScheduleLive(ctx context.Context, id int64) (bool, error) {
@@ -326,6 +381,24 @@ type SkipDeletedStepParams struct {
 // due now (or are done): a deleted mail is not sent.
 func (q *Queries) SkipDeletedStep(ctx context.Context, arg SkipDeletedStepParams) error {
 	_, err := q.db.Exec(ctx, skipDeletedStep, arg.EnrollmentIds, arg.Now)
+	return err
+}
+
+const startMembersEnrollment = `-- name: StartMembersEnrollment :exec
+UPDATE automations SET members_enrolled_at = $1::timestamptz, members_enroll_after = ''
+WHERE id = $2 AND members_enrolled_at IS NULL AND status = 1 AND automation_type = 2 AND deleted_at IS NULL
+`
+
+type StartMembersEnrollmentParams struct {
+	Now          time.Time
+	AutomationID int64
+}
+
+// At a live custom automation's first set-live only, its members are to
+// be enrolled: the chunks start (a welcome automation enrolls only those
+// who join after; a resume enrolls nobody new).
+func (q *Queries) StartMembersEnrollment(ctx context.Context, arg StartMembersEnrollmentParams) error {
+	_, err := q.db.Exec(ctx, startMembersEnrollment, arg.Now, arg.AutomationID)
 	return err
 }
 
@@ -372,4 +445,19 @@ func (q *Queries) StepPending(ctx context.Context, now time.Time) (StepPendingRo
 	var i StepPendingRow
 	err := row.Scan(&i.Due, &i.NextID)
 	return i, err
+}
+
+const tryStepLock = `-- name: TryStepLock :one
+SELECT pg_try_advisory_xact_lock(7885630533030798704)::bool
+`
+
+// One stepping pass at a time across all workers: a pass whose lock is
+// taken ends at once (steppers queued every 2 s while one loops through a
+// large backlog would otherwise each take a worker slot and contend on
+// the same rows).
+func (q *Queries) TryStepLock(ctx context.Context) (bool, error) {
+	row := q.db.QueryRow(ctx, tryStepLock)
+	var column_1 bool
+	err := row.Scan(&column_1)
+	return column_1, err
 }

@@ -41,6 +41,7 @@ type Automation struct {
 	CreatedAt          time.Time
 	UpdatedAt          time.Time
 	MembersEnrolledAt  *time.Time
+	MembersEnrollAfter *string
 }
 
 type AutomationEnrollment struct {

@@ -1,29 +1,63 @@
--- name: EnrollMembers :execrows
--- At a live custom automation's first set-live only, every current member
--- of its target gets an active enrollment at its first schedule (a welcome
--- automation enrolls only those who join after; a resume enrolls nobody).
+-- name: StartMembersEnrollment :exec
+-- At a live custom automation's first set-live only, its members are to
+-- be enrolled: the chunks start (a welcome automation enrolls only those
+-- who join after; a resume enrolls nobody new).
+UPDATE automations SET members_enrolled_at = @now::timestamptz, members_enroll_after = ''
+WHERE id = @automation_id AND members_enrolled_at IS NULL AND status = 1 AND automation_type = 2 AND deleted_at IS NULL;
+
+-- name: EnrollMembersChunk :one
+-- The next chunk of a live custom automation's members (at most n, in the
+-- order of an index: a contact type's by email_lc, a segment's by contact
+-- id) gets active enrollments at the first schedule; the automation's row
+-- is locked for the chunk and its cursor moves on (NULL after the last
+-- chunk). A paused or deleted automation's chunk does nothing.
 WITH p AS (SELECT @now::timestamptz AS now),
-first AS (
-    UPDATE automations au SET members_enrolled_at = (SELECT p.now FROM p)
-    WHERE au.id = @automation_id::bigint AND au.members_enrolled_at IS NULL AND au.status = 1
-      AND au.automation_type = 2 AND au.deleted_at IS NULL
-    RETURNING au.id
+a AS (
+    SELECT au.id, au.user_id, au.automation_for, au.automation_for_table, au.members_enroll_after AS after
+    FROM automations au
+    WHERE au.id = @automation_id AND au.members_enroll_after IS NOT NULL AND au.status = 1 AND au.deleted_at IS NULL
+    FOR UPDATE
+),
+m AS (
+    (SELECT c.id AS contact_id, c.email_lc AS ekey, 0::bigint AS ikey
+     FROM a JOIN contacts c ON c.contact_type_id = a.automation_for AND c.deleted_at IS NULL AND c.email_lc > a.after
+     WHERE a.automation_for_table = 'contacts_' AND c.user_id = a.user_id
+     ORDER BY c.email_lc LIMIT @n::int)
+    UNION ALL
+    (SELECT sr.contact_id, '', sr.contact_id
+     FROM a JOIN segment_recipients sr ON sr.segment_id = a.automation_for
+          AND sr.contact_id > COALESCE(NULLIF(a.after, '')::bigint, 0)
+     WHERE a.automation_for_table = 'segments_' AND sr.user_id = a.user_id
+     ORDER BY sr.contact_id LIMIT @n::int)
+),
+ins AS (
+    INSERT INTO automation_enrollments (automation_id, user_id, contact_id, step, due_at)
+    SELECT a.id, a.user_id, m.contact_id, f.id, p.now + schedule_wait(f.waiting_period, f.waiting_type)
+    FROM p, a
+    CROSS JOIN LATERAL (SELECT s.id, s.waiting_period, s.waiting_type FROM automation_schedules s
+                        WHERE s.automation_id = a.id AND s.deleted_at IS NULL ORDER BY s.id LIMIT 1) f
+    CROSS JOIN m
+    ON CONFLICT (automation_id, contact_id) WHERE state = 0 DO NOTHING
+    RETURNING 1
+),
+up AS (
+    UPDATE automations au
+    SET members_enroll_after = CASE WHEN (SELECT count(*) FROM m) < @n::int THEN NULL
+                                    WHEN a.automation_for_table = 'contacts_' THEN (SELECT max(m.ekey) FROM m)
+                                    ELSE (SELECT max(m.ikey) FROM m)::text END
+    FROM a WHERE au.id = a.id
+    RETURNING au.members_enroll_after
 )
-INSERT INTO automation_enrollments (automation_id, user_id, contact_id, step, due_at)
-SELECT a.id, a.user_id, m.contact_id, f.id, p.now + schedule_wait(f.waiting_period, f.waiting_type)
-FROM p, first JOIN automations a ON a.id = first.id
-CROSS JOIN LATERAL (SELECT s.id, s.waiting_period, s.waiting_type FROM automation_schedules s
-                    WHERE s.automation_id = a.id AND s.deleted_at IS NULL ORDER BY s.id LIMIT 1) f
-CROSS JOIN LATERAL (
-    SELECT c.id AS contact_id FROM contacts c
-    WHERE a.automation_for_table = 'contacts_' AND c.contact_type_id = a.automation_for
-      AND c.user_id = a.user_id AND c.deleted_at IS NULL
-    UNION
-    SELECT sr.contact_id FROM segment_recipients sr
-    WHERE a.automation_for_table = 'segments_' AND sr.segment_id = a.automation_for
-      AND sr.user_id = a.user_id AND sr.contact_id IS NOT NULL
-) m
-ON CONFLICT (automation_id, contact_id) WHERE state = 0 DO NOTHING;
+SELECT (SELECT count(*) FROM ins)::bigint AS enrolled,
+       EXISTS (SELECT 1 FROM up WHERE up.members_enroll_after IS NOT NULL)::bool AS more;
+
+-- name: MembersToEnroll :many
+-- Live custom automations whose members' enrollment has not finished (a
+-- set-live whose task was lost, a worker stopped mid-way): the sweeper
+-- queues it again.
+SELECT id FROM automations
+WHERE automation_type = 2 AND status = 1 AND deleted_at IS NULL
+  AND (members_enrolled_at IS NULL OR members_enroll_after IS NOT NULL);
 
 -- name: ClaimDueEnrollments :many
 -- Due active enrollments of live automations, locked for this stepper;
@@ -70,6 +104,13 @@ SET run_streak = x.streak, last_run_at = p.now,
     run_after = p.now + make_interval(0, 0, 0, 0, 0, 0, LEAST(p.every, power(2, x.streak + 1)))
 FROM p, x
 WHERE s.id = x.id;
+
+-- name: TryStepLock :one
+-- One stepping pass at a time across all workers: a pass whose lock is
+-- taken ends at once (steppers queued every 2 s while one loops through a
+-- large backlog would otherwise each take a worker slot and contend on
+-- the same rows).
+SELECT pg_try_advisory_xact_lock(7885630533030798704)::bool; -- "mailstep"
 
 -- name: ScheduleLive :one
 -- Whether a schedule the stepper could not make a run of still exists (its
