@@ -73,3 +73,63 @@ func BenchmarkStepPass(b *testing.B) {
 		b.ReportMetric(time.Since(start).Seconds()*1000, "pass-ms")
 	}
 }
+
+// BenchmarkStepBacklog drains a backlog of 1,000,000 due enrollments (an
+// import into a live welcome automation), pass after pass, and reports the
+// enrollments stepped per second and the first and last passes' times: a
+// drain that slows as it goes shows there.
+func BenchmarkStepBacklog(b *testing.B) {
+	ctx := context.Background()
+	d := testdb.New(b)
+	user, _, err := d.CreateAccount(ctx, "backlog")
+	if err != nil {
+		b.Fatal(err)
+	}
+	var typ, auto, sender int64
+	q := func(dst *int64, sql string, args ...any) {
+		b.Helper()
+		if err := d.Pool.QueryRow(ctx, sql, args...).Scan(dst); err != nil {
+			b.Fatalf("%s: %v", sql, err)
+		}
+	}
+	exec := func(sql string, args ...any) {
+		b.Helper()
+		if _, err := d.Pool.Exec(ctx, sql, args...); err != nil {
+			b.Fatalf("%s: %v", sql, err)
+		}
+	}
+	q(&typ, `INSERT INTO contact_types (user_id, name) VALUES ($1, 'backlog') RETURNING id`, user)
+	exec(`INSERT INTO contacts (user_id, contact_type_id, email, first_name)
+		SELECT $1, $2, 'c' || i || '@backlog.example', 'C' || i FROM generate_series(1, 1000000) i`, user, typ)
+	q(&auto, `INSERT INTO automations (user_id, utr, automation_name, automation_type, automation_for, automation_for_table, status)
+		VALUES ($1, gen_random_uuid(), 'backlog', 1, $2, 'contacts_', 1) RETURNING id`, user, typ)
+	q(&sender, `INSERT INTO senders (user_id, from_name, from_email, reply_to_email, country_id, company_address, nickname, utr, is_verified)
+		VALUES ($1, 'B', 'b@acme.example', 'b@acme.example', 276, 'Street 1', 'n', gen_random_uuid()::text, 1) RETURNING id`, user)
+	exec(`INSERT INTO automation_schedules (user_id, automation_id, utr, sender_id, template_id, subject, waiting_period, waiting_type, template_html)
+		VALUES ($1, $2, gen_random_uuid(), $3, 1, 'welcome', 1, 'instantly', '<p>x</p>')`, user, auto, sender)
+	now := time.Now()
+	exec(`INSERT INTO automation_enrollments (automation_id, user_id, contact_id, step, due_at)
+		SELECT $1, $2, c.id, (SELECT min(id) FROM automation_schedules WHERE automation_id = $1), $3
+		FROM contacts c WHERE c.contact_type_id = $4`, auto, user, now, typ)
+	exec(`ANALYZE automation_enrollments; ANALYZE contacts`)
+	b.ResetTimer()
+	for b.Loop() {
+		start := time.Now()
+		var passes []time.Duration
+		for {
+			t := time.Now()
+			_, more, err := d.StepAutomations(ctx, postgres.Step{Now: now, Enrollments: 5000, BatchSize: 1000,
+				RunEvery: 30 * time.Second, NewToken: func() string { return "tok" }})
+			if err != nil {
+				b.Fatal(err)
+			}
+			passes = append(passes, time.Since(t))
+			if !more {
+				break
+			}
+		}
+		b.ReportMetric(1e6/time.Since(start).Seconds(), "enrollments/s")
+		b.ReportMetric(float64(passes[0].Milliseconds()), "first-pass-ms")
+		b.ReportMetric(float64(passes[len(passes)-2].Milliseconds()), "last-pass-ms")
+	}
+}
