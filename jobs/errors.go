@@ -9,6 +9,8 @@ import (
 
 	"github.com/hibiken/asynq"
 
+	"github.com/mailroom/mailroom/internal/logging"
+
 	"github.com/mailroom/mailroom/internal/mail"
 )
 
@@ -54,6 +56,10 @@ func IsPermanent(err error) bool {
 // with the task; any other is returned as is and retried with backoff.
 func boundary(log *slog.Logger, h asynq.HandlerFunc) asynq.HandlerFunc {
 	return func(ctx context.Context, t *asynq.Task) error {
+		// The task's asynq id is the request id of its log lines.
+		if id, ok := asynq.GetTaskID(ctx); ok {
+			ctx = logging.WithRequestID(ctx, "task:"+id)
+		}
 		err := h(ctx, t)
 		if err == nil || !IsPermanent(err) || errors.Is(err, asynq.SkipRetry) {
 			return err

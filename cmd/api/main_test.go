@@ -4,10 +4,14 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
+	"net"
+	"net/http"
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/mailroom/mailroom/internal/mail"
 	"github.com/mailroom/mailroom/internal/testdb"
@@ -71,5 +75,77 @@ func TestCommandErrors(t *testing.T) {
 	// migrate on a migrated database is a no-op that succeeds.
 	if err := run(context.Background(), []string{"migrate"}, envWith(map[string]string{"DATABASE_URL": dsn}), io.Discard, io.Discard); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// The server's timeouts hold against slow clients: a body that stops
+// arriving is cut after HTTP_READ_TIMEOUT, every answer carries a request
+// id, and the process keeps serving others.
+func TestSlowClientCut(t *testing.T) {
+	t.Parallel()
+	dsn := testdb.DSN(t)
+	var out bytes.Buffer
+	if err := run(context.Background(), []string{"accounts", "create", "--name", "Slow"}, envWith(map[string]string{"DATABASE_URL": dsn}), &out, io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	var keys struct {
+		Public string `json:"public_key"`
+		Secret string `json:"secret_key"`
+	}
+	json.Unmarshal(out.Bytes(), &keys)
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		done <- run(ctx, nil, envWith(map[string]string{"DATABASE_URL": dsn, "REDIS_URL": "redis://127.0.0.1:6379/13",
+			"HTTP_ADDR": addr, "HTTP_READ_TIMEOUT": "1s", "LOG_LEVEL": "error"}), io.Discard, io.Discard)
+	}()
+	defer func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("serve: %v", err)
+		}
+	}()
+	for start := time.Now(); ; time.Sleep(20 * time.Millisecond) {
+		if resp, err := http.Get("http://" + addr + "/healthz"); err == nil {
+			resp.Body.Close()
+			break
+		}
+		if time.Since(start) > 10*time.Second {
+			t.Fatal("the API did not come up")
+		}
+	}
+	conn, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	start := time.Now()
+	fmt.Fprintf(conn, "POST /api/contacts-type/add HTTP/1.1\r\nHost: x\r\nPublicKey: %s\r\nSecretKey: %s\r\n"+
+		"Content-Type: application/x-www-form-urlencoded\r\nContent-Length: 1000\r\n\r\nname=sl", keys.Public, keys.Secret)
+	conn.SetReadDeadline(time.Now().Add(10 * time.Second))
+	answer, _ := io.ReadAll(conn) // until the server closes
+	if took := time.Since(start); took < time.Second || took > 5*time.Second {
+		t.Errorf("the stalled body was cut after %v, want about HTTP_READ_TIMEOUT (1 s)", took)
+	}
+	if bytes.Contains(answer, []byte("200 OK")) {
+		t.Errorf("a cut body was taken: %q", answer)
+	}
+	var n int64
+	if err := testdb.New(t).Pool.QueryRow(context.Background(), "SELECT count(*) FROM contact_types WHERE name LIKE 'sl%'").Scan(&n); err != nil || n != 0 {
+		t.Errorf("%d contact types from the cut body (%v)", n, err)
+	}
+	resp, err := http.Get("http://" + addr + "/healthz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 200 || resp.Header.Get("X-Request-Id") == "" {
+		t.Errorf("after the slow client: %d, X-Request-Id %q", resp.StatusCode, resp.Header.Get("X-Request-Id"))
 	}
 }

@@ -42,6 +42,9 @@ type Config struct {
 	DeliveryRetention      time.Duration // DELIVERY_RETENTION: deliveries kept after their send completed; 0 keeps them
 	MaxImports             int           // MAX_CONCURRENT_IMPORTS: CSV imports at once per API process
 	ShutdownTimeout        time.Duration // SHUTDOWN_TIMEOUT: the API's HTTP drain
+	HTTPReadTimeout        time.Duration // HTTP_READ_TIMEOUT: a request's headers and body (the CSV upload sets its own)
+	HTTPWriteTimeout       time.Duration // HTTP_WRITE_TIMEOUT: an answer (long lists and the CSV upload extend it)
+	HTTPIdleTimeout        time.Duration // HTTP_IDLE_TIMEOUT: a kept-alive connection between requests
 	WorkerShutdownTimeout  time.Duration // WORKER_SHUTDOWN_TIMEOUT: how long a stopping worker lets running tasks finish
 	LogLevel               string        // LOG_LEVEL: debug, info, warn, error
 }
@@ -123,6 +126,9 @@ func Load(getenv func(string) string) (Config, error) {
 		return d
 	}
 	c.ShutdownTimeout = duration("SHUTDOWN_TIMEOUT", 30*time.Second)
+	c.HTTPReadTimeout = duration("HTTP_READ_TIMEOUT", 30*time.Second)
+	c.HTTPWriteTimeout = duration("HTTP_WRITE_TIMEOUT", time.Minute)
+	c.HTTPIdleTimeout = duration("HTTP_IDLE_TIMEOUT", 2*time.Minute)
 	// A worker outlasts the API's drain: a send batch in flight must flush
 	// its outcomes before asynq hands the task back.
 	c.WorkerShutdownTimeout = duration("WORKER_SHUTDOWN_TIMEOUT", 2*time.Minute)

@@ -42,6 +42,9 @@ func (s *Server) uploadContacts(c *gin.Context) {
 	}
 	c.Request.Body = &slowReader{r: c.Request.Body, rc: rc, idle: idle}
 	rc.SetReadDeadline(time.Now().Add(idle)) // not supported by test recorders: no deadline there
+	// The server's write timeout (HTTP_WRITE_TIMEOUT) would cut the answer
+	// of an import that takes longer to upload and merge: lifted here.
+	rc.SetWriteDeadline(time.Time{})
 	ct, params, _ := mime.ParseMediaType(c.GetHeader("Content-Type"))
 	if ct != "multipart/form-data" || params["boundary"] == "" {
 		// Not multipart: there can be no file.

@@ -1,13 +1,17 @@
 package httpapi_test
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"net/url"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 
+	"github.com/mailroom/mailroom/internal/httpapi"
+	"github.com/mailroom/mailroom/internal/logging"
 	"github.com/mailroom/mailroom/internal/testdb"
 )
 
@@ -352,4 +356,47 @@ func TestClientGone(t *testing.T) {
 			t.Errorf("%s %s with its client gone: %d %q, want 499 and no body", r.method, r.path, got.code, got.body)
 		}
 	}
+}
+
+// Every answer carries X-Request-Id: the client's when it is a sane token,
+// else a fresh one; the access log line holds the same id.
+func TestRequestID(t *testing.T) {
+	t.Parallel()
+	var buf syncBuffer
+	a := newAPIWith(t, httpapi.Config{MaxBodyBytes: 1 << 20, MaxUploadBytes: 1 << 20}, func(d *httpapi.Deps) {
+		d.Log = logging.New(&buf, "info")
+	})
+	acct := a.account()
+	if got := a.do(req{method: "GET", path: "/api/contacts-type", acct: &acct, header: map[string]string{"X-Request-Id": "abc-123_x.y"}}); got.header.Get("X-Request-Id") != "abc-123_x.y" {
+		t.Errorf("a sane client id answered as %q", got.header.Get("X-Request-Id"))
+	}
+	seen := map[string]bool{}
+	for _, id := range []string{"", "has space", "new\nline", strings.Repeat("a", 129), "ünï"} {
+		got := a.do(req{method: "GET", path: "/healthz", header: map[string]string{"X-Request-Id": id}}).header.Get("X-Request-Id")
+		if len(got) != 16 || got == id || seen[got] {
+			t.Errorf("client id %q answered as %q, want a fresh 16-character id", id, got)
+		}
+		seen[got] = true
+	}
+	if !strings.Contains(buf.String(), `"request_id":"abc-123_x.y"`) {
+		t.Errorf("no access log line with the client's request id:\n%s", buf.String())
+	}
+}
+
+// syncBuffer is a bytes.Buffer safe for a logger and a reader.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }

@@ -5,7 +5,9 @@ package httpapi
 
 import (
 	"context"
+	"crypto/rand"
 	"crypto/subtle"
+	"encoding/base64"
 	"log/slog"
 	"net/http"
 	"sync"
@@ -14,6 +16,7 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/mailroom/mailroom/internal/geo"
+	"github.com/mailroom/mailroom/internal/logging"
 	"github.com/mailroom/mailroom/internal/mail"
 	"github.com/mailroom/mailroom/internal/postgres"
 )
@@ -96,7 +99,7 @@ func (s *Server) router() *gin.Engine {
 	cfg := s.cfg
 	r := gin.New()
 	r.ContextWithFallback = true
-	r.Use(noSniff, s.logRequests, s.recover)
+	r.Use(requestID, noSniff, s.logRequests, s.recover)
 	r.NoRoute(func(c *gin.Context) { failed(c, http.StatusNotFound, "Not Found") })
 	r.NoMethod(func(c *gin.Context) { failed(c, http.StatusNotFound, "Not Found") })
 
@@ -154,6 +157,35 @@ func (s *Server) recover(c *gin.Context) {
 		failed(c, http.StatusInternalServerError, "Internal Server Error")
 	}()
 	c.Next()
+}
+
+// requestID gives each request an id: the client's X-Request-Id when it
+// is a sane token (1–128 of A–Z a–z 0–9 . _ -), else a new random one. It
+// is answered in X-Request-Id and rides the request's context into every
+// log line (logging.WithRequestID).
+func requestID(c *gin.Context) {
+	id := c.GetHeader("X-Request-Id")
+	if !saneRequestID(id) {
+		var b [12]byte
+		rand.Read(b[:])
+		id = base64.RawURLEncoding.EncodeToString(b[:])
+	}
+	c.Header("X-Request-Id", id)
+	c.Request = c.Request.WithContext(logging.WithRequestID(c.Request.Context(), id))
+}
+
+func saneRequestID(id string) bool {
+	if id == "" || len(id) > 128 {
+		return false
+	}
+	for i := 0; i < len(id); i++ {
+		switch ch := id[i]; {
+		case ch >= 'a' && ch <= 'z', ch >= 'A' && ch <= 'Z', ch >= '0' && ch <= '9', ch == '.', ch == '_', ch == '-':
+		default:
+			return false
+		}
+	}
+	return true
 }
 
 // noSniff tells browsers to take every answer as the type it declares.
