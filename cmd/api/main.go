@@ -29,6 +29,7 @@ import (
 	"github.com/mailroom/mailroom/internal/logging"
 	"github.com/mailroom/mailroom/internal/mail"
 	"github.com/mailroom/mailroom/internal/postgres"
+	"github.com/mailroom/mailroom/internal/ratelimit"
 	"github.com/mailroom/mailroom/jobs"
 )
 
@@ -162,6 +163,7 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger) error {
 		Log:        log,
 		RedisPing:  func(ctx context.Context) error { return rdb.Ping(ctx).Err() },
 		Monitoring: mon,
+		RateLimit:  rateLimit(cfg, rdb),
 		AutomationLive: func(ctx context.Context, id int64) error {
 			_, err := tasks.EnqueueContext(ctx, jobs.NewEnrollMembersTask(id))
 			return err
@@ -216,4 +218,13 @@ func resumeRebuilds(ctx context.Context, d *postgres.DB, log *slog.Logger) {
 		case <-t.C:
 		}
 	}
+}
+
+// rateLimit is the per-account request limit of cfg in Redis, nil when
+// API_RATE_LIMIT is unset.
+func rateLimit(cfg config.Config, rdb redis.UniversalClient) func(context.Context, int64) (bool, time.Duration, error) {
+	if cfg.APIRateLimit <= 0 {
+		return nil
+	}
+	return ratelimit.New(rdb, "mailroom:rate:api:", cfg.APIRateLimit, cfg.APIRateBurst).Allow
 }

@@ -42,6 +42,8 @@ type Config struct {
 	DeliveryRetention      time.Duration // DELIVERY_RETENTION: deliveries kept after their send completed; 0 keeps them
 	MaxImports             int           // MAX_CONCURRENT_IMPORTS: CSV imports at once per API process
 	ShutdownTimeout        time.Duration // SHUTDOWN_TIMEOUT: the API's HTTP drain
+	APIRateLimit           int           // API_RATE_LIMIT: requests a second per account on /api; 0: no limit
+	APIRateBurst           int           // API_RATE_BURST: requests at once per account; 0: twice API_RATE_LIMIT
 	HTTPReadTimeout        time.Duration // HTTP_READ_TIMEOUT: a request's headers and body (the CSV upload sets its own)
 	HTTPWriteTimeout       time.Duration // HTTP_WRITE_TIMEOUT: an answer (long lists and the CSV upload extend it)
 	HTTPIdleTimeout        time.Duration // HTTP_IDLE_TIMEOUT: a kept-alive connection between requests
@@ -126,6 +128,12 @@ func Load(getenv func(string) string) (Config, error) {
 		return d
 	}
 	c.ShutdownTimeout = duration("SHUTDOWN_TIMEOUT", 30*time.Second)
+	if str("API_RATE_LIMIT", "") != "0" { // 0 spelled out: no limit
+		c.APIRateLimit = integer("API_RATE_LIMIT", 0)
+	}
+	if str("API_RATE_BURST", "") != "0" {
+		c.APIRateBurst = integer("API_RATE_BURST", 0)
+	}
 	c.HTTPReadTimeout = duration("HTTP_READ_TIMEOUT", 30*time.Second)
 	c.HTTPWriteTimeout = duration("HTTP_WRITE_TIMEOUT", time.Minute)
 	c.HTTPIdleTimeout = duration("HTTP_IDLE_TIMEOUT", 2*time.Minute)

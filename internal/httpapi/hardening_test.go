@@ -9,9 +9,13 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
 
 	"github.com/mailroom/mailroom/internal/httpapi"
 	"github.com/mailroom/mailroom/internal/logging"
+	"github.com/mailroom/mailroom/internal/ratelimit"
 	"github.com/mailroom/mailroom/internal/testdb"
 )
 
@@ -399,4 +403,47 @@ func (s *syncBuffer) String() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.b.String()
+}
+
+// The per-account request limit (a token bucket in Redis): past its
+// burst an account gets 429 `Too Many Requests.` with Retry-After, another
+// account is not touched, and with Redis away requests go through.
+func TestRateLimit(t *testing.T) {
+	t.Parallel()
+	rdb := redis.NewClient(&redis.Options{Addr: "127.0.0.1:6379", DB: 11})
+	defer rdb.Close()
+	prefix := fmt.Sprintf("test:%d:", time.Now().UnixNano())
+	limiter := ratelimit.New(rdb, prefix, 1, 3)
+	a := newAPIWith(t, httpapi.Config{MaxBodyBytes: 1 << 20, MaxUploadBytes: 1 << 20}, func(d *httpapi.Deps) {
+		d.RateLimit = limiter.Allow
+	})
+	one, two := a.account(), a.account()
+	for i := range 3 {
+		if got := a.do(req{method: "GET", path: "/api/contacts-type", acct: &one}); got.code != 200 {
+			t.Fatalf("request %d within the burst: %d %s", i+1, got.code, got.body)
+		}
+	}
+	got := a.do(req{method: "GET", path: "/api/contacts-type", acct: &one})
+	got.expect(t, 429, `{"status":"failed","errors":"Too Many Requests."}`)
+	if ra := got.header.Get("Retry-After"); ra != "1" {
+		t.Errorf("Retry-After %q, want 1", ra)
+	}
+	if got := a.do(req{method: "GET", path: "/api/contacts-type", acct: &two}); got.code != 200 {
+		t.Errorf("another account: %d %s", got.code, got.body)
+	}
+	// No keys: the authentication failure comes first, no bucket is spent.
+	a.do(req{method: "GET", path: "/api/contacts-type"}).expect(t, 401,
+		`{"status":"failed","errors":{"PublicKey":["The public key field is required."],"SecretKey":["The secret key field is required."]}}`)
+
+	down := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1", MaxRetries: -1})
+	defer down.Close()
+	b := newAPIWith(t, httpapi.Config{MaxBodyBytes: 1 << 20, MaxUploadBytes: 1 << 20}, func(d *httpapi.Deps) {
+		d.RateLimit = ratelimit.New(down, prefix, 1, 1).Allow
+	})
+	acct := b.account()
+	for i := range 3 {
+		if got := b.do(req{method: "GET", path: "/api/contacts-type", acct: &acct}); got.code != 200 {
+			t.Fatalf("request %d with Redis away: %d %s", i+1, got.code, got.body)
+		}
+	}
 }

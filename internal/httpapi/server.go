@@ -9,7 +9,9 @@ import (
 	"crypto/subtle"
 	"encoding/base64"
 	"log/slog"
+	"math"
 	"net/http"
+	"strconv"
 	"sync"
 	"time"
 
@@ -58,6 +60,7 @@ type Server struct {
 	enqueue func(ctx context.Context, sendID int64, version int32, at time.Time) error
 	// automationLive tells the engine an automation went live; nil: none.
 	automationLive func(ctx context.Context, automationID int64) error
+	rateLimit      func(ctx context.Context, accountID int64) (bool, time.Duration, error)
 
 	signerMu sync.Mutex
 	tokens   *mail.TokenSigner // see signer
@@ -81,6 +84,11 @@ type Deps struct {
 	// its members; an error is logged, the request still succeeds. nil:
 	// nothing is called.
 	AutomationLive func(ctx context.Context, automationID int64) error
+	// RateLimit takes one request of an account's allowance: false and how
+	// long until the next is allowed when it is spent (429). nil: no
+	// limit. An error lets the request through (logged): the limit is not
+	// worth an outage when Redis is away.
+	RateLimit func(ctx context.Context, accountID int64) (ok bool, retryAfter time.Duration, err error)
 }
 
 // New builds the router.
@@ -91,7 +99,7 @@ func New(cfg Config, d Deps) http.Handler {
 func newServer(cfg Config, d Deps) *Server {
 	return &Server{db: d.DB, geo: newGeoResponse(d.Geo), log: d.Log, cfg: cfg, redisPing: d.RedisPing, monitoring: d.Monitoring,
 		imports: newImportSlots(cfg.MaxImports), verifySenders: d.VerifySenders, enqueue: d.EnqueueDispatch,
-		automationLive: d.AutomationLive}
+		automationLive: d.AutomationLive, rateLimit: d.RateLimit}
 }
 
 func (s *Server) router() *gin.Engine {
@@ -116,7 +124,7 @@ func (s *Server) router() *gin.Engine {
 	s.preferenceRoutes(r)
 	s.trackRoutes(r)
 
-	api := r.Group("/api", notFoundText(recordNotFound), s.limitBody, s.authenticate)
+	api := r.Group("/api", notFoundText(recordNotFound), s.limitBody, s.authenticate, s.limitRate)
 	s.routes(api)
 	return r
 }
@@ -266,6 +274,25 @@ func (s *Server) authenticate(c *gin.Context) {
 		return
 	}
 	c.Request = c.Request.WithContext(context.WithValue(c.Request.Context(), accountKey{}, acct))
+}
+
+// limitRate answers 429 `Too Many Requests.` with Retry-After (whole
+// seconds, at least 1) once the account has spent its allowance
+// (API_RATE_LIMIT, API_RATE_BURST; docs/operations.md).
+func (s *Server) limitRate(c *gin.Context) {
+	if s.rateLimit == nil || c.IsAborted() {
+		return
+	}
+	ok, wait, err := s.rateLimit(c.Request.Context(), userID(c))
+	if err != nil {
+		s.log.WarnContext(c.Request.Context(), "rate limit not checked: the request goes through", "err", err)
+		return
+	}
+	if !ok {
+		c.Header("Retry-After", strconv.FormatInt(max(1, int64(math.Ceil(wait.Seconds()))), 10))
+		s.fail(c, &mail.Error{Code: mail.ETOOMANY})
+		c.Abort()
+	}
 }
 
 // plausibleKey is false for what no key can be (keys are short URL-safe
