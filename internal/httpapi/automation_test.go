@@ -547,3 +547,42 @@ func TestAutomationDelete(t *testing.T) {
 		expect(t, 200, `{"status":"success","message":"Deleted Successfully"}`)
 	f.a.do(req{method: "GET", path: "/api/automations", acct: &f.acct}).expect(t, 200, `{"status":"success","message":{"automations":[]}}`)
 }
+
+// A list is named by its canonical id only: automation_for and a single
+// send's recipient_id (as a string or as the resource's object) refuse a
+// leading zero, a sign, a space, an exponent and an id past int64 with the
+// field's invalid message, and store nothing (contacts_01 was type 1).
+func TestListRefCanonicalID(t *testing.T) {
+	t.Parallel()
+	f := newAutoFixture(t, httpapi.Config{})
+	id := fmt.Sprint(f.typ)
+	badFor := `{"status":"failed","errors":{"automation_for":["The selected automation for is invalid."]}}`
+	badRecipients := `{"status":"failed","errors":{"recipient_id":["The selected recipient id is invalid."]}}`
+	for _, v := range []string{"0" + id, "00" + id, "+" + id, " " + id, id + "e0", id + ".0", "0x" + id,
+		strings.Repeat("9", 400), strings.Repeat("0", 400) + id} {
+		body := f.automationForm()
+		body.Set("automation_for", "contacts_"+v)
+		f.a.do(req{method: "POST", path: "/api/automations/create", acct: &f.acct, body: body}).expect(t, 422, badFor)
+		f.a.do(req{method: "POST", path: "/api/automations/create", acct: &f.acct, body: jsonBody(fmt.Sprintf(
+			`{"automation_name":"A","automation_for":%q}`, "segments_"+v))}).expect(t, 422, badFor)
+
+		send := f.form()
+		send.Set("recipient_id[0]", "contacts_"+v)
+		f.a.do(req{method: "POST", path: "/api/single/send/create", acct: &f.acct, body: send}).expect(t, 422, badRecipients)
+		if v[0] == ' ' {
+			continue // the object's id is a field of its own, trimmed as every field
+		}
+		f.a.do(req{method: "POST", path: "/api/single/send/create", acct: &f.acct, body: jsonBody(fmt.Sprintf(
+			`{"single_send_name":"W","sender_id":%d,"subject":"S","preheader":"P","unsubscribe_group_id":%d,"schedule_type":0,`+
+				`"recipient_id":[{"id":%q,"table":"contacts_"}]}`, f.sender, f.group, v))}).expect(t, 422, badRecipients)
+	}
+	// Spaces around the whole value are trimmed, as for every field.
+	body := f.automationForm()
+	body.Set("automation_for", " contacts_"+id+" ")
+	f.createAutomation(t, body)
+	var n int
+	if err := testdb.New(t).Pool.QueryRow(context.Background(), `SELECT (SELECT count(*) FROM automations WHERE user_id = $1)
+		+ (SELECT count(*) FROM single_sends WHERE user_id = $1)`, f.acct.id).Scan(&n); err != nil || n != 1 {
+		t.Fatalf("%d automations and sends stored, want the one valid (%v)", n, err)
+	}
+}

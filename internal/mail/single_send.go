@@ -44,12 +44,18 @@ type ListRef struct {
 // "contacts_3".
 func (l ListRef) Key() string { return l.Table + strconv.FormatInt(l.ID, 10) }
 
-// ParseListRef reads "contacts_{id}" or "segments_{id}".
+// ParseListRef reads "contacts_{id}" or "segments_{id}", the id in its
+// canonical form only: decimal digits, no sign, space, exponent or leading
+// zero, at most an int64. So a list has one name, the one Key gives it
+// ("contacts_01" is not "contacts_1").
 func ParseListRef(s string) (ListRef, bool) {
 	for _, table := range []string{ListContacts, ListSegments} {
 		if rest, ok := strings.CutPrefix(s, table); ok {
+			if !digits(rest) || rest[0] == '0' {
+				return ListRef{}, false
+			}
 			n, err := strconv.ParseInt(rest, 10, 64)
-			if err != nil || n <= 0 || rest[0] == '+' {
+			if err != nil {
 				return ListRef{}, false
 			}
 			return ListRef{Table: table, ID: n}, true
