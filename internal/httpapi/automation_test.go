@@ -586,3 +586,33 @@ func TestListRefCanonicalID(t *testing.T) {
 		t.Fatalf("%d automations and sends stored, want the one valid (%v)", n, err)
 	}
 }
+
+// waiting_period's range depends on waiting_type: with the type missing or
+// invalid only the type is reported, unless the period is no integer at
+// all.
+func TestScheduleWaitingPeriodFollowsType(t *testing.T) {
+	t.Parallel()
+	f := newAutoFixture(t, httpapi.Config{})
+	utr, _ := f.createAutomation(t, f.automationForm())
+	badType := `{"status":"failed","errors":{"waiting_type":["The selected waiting type is invalid."]}}`
+	for _, tc := range []struct {
+		period, typ, want string
+	}{
+		{"0", "weeks", badType},
+		{"87601", "weeks", badType},
+		{"-5", "weeks", badType},
+		{"0", "", `{"status":"failed","errors":{"waiting_type":["The waiting type field is required."]}}`},
+		{"1.5", "weeks", `{"status":"failed","errors":{"waiting_period":["The waiting period must be an integer."],` +
+			`"waiting_type":["The selected waiting type is invalid."]}}`},
+		// A valid type still judges the period.
+		{"0", "hours", `{"status":"failed","errors":{"waiting_period":["The waiting period must be between 1 and 87600."]}}`},
+	} {
+		body := f.scheduleForm(utr)
+		body.Set("waiting_period", tc.period)
+		body.Set("waiting_type", tc.typ)
+		f.a.do(req{method: "POST", path: "/api/automations/schedule/create", acct: &f.acct, body: body}).expect(t, 422, tc.want)
+		f.a.do(req{method: "POST", path: "/api/automations/schedule/create", acct: &f.acct, body: jsonBody(fmt.Sprintf(
+			`{"utr":%q,"sender_id":%d,"subject":"S","waiting_period":%q,"waiting_type":%q}`, utr, f.sender, tc.period, tc.typ))}).
+			expect(t, 422, tc.want)
+	}
+}
