@@ -2,6 +2,7 @@ package httpapi_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/url"
 	"regexp"
@@ -614,5 +615,53 @@ func TestScheduleWaitingPeriodFollowsType(t *testing.T) {
 		f.a.do(req{method: "POST", path: "/api/automations/schedule/create", acct: &f.acct, body: jsonBody(fmt.Sprintf(
 			`{"utr":%q,"sender_id":%d,"subject":"S","waiting_period":%q,"waiting_type":%q}`, utr, f.sender, tc.period, tc.typ))}).
 			expect(t, 422, tc.want)
+	}
+}
+
+// template_html and template_json are at most 1 MB (docs) in every
+// encoding: a multipart value past the 8 MB any other value may hold, or
+// a blank one, gets the same message as JSON and url-encoded bodies, in
+// its place beside the form's other problems; schedules and single sends
+// alike.
+func TestTemplateLimitEveryEncoding(t *testing.T) {
+	t.Parallel()
+	f := newAutoFixture(t, httpapi.Config{MaxBodyBytes: 24 << 20, MaxUploadBytes: 24 << 20})
+	utr, _ := f.createAutomation(t, f.automationForm())
+	for _, field := range []string{"template_html", "template_json"} {
+		tooLarge := fmt.Sprintf("The %s may not be larger than 1048576 bytes.", strings.ReplaceAll(field, "_", " "))
+		for _, v := range []string{strings.Repeat("x", 1<<20+1), strings.Repeat("x", 8<<20+1), strings.Repeat(" ", 2<<20)} {
+			schedule := f.scheduleForm(utr)
+			schedule.Set("subject", "")
+			schedule.Set(field, v)
+			want := `{"status":"failed","errors":{"subject":["The subject field is required."],` + fmt.Sprintf("%q:[%q]}}", field, tooLarge)
+			send := f.form()
+			send.Del("subject")
+			send.Set(field, v)
+			for _, tc := range []struct {
+				path string
+				form url.Values
+			}{{"/api/automations/schedule/create", schedule}, {"/api/single/send/create", send}} {
+				js := map[string]string{}
+				for k, vs := range tc.form {
+					js[k] = vs[0]
+				}
+				delete(js, "recipient_id[0]")
+				delete(js, "recipient_id[1]")
+				delete(js, "recipient_id[2]")
+				delete(js, "exclude_specific_recipient_id[0]")
+				b, _ := json.Marshal(js)
+				body := strings.TrimSuffix(string(b), "}") + fmt.Sprintf(`,"recipient_id":["contacts_%d"]}`, f.typ)
+				for _, enc := range []any{tc.form, flat(tc.form), jsonBody(body)} {
+					if r := f.a.do(req{method: "POST", path: tc.path, acct: &f.acct, body: enc}); r.code != 422 || r.body != want {
+						t.Errorf("%s %s of %d bytes as %T: got %d %.300s\nwant 422 %s", tc.path, field, len(v), enc, r.code, r.body, want)
+					}
+				}
+			}
+		}
+	}
+	var n int
+	if err := testdb.New(t).Pool.QueryRow(context.Background(), `SELECT (SELECT count(*) FROM automation_schedules WHERE user_id = $1)
+		+ (SELECT count(*) FROM single_sends WHERE user_id = $1)`, f.acct.id).Scan(&n); err != nil || n != 0 {
+		t.Fatalf("%d schedules and sends stored (%v)", n, err)
 	}
 }

@@ -44,7 +44,8 @@ func (f form) get(key string) ([]string, bool) {
 }
 
 // Limits on what a body may make the binder build (see docs/limits.md):
-// maxMemory is what one multipart value may hold; maxDepth is how deep
+// maxMemory is what one multipart value may hold (valueCap: less for the
+// fields whose own limit is less); maxDepth is how deep
 // JSON may nest (value[i][j] is three levels); and what the values and
 // their keys cost in memory may not pass a small multiple of the body
 // (budgetOf), so a request never costs much more than its size.
@@ -351,12 +352,22 @@ func (f form) readMultipart(r io.Reader, boundary string) error {
 			}
 			continue
 		}
-		v, err := io.ReadAll(io.LimitReader(part, maxMemory+1))
+		limit, own := valueCap(name)
+		v, err := io.ReadAll(io.LimitReader(part, int64(limit)+1))
 		if err != nil {
 			return multipartError(err)
 		}
-		if len(v) > maxMemory {
-			return mail.Invalid(name, fmt.Sprintf("The %s may not be larger than %d bytes.", mail.Label(name), maxMemory))
+		if len(v) > limit {
+			if !own {
+				return mail.Invalid(name, fmt.Sprintf("The %s may not be larger than %d bytes.", mail.Label(name), limit))
+			}
+			// Over its field's own limit: the rest is skipped, and the
+			// parser refuses the value (one byte too long) with the
+			// field's message, beside the form's other problems, as it
+			// does for the other encodings.
+			if _, err := io.Copy(io.Discard, part); err != nil {
+				return multipartError(err)
+			}
 		}
 		if err := b.add(f, name, string(v)); err != nil {
 			return err
@@ -366,6 +377,20 @@ func (f form) readMultipart(r io.Reader, boundary string) error {
 		return errMultipart
 	}
 	return nil
+}
+
+// valueCap is how much of a multipart value is read: the limit of the
+// field's own (own true: template_html and template_json, at most
+// mail.MaxTemplateBytes, docs/automations.md and docs/single-sends.md),
+// else maxMemory. A value one byte over its own limit is kept for the
+// parser to refuse, so the message is the documented one whatever the
+// encoding and however large the value.
+func valueCap(name string) (limit int, own bool) {
+	switch name {
+	case "template_html", "template_json":
+		return mail.MaxTemplateBytes, true
+	}
+	return maxMemory, false
 }
 
 // multipartError is a failure reading a multipart body: the cap, or a

@@ -349,14 +349,16 @@ func parseLists(field string, vals []string, required bool, add func(field, msg 
 	return []ListRef{}, false
 }
 
-// templateBody reads template_html or template_json: nil when blank,
-// else as given, at most MaxTemplateBytes.
+// templateBody reads template_html or template_json: at most
+// MaxTemplateBytes, blanks included (the size is the limit whatever the
+// bytes, and the API's multipart reader keeps no more than one byte past
+// it); nil when blank, else as given.
 func templateBody(field, v string, add func(field, msg string)) *string {
 	switch {
-	case strings.TrimSpace(v) == "":
-		return nil
 	case len(v) > MaxTemplateBytes:
 		add(field, "The "+Label(field)+" may not be larger than "+strconv.Itoa(MaxTemplateBytes)+" bytes.")
+		return nil
+	case strings.TrimSpace(v) == "":
 		return nil
 	}
 	return &v
