@@ -153,7 +153,7 @@ func (s *Server) createAutomation(c *gin.Context) {
 	}, mail.AutomationRules{Lookup: func(refs mail.SendRefs) (mail.SendRefsFound, error) {
 		return s.db.SendReferences(ctx, user, refs)
 	}})
-	if err != nil {
+	if err = f.checked(err); err != nil {
 		s.fail(c, err)
 		return
 	}
@@ -290,7 +290,7 @@ func (s *Server) createAutomationSchedule(c *gin.Context) {
 		},
 		AllowUnverified: s.cfg.AllowUnverifiedSenders,
 	})
-	if err := mail.JoinInvalid(utrErr, err); err != nil {
+	if err := f.checked(mail.JoinInvalid(utrErr, err)); err != nil {
 		s.fail(c, err)
 		return
 	}
