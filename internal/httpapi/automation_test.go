@@ -4,10 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/http/httptest"
 	"net/url"
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/mailroom/mailroom/internal/design"
 	"github.com/mailroom/mailroom/internal/httpapi"
@@ -663,5 +665,110 @@ func TestTemplateLimitEveryEncoding(t *testing.T) {
 	if err := testdb.New(t).Pool.QueryRow(context.Background(), `SELECT (SELECT count(*) FROM automation_schedules WHERE user_id = $1)
 		+ (SELECT count(*) FROM single_sends WHERE user_id = $1)`, f.acct.id).Scan(&n); err != nil || n != 0 {
 		t.Fatalf("%d schedules and sends stored (%v)", n, err)
+	}
+}
+
+// deadlineRecorder is a ResponseRecorder that notes each write deadline
+// set through http.ResponseController: how much of the body was written
+// by then, and how far ahead it was.
+type deadlineRecorder struct {
+	*httptest.ResponseRecorder
+	at    []int
+	ahead []time.Duration
+}
+
+func (r *deadlineRecorder) SetWriteDeadline(t time.Time) error {
+	r.at, r.ahead = append(r.at, r.Body.Len()), append(r.ahead, time.Until(t))
+	return nil
+}
+
+// list GETs path through the router into a deadlineRecorder.
+func (f *autoFixture) list(path string) *deadlineRecorder {
+	req := httptest.NewRequest("GET", path, nil)
+	req.Header.Set("PublicKey", f.acct.public)
+	req.Header.Set("SecretKey", f.acct.secret)
+	rec := &deadlineRecorder{ResponseRecorder: httptest.NewRecorder()}
+	f.a.h.ServeHTTP(rec, req)
+	return rec
+}
+
+// A streamed list renews its client's 30 s write deadline every 1 MB as
+// well as every 250 rows: schedules of 2 MB each are a window per MB, not
+// one window for the whole list (a 5 MB/s client was cut after 31 s of a
+// 210 MB list), and never more than 1 MB per window, so a client slower
+// than 1 MB per 30 s is still cut. The list, written a piece at a time, is
+// exactly the JSON of its rows.
+func TestListDeadlineByBytes(t *testing.T) {
+	t.Parallel()
+	f := newAutoFixture(t, httpapi.Config{})
+	utr, id := f.createAutomation(t, f.automationForm())
+	// Templates of 1 MB whose runes of every width, escapes and HTML fall
+	// across the pieces they are escaped in.
+	unit := "<p class=\"x\">Grüße € 😀\u2028\\ \n\t\x01 &amp;</p>"
+	html := strings.Repeat(unit, 1<<20/len(unit))
+	js := strings.Repeat(`{"k":"`+unit+`"}`, (1<<20-100)/(len(unit)+8))
+	if _, err := testdb.New(t).Pool.Exec(context.Background(), `INSERT INTO automation_schedules (user_id, automation_id, utr,
+		sender_id, template_id, subject, waiting_period, waiting_type, template_html, template_json)
+		SELECT $1, $2, gen_random_uuid(), $3, 1, 'S ' || g, g, 'days', $4, $5 || g FROM generate_series(1, 5) g`,
+		f.acct.id, id, f.sender, html, js); err != nil {
+		t.Fatal(err)
+	}
+	rows, err := testdb.New(t).Pool.Query(context.Background(), `SELECT id, utr::text FROM automation_schedules
+		WHERE automation_id = $1 ORDER BY id`, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want strings.Builder
+	want.WriteString(`{"status":"success","message":{"automation_schedules":[`)
+	blank := design.Templates()[0]
+	for n := 1; rows.Next(); n++ {
+		var sid int64
+		var sutr string
+		if err := rows.Scan(&sid, &sutr); err != nil {
+			t.Fatal(err)
+		}
+		if n > 1 {
+			want.WriteByte(',')
+		}
+		fmt.Fprintf(&want, `{"id":%d,"user_id":%d,"automation_id":%d,"sender_id":%d,"template_id":1,"subject":"S %d",`+
+			`"waiting_period":%d,"waiting_type":"days","utr":%q,"preview_img":"","template_json":%s,"template_html":%s,`+
+			`"created_at":"<timestamp>","updated_at":"<timestamp>","design_url":%q,"image":%q}`,
+			sid, f.acct.id, id, f.sender, n, n, sutr, jsonString(t, js+fmt.Sprint(n)), jsonString(t, html),
+			publicURL+"/design/editor/"+sutr, publicURL+"/design/previews/"+blank.Preview)
+	}
+	if rows.Close(); rows.Err() != nil {
+		t.Fatal(rows.Err())
+	}
+	want.WriteString(`]}}`)
+
+	rec := f.list("/api/automations/schedule?utr=" + utr)
+	if got := normalize(rec.Body.String()); rec.Code != 200 || got != want.String() {
+		t.Fatalf("schedule list: %d, %d bytes, want %d\ngot  %.300s\nwant %.300s", rec.Code, len(got), want.Len(), got, want.String())
+	}
+	body := rec.Body.Len()
+	if len(rec.at) != (body+1<<20-1)/(1<<20) {
+		t.Errorf("%d deadlines for a %d-byte list, want one per MB begun: at %v", len(rec.at), body, rec.at)
+	}
+	for i, at := range rec.at {
+		if at != i<<20 {
+			t.Errorf("deadline %d set after %d bytes, want %d: windows of exactly 1 MB", i, at, i<<20)
+		}
+		if d := rec.ahead[i]; d < 29*time.Second || d > 30*time.Second {
+			t.Errorf("deadline %d set %v ahead, want 30 s", i, d)
+		}
+	}
+
+	// Short rows: a window per 250 of them.
+	if _, err := testdb.New(t).Pool.Exec(context.Background(), `INSERT INTO automations (user_id, utr, automation_name,
+		automation_type, automation_for, automation_for_table, exit_criteria)
+		SELECT $1, gen_random_uuid(), 'A' || g, 1, $2, 'contacts_', 0 FROM generate_series(1, 600) g`, f.acct.id, f.typ); err != nil {
+		t.Fatal(err)
+	}
+	rec = f.list("/api/automations")
+	if n := len(listIDs(t, response{code: rec.Code, body: rec.Body.String()}, "automations")); rec.Code != 200 || n != 601 {
+		t.Fatalf("automation list: %d, %d rows", rec.Code, n)
+	}
+	if rec.Body.Len() > 1<<20 || len(rec.ahead) != 3 {
+		t.Errorf("%d deadlines for 601 rows in %d bytes, want 3 (rows 1, 251, 501)", len(rec.ahead), rec.Body.Len())
 	}
 }

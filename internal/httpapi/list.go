@@ -12,13 +12,17 @@ import (
 	"github.com/mailroom/mailroom/internal/mail"
 )
 
-// A streamed list's client must take each listWindow elements within
-// listIdle (for contacts of a few fields, some 150 KB: about 5 KB/s at the
-// least; more with many custom fields); a slower one is cut, so it holds
-// no goroutine and buffer for ever.
+// A streamed list's client must take each listWindow elements, or each
+// listWindowBytes bytes, whichever comes first, within listIdle: the write
+// deadline is renewed at whichever it reaches. For contacts of a few
+// fields 250 rows are some 150 KB (about 5 KB/s at the least); for rows
+// that carry templates (schedules, up to 2 MB each) it is 1 MB per 30 s,
+// about 35 KB/s, however long the list. A slower client is cut, so it
+// holds no goroutine and buffer for ever (docs/limits.md).
 const (
-	listIdle   = 30 * time.Second
-	listWindow = 250
+	listIdle        = 30 * time.Second
+	listWindow      = 250
+	listWindowBytes = 1 << 20
 )
 
 // clientError is a failure to write to the client (gone, or too slow):
@@ -35,10 +39,13 @@ type listWriter struct {
 	c       *gin.Context
 	rc      *http.ResponseController
 	key     string
-	w       *bufio.Writer
+	w       *bufio.Writer // onto a listMeter
 	buf     bytes.Buffer
 	started bool
 	n       int
+	// Since the write deadline was last renewed: elements begun, and
+	// bytes handed to the connection.
+	rows, sent int
 }
 
 func newListWriter(c *gin.Context, key string) *listWriter {
@@ -50,7 +57,8 @@ func (l *listWriter) start() {
 	l.rc = http.NewResponseController(l.c.Writer)
 	l.c.Header("Content-Type", "application/json; charset=utf-8")
 	l.c.Status(http.StatusOK)
-	l.w = bufio.NewWriterSize(l.c.Writer, 16<<10)
+	l.renew()
+	l.w = bufio.NewWriterSize(listMeter{l}, 16<<10)
 	l.w.WriteString(`{"status":"success","message":{`)
 	l.buf.Reset()
 	encode(&l.buf, l.key)
@@ -58,14 +66,42 @@ func (l *listWriter) start() {
 	l.w.WriteString(":[")
 }
 
+// renew gives the client listIdle more for the next window.
+func (l *listWriter) renew() {
+	l.rc.SetWriteDeadline(time.Now().Add(listIdle)) // not supported by test recorders: no deadline there
+	l.rows, l.sent = 0, 0
+}
+
+// listMeter passes a list's bytes to the connection at most
+// listWindowBytes at a time, renewing the write deadline before each
+// window, so an element of several MB is one window per MB, not one in
+// all.
+type listMeter struct{ l *listWriter }
+
+func (m listMeter) Write(p []byte) (int, error) {
+	l, written := m.l, 0
+	for len(p) > 0 {
+		if l.sent >= listWindowBytes {
+			l.renew()
+		}
+		n, err := l.c.Writer.Write(p[:min(len(p), listWindowBytes-l.sent)])
+		written, l.sent, p = written+n, l.sent+n, p[n:]
+		if err != nil {
+			return written, err
+		}
+	}
+	return written, nil
+}
+
 // add writes one element.
 func (l *listWriter) add(v any) error {
 	if !l.started {
 		l.start()
 	}
-	if l.n%listWindow == 0 {
-		l.rc.SetWriteDeadline(time.Now().Add(listIdle))
+	if l.rows >= listWindow {
+		l.renew()
 	}
+	l.rows++
 	if l.n > 0 {
 		l.w.WriteByte(',')
 	}
