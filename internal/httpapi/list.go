@@ -4,8 +4,10 @@ import (
 	"bufio"
 	"bytes"
 	"errors"
+	"io"
 	"net/http"
 	"time"
+	"unicode/utf8"
 
 	"github.com/gin-gonic/gin"
 
@@ -106,12 +108,50 @@ func (l *listWriter) add(v any) error {
 		l.w.WriteByte(',')
 	}
 	l.n++
+	if e, ok := v.(streamedElement); ok {
+		if err := e.writeJSON(l.w, &l.buf); err != nil {
+			return clientError{err}
+		}
+		return nil
+	}
 	l.buf.Reset()
 	encode(&l.buf, v)
 	if _, err := l.w.Write(l.buf.Bytes()); err != nil {
 		return clientError{err}
 	}
 	return nil
+}
+
+// A streamedElement writes its own JSON into a list (buf is scratch), so
+// that a large element is never held as JSON whole: an automation
+// schedule's templates.
+type streamedElement interface {
+	writeJSON(w io.Writer, buf *bytes.Buffer) error
+}
+
+// jsonPiece is how much of a long string writeJSONString escapes at a
+// time.
+const jsonPiece = 32 << 10
+
+// writeJSONString writes s as a JSON string exactly as encode would (no
+// HTML escaping), escaping jsonPiece bytes at a time, cut between runes,
+// so that a long s never exists escaped whole; buf is scratch. w's
+// errors must stick (a bufio.Writer, a bytes.Buffer): the last write's
+// error is answered.
+func writeJSONString(w io.Writer, buf *bytes.Buffer, s string) error {
+	io.WriteString(w, `"`)
+	for len(s) > 0 {
+		n := min(len(s), jsonPiece)
+		for n < len(s) && n > jsonPiece-utf8.UTFMax && !utf8.RuneStart(s[n]) {
+			n--
+		}
+		buf.Reset()
+		encode(buf, s[:n])
+		w.Write(buf.Bytes()[1 : buf.Len()-1]) // without its quotes
+		s = s[n:]
+	}
+	_, err := io.WriteString(w, `"`)
+	return err
 }
 
 // finish closes the list, with pagination when the list was paged; err is
