@@ -1,7 +1,9 @@
 package httpapi
 
 import (
+	"bytes"
 	"context"
+	"io"
 	"net/url"
 	"strconv"
 
@@ -73,8 +75,17 @@ func renderAutomation(a *mail.Automation, withCount bool) automationJSON {
 }
 
 // automationScheduleJSON is an automation schedule as interface.md shows
-// it, fields in its order.
+// it, fields in its order: head, template_json, template_html, tail. Its
+// templates (up to 1 MB each) are streamed into a list (writeJSON), so a
+// schedule is never held as JSON whole.
 type automationScheduleJSON struct {
+	head         scheduleHeadJSON
+	templateJSON string
+	templateHTML string
+	tail         scheduleTailJSON
+}
+
+type scheduleHeadJSON struct {
 	ID            int64  `json:"id"`
 	UserID        int64  `json:"user_id"`
 	AutomationID  int64  `json:"automation_id"`
@@ -85,30 +96,57 @@ type automationScheduleJSON struct {
 	WaitingType   string `json:"waiting_type"`
 	UTR           string `json:"utr"`
 	PreviewImg    string `json:"preview_img"`
-	TemplateJSON  string `json:"template_json"`
-	TemplateHTML  string `json:"template_html"`
-	CreatedAt     string `json:"created_at"`
-	UpdatedAt     string `json:"updated_at"`
-	DesignURL     string `json:"design_url"`
-	Image         string `json:"image"`
+}
+
+type scheduleTailJSON struct {
+	CreatedAt string `json:"created_at"`
+	UpdatedAt string `json:"updated_at"`
+	DesignURL string `json:"design_url"`
+	Image     string `json:"image"`
+}
+
+// writeJSON writes the schedule as encode would write it, the templates a
+// piece at a time; buf is scratch. w's errors must stick (a bufio.Writer,
+// a bytes.Buffer): the last write's error is answered.
+func (s automationScheduleJSON) writeJSON(w io.Writer, buf *bytes.Buffer) error {
+	buf.Reset()
+	encode(buf, s.head)
+	w.Write(buf.Bytes()[:buf.Len()-1]) // without its '}'
+	io.WriteString(w, `,"template_json":`)
+	writeJSONString(w, buf, s.templateJSON)
+	io.WriteString(w, `,"template_html":`)
+	writeJSONString(w, buf, s.templateHTML)
+	buf.Reset()
+	encode(buf, s.tail)
+	buf.Bytes()[0] = ',' // its '{'
+	_, err := w.Write(buf.Bytes())
+	return err
+}
+
+// MarshalJSON is writeJSON into memory, for any use outside a list.
+func (s automationScheduleJSON) MarshalJSON() ([]byte, error) {
+	var out, buf bytes.Buffer
+	err := s.writeJSON(&out, &buf)
+	return out.Bytes(), err
 }
 
 func (s *Server) renderSchedule(sc *mail.AutomationSchedule) automationScheduleJSON {
-	out := automationScheduleJSON{ID: sc.ID, UserID: sc.UserID, AutomationID: sc.AutomationID, SenderID: sc.SenderID,
-		TemplateID: sc.TemplateID, Subject: sc.Subject, WaitingPeriod: sc.WaitingPeriod, WaitingType: sc.WaitingType,
-		UTR: sc.UTR, PreviewImg: sc.PreviewImg, CreatedAt: ts(sc.CreatedAt), UpdatedAt: ts(sc.UpdatedAt),
-		DesignURL: s.cfg.PublicURL + "/design/editor/" + sc.UTR}
+	out := automationScheduleJSON{head: scheduleHeadJSON{ID: sc.ID, UserID: sc.UserID, AutomationID: sc.AutomationID,
+		SenderID: sc.SenderID, TemplateID: sc.TemplateID, Subject: sc.Subject, WaitingPeriod: sc.WaitingPeriod,
+		WaitingType: sc.WaitingType, UTR: sc.UTR, PreviewImg: sc.PreviewImg},
+		tail: scheduleTailJSON{CreatedAt: ts(sc.CreatedAt), UpdatedAt: ts(sc.UpdatedAt),
+			DesignURL: s.cfg.PublicURL + "/design/editor/" + sc.UTR}}
 	if sc.TemplateJSON != nil {
-		out.TemplateJSON = *sc.TemplateJSON
+		out.templateJSON = *sc.TemplateJSON
 	}
 	if sc.TemplateHTML != nil {
-		out.TemplateHTML = *sc.TemplateHTML
+		out.templateHTML = *sc.TemplateHTML
 	}
 	preview := sc.PreviewImg
 	if d, found := designRef(sc.TemplateID); found {
 		preview = d.Preview
 	}
-	out.Image = s.cfg.PublicURL + "/design/previews/" + url.PathEscape(preview)
+	out.tail.Image = s.cfg.PublicURL + "/design/previews/" + url.PathEscape(preview)
 	return out
 }
 
@@ -154,7 +192,7 @@ func (s *Server) createAutomation(c *gin.Context) {
 	}, mail.AutomationRules{Lookup: func(refs mail.SendRefs) (mail.SendRefsFound, error) {
 		return s.db.SendReferences(ctx, user, refs)
 	}})
-	if err != nil {
+	if err = f.checked(err); err != nil {
 		s.fail(c, err)
 		return
 	}
@@ -295,7 +333,7 @@ func (s *Server) createAutomationSchedule(c *gin.Context) {
 		},
 		AllowUnverified: s.cfg.AllowUnverifiedSenders,
 	})
-	if err := mail.JoinInvalid(utrErr, err); err != nil {
+	if err := f.checked(mail.JoinInvalid(utrErr, err)); err != nil {
 		s.fail(c, err)
 		return
 	}

@@ -2,11 +2,14 @@ package httpapi_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"net/http/httptest"
 	"net/url"
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/mailroom/mailroom/internal/design"
 	"github.com/mailroom/mailroom/internal/httpapi"
@@ -546,4 +549,226 @@ func TestAutomationDelete(t *testing.T) {
 		body: jsonBody(fmt.Sprintf(`{"strIds":[%d,"%d",%d,%d]}`, ids[1], ids[2], ids[3], ids[1]))}).
 		expect(t, 200, `{"status":"success","message":"Deleted Successfully"}`)
 	f.a.do(req{method: "GET", path: "/api/automations", acct: &f.acct}).expect(t, 200, `{"status":"success","message":{"automations":[]}}`)
+}
+
+// A list is named by its canonical id only: automation_for and a single
+// send's recipient_id (as a string or as the resource's object) refuse a
+// leading zero, a sign, a space, an exponent and an id past int64 with the
+// field's invalid message, and store nothing (contacts_01 was type 1).
+func TestListRefCanonicalID(t *testing.T) {
+	t.Parallel()
+	f := newAutoFixture(t, httpapi.Config{})
+	id := fmt.Sprint(f.typ)
+	badFor := `{"status":"failed","errors":{"automation_for":["The selected automation for is invalid."]}}`
+	badRecipients := `{"status":"failed","errors":{"recipient_id":["The selected recipient id is invalid."]}}`
+	for _, v := range []string{"0" + id, "00" + id, "+" + id, " " + id, id + "e0", id + ".0", "0x" + id,
+		strings.Repeat("9", 400), strings.Repeat("0", 400) + id} {
+		body := f.automationForm()
+		body.Set("automation_for", "contacts_"+v)
+		f.a.do(req{method: "POST", path: "/api/automations/create", acct: &f.acct, body: body}).expect(t, 422, badFor)
+		f.a.do(req{method: "POST", path: "/api/automations/create", acct: &f.acct, body: jsonBody(fmt.Sprintf(
+			`{"automation_name":"A","automation_for":%q}`, "segments_"+v))}).expect(t, 422, badFor)
+
+		send := f.form()
+		send.Set("recipient_id[0]", "contacts_"+v)
+		f.a.do(req{method: "POST", path: "/api/single/send/create", acct: &f.acct, body: send}).expect(t, 422, badRecipients)
+		if v[0] == ' ' {
+			continue // the object's id is a field of its own, trimmed as every field
+		}
+		f.a.do(req{method: "POST", path: "/api/single/send/create", acct: &f.acct, body: jsonBody(fmt.Sprintf(
+			`{"single_send_name":"W","sender_id":%d,"subject":"S","preheader":"P","unsubscribe_group_id":%d,"schedule_type":0,`+
+				`"recipient_id":[{"id":%q,"table":"contacts_"}]}`, f.sender, f.group, v))}).expect(t, 422, badRecipients)
+	}
+	// Spaces around the whole value are trimmed, as for every field.
+	body := f.automationForm()
+	body.Set("automation_for", " contacts_"+id+" ")
+	f.createAutomation(t, body)
+	var n int
+	if err := testdb.New(t).Pool.QueryRow(context.Background(), `SELECT (SELECT count(*) FROM automations WHERE user_id = $1)
+		+ (SELECT count(*) FROM single_sends WHERE user_id = $1)`, f.acct.id).Scan(&n); err != nil || n != 1 {
+		t.Fatalf("%d automations and sends stored, want the one valid (%v)", n, err)
+	}
+}
+
+// waiting_period's range depends on waiting_type: with the type missing or
+// invalid only the type is reported, unless the period is no integer at
+// all.
+func TestScheduleWaitingPeriodFollowsType(t *testing.T) {
+	t.Parallel()
+	f := newAutoFixture(t, httpapi.Config{})
+	utr, _ := f.createAutomation(t, f.automationForm())
+	badType := `{"status":"failed","errors":{"waiting_type":["The selected waiting type is invalid."]}}`
+	for _, tc := range []struct {
+		period, typ, want string
+	}{
+		{"0", "weeks", badType},
+		{"87601", "weeks", badType},
+		{"-5", "weeks", badType},
+		{"0", "", `{"status":"failed","errors":{"waiting_type":["The waiting type field is required."]}}`},
+		{"1.5", "weeks", `{"status":"failed","errors":{"waiting_period":["The waiting period must be an integer."],` +
+			`"waiting_type":["The selected waiting type is invalid."]}}`},
+		// A valid type still judges the period.
+		{"0", "hours", `{"status":"failed","errors":{"waiting_period":["The waiting period must be between 1 and 87600."]}}`},
+	} {
+		body := f.scheduleForm(utr)
+		body.Set("waiting_period", tc.period)
+		body.Set("waiting_type", tc.typ)
+		f.a.do(req{method: "POST", path: "/api/automations/schedule/create", acct: &f.acct, body: body}).expect(t, 422, tc.want)
+		f.a.do(req{method: "POST", path: "/api/automations/schedule/create", acct: &f.acct, body: jsonBody(fmt.Sprintf(
+			`{"utr":%q,"sender_id":%d,"subject":"S","waiting_period":%q,"waiting_type":%q}`, utr, f.sender, tc.period, tc.typ))}).
+			expect(t, 422, tc.want)
+	}
+}
+
+// template_html and template_json are at most 1 MB (docs) in every
+// encoding: a multipart value past the 8 MB any other value may hold, or
+// a blank one, gets the same message as JSON and url-encoded bodies, in
+// its place beside the form's other problems; schedules and single sends
+// alike.
+func TestTemplateLimitEveryEncoding(t *testing.T) {
+	t.Parallel()
+	f := newAutoFixture(t, httpapi.Config{MaxBodyBytes: 24 << 20, MaxUploadBytes: 24 << 20})
+	utr, _ := f.createAutomation(t, f.automationForm())
+	for _, field := range []string{"template_html", "template_json"} {
+		tooLarge := fmt.Sprintf("The %s may not be larger than 1048576 bytes.", strings.ReplaceAll(field, "_", " "))
+		for _, v := range []string{strings.Repeat("x", 1<<20+1), strings.Repeat("x", 8<<20+1), strings.Repeat(" ", 2<<20)} {
+			schedule := f.scheduleForm(utr)
+			schedule.Set("subject", "")
+			schedule.Set(field, v)
+			want := `{"status":"failed","errors":{"subject":["The subject field is required."],` + fmt.Sprintf("%q:[%q]}}", field, tooLarge)
+			send := f.form()
+			send.Del("subject")
+			send.Set(field, v)
+			for _, tc := range []struct {
+				path string
+				form url.Values
+			}{{"/api/automations/schedule/create", schedule}, {"/api/single/send/create", send}} {
+				js := map[string]string{}
+				for k, vs := range tc.form {
+					js[k] = vs[0]
+				}
+				delete(js, "recipient_id[0]")
+				delete(js, "recipient_id[1]")
+				delete(js, "recipient_id[2]")
+				delete(js, "exclude_specific_recipient_id[0]")
+				b, _ := json.Marshal(js)
+				body := strings.TrimSuffix(string(b), "}") + fmt.Sprintf(`,"recipient_id":["contacts_%d"]}`, f.typ)
+				for _, enc := range []any{tc.form, flat(tc.form), jsonBody(body)} {
+					if r := f.a.do(req{method: "POST", path: tc.path, acct: &f.acct, body: enc}); r.code != 422 || r.body != want {
+						t.Errorf("%s %s of %d bytes as %T: got %d %.300s\nwant 422 %s", tc.path, field, len(v), enc, r.code, r.body, want)
+					}
+				}
+			}
+		}
+	}
+	var n int
+	if err := testdb.New(t).Pool.QueryRow(context.Background(), `SELECT (SELECT count(*) FROM automation_schedules WHERE user_id = $1)
+		+ (SELECT count(*) FROM single_sends WHERE user_id = $1)`, f.acct.id).Scan(&n); err != nil || n != 0 {
+		t.Fatalf("%d schedules and sends stored (%v)", n, err)
+	}
+}
+
+// deadlineRecorder is a ResponseRecorder that notes each write deadline
+// set through http.ResponseController: how much of the body was written
+// by then, and how far ahead it was.
+type deadlineRecorder struct {
+	*httptest.ResponseRecorder
+	at    []int
+	ahead []time.Duration
+}
+
+func (r *deadlineRecorder) SetWriteDeadline(t time.Time) error {
+	r.at, r.ahead = append(r.at, r.Body.Len()), append(r.ahead, time.Until(t))
+	return nil
+}
+
+// list GETs path through the router into a deadlineRecorder.
+func (f *autoFixture) list(path string) *deadlineRecorder {
+	req := httptest.NewRequest("GET", path, nil)
+	req.Header.Set("PublicKey", f.acct.public)
+	req.Header.Set("SecretKey", f.acct.secret)
+	rec := &deadlineRecorder{ResponseRecorder: httptest.NewRecorder()}
+	f.a.h.ServeHTTP(rec, req)
+	return rec
+}
+
+// A streamed list renews its client's 30 s write deadline every 1 MB as
+// well as every 250 rows: schedules of 2 MB each are a window per MB, not
+// one window for the whole list (a 5 MB/s client was cut after 31 s of a
+// 210 MB list), and never more than 1 MB per window, so a client slower
+// than 1 MB per 30 s is still cut. The list, written a piece at a time, is
+// exactly the JSON of its rows.
+func TestListDeadlineByBytes(t *testing.T) {
+	t.Parallel()
+	f := newAutoFixture(t, httpapi.Config{})
+	utr, id := f.createAutomation(t, f.automationForm())
+	// Templates of 1 MB whose runes of every width, escapes and HTML fall
+	// across the pieces they are escaped in.
+	unit := "<p class=\"x\">Grüße € 😀\u2028\\ \n\t\x01 &amp;</p>"
+	html := strings.Repeat(unit, 1<<20/len(unit))
+	js := strings.Repeat(`{"k":"`+unit+`"}`, (1<<20-100)/(len(unit)+8))
+	if _, err := testdb.New(t).Pool.Exec(context.Background(), `INSERT INTO automation_schedules (user_id, automation_id, utr,
+		sender_id, template_id, subject, waiting_period, waiting_type, template_html, template_json)
+		SELECT $1, $2, gen_random_uuid(), $3, 1, 'S ' || g, g, 'days', $4, $5 || g FROM generate_series(1, 5) g`,
+		f.acct.id, id, f.sender, html, js); err != nil {
+		t.Fatal(err)
+	}
+	rows, err := testdb.New(t).Pool.Query(context.Background(), `SELECT id, utr::text FROM automation_schedules
+		WHERE automation_id = $1 ORDER BY id`, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want strings.Builder
+	want.WriteString(`{"status":"success","message":{"automation_schedules":[`)
+	blank := design.Templates()[0]
+	for n := 1; rows.Next(); n++ {
+		var sid int64
+		var sutr string
+		if err := rows.Scan(&sid, &sutr); err != nil {
+			t.Fatal(err)
+		}
+		if n > 1 {
+			want.WriteByte(',')
+		}
+		fmt.Fprintf(&want, `{"id":%d,"user_id":%d,"automation_id":%d,"sender_id":%d,"template_id":1,"subject":"S %d",`+
+			`"waiting_period":%d,"waiting_type":"days","utr":%q,"preview_img":"","template_json":%s,"template_html":%s,`+
+			`"created_at":"<timestamp>","updated_at":"<timestamp>","design_url":%q,"image":%q}`,
+			sid, f.acct.id, id, f.sender, n, n, sutr, jsonString(t, js+fmt.Sprint(n)), jsonString(t, html),
+			publicURL+"/design/editor/"+sutr, publicURL+"/design/previews/"+blank.Preview)
+	}
+	if rows.Close(); rows.Err() != nil {
+		t.Fatal(rows.Err())
+	}
+	want.WriteString(`]}}`)
+
+	rec := f.list("/api/automations/schedule?utr=" + utr)
+	if got := normalize(rec.Body.String()); rec.Code != 200 || got != want.String() {
+		t.Fatalf("schedule list: %d, %d bytes, want %d\ngot  %.300s\nwant %.300s", rec.Code, len(got), want.Len(), got, want.String())
+	}
+	body := rec.Body.Len()
+	if len(rec.at) != (body+1<<20-1)/(1<<20) {
+		t.Errorf("%d deadlines for a %d-byte list, want one per MB begun: at %v", len(rec.at), body, rec.at)
+	}
+	for i, at := range rec.at {
+		if at != i<<20 {
+			t.Errorf("deadline %d set after %d bytes, want %d: windows of exactly 1 MB", i, at, i<<20)
+		}
+		if d := rec.ahead[i]; d < 29*time.Second || d > 30*time.Second {
+			t.Errorf("deadline %d set %v ahead, want 30 s", i, d)
+		}
+	}
+
+	// Short rows: a window per 250 of them.
+	if _, err := testdb.New(t).Pool.Exec(context.Background(), `INSERT INTO automations (user_id, utr, automation_name,
+		automation_type, automation_for, automation_for_table, exit_criteria)
+		SELECT $1, gen_random_uuid(), 'A' || g, 1, $2, 'contacts_', 0 FROM generate_series(1, 600) g`, f.acct.id, f.typ); err != nil {
+		t.Fatal(err)
+	}
+	rec = f.list("/api/automations")
+	if n := len(listIDs(t, response{code: rec.Code, body: rec.Body.String()}, "automations")); rec.Code != 200 || n != 601 {
+		t.Fatalf("automation list: %d, %d rows", rec.Code, n)
+	}
+	if rec.Body.Len() > 1<<20 || len(rec.ahead) != 3 {
+		t.Errorf("%d deadlines for 601 rows in %d bytes, want 3 (rows 1, 251, 501)", len(rec.ahead), rec.Body.Len())
+	}
 }

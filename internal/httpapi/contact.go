@@ -136,13 +136,7 @@ func (s *Server) parseContact(c *gin.Context, f form) (mail.ContactInput, error)
 		return mail.ContactInput{}, err
 	}
 	return mail.ParseContact(mail.ContactForm{
-		Get: func(name string) (string, bool) {
-			vs, sent := f.get(name)
-			if !sent || len(vs) == 0 {
-				return "", false
-			}
-			return vs[0], true
-		},
+		Get:    f.scalar,
 		Custom: f.dict("custom_field"),
 	}, fields, func(id int32) bool { _, ok := s.geo.set.Country(id); return ok })
 }
@@ -154,7 +148,7 @@ func (s *Server) addContact(c *gin.Context) {
 		return
 	}
 	in, err := s.parseContact(c, f)
-	if err != nil {
+	if err = f.checked(err); err != nil {
 		s.fail(c, err)
 		return
 	}
@@ -173,7 +167,7 @@ func (s *Server) updateContact(c *gin.Context) {
 	}
 	id, idErr := parseID("contact_id", f.str("contact_id"))
 	in, err := s.parseContact(c, f)
-	if err = mail.JoinInvalid(idErr, err); err != nil {
+	if err = f.checked(mail.JoinInvalid(idErr, err)); err != nil {
 		s.fail(c, err)
 		return
 	}

@@ -54,7 +54,7 @@ func (s *Server) uploadContacts(c *gin.Context) {
 			return
 		}
 		_, typeErr := parseID("contact_type_id", f.str("contact_type_id"))
-		s.fail(c, mail.JoinInvalid(typeErr, mail.Invalid("file", mail.RequiredMessage("file"))))
+		s.fail(c, f.checked(mail.JoinInvalid(typeErr, mail.Invalid("file", mail.RequiredMessage("file")))))
 		return
 	}
 	body := newCloseWatcher(c.Request.Body, params["boundary"])
@@ -66,12 +66,13 @@ func (s *Server) uploadContacts(c *gin.Context) {
 	}
 
 	var (
-		typeID   int64
-		typeErr  = mail.Invalid("contact_type_id", mail.RequiredMessage("contact_type_id"))
-		fileSeen bool
-		src      *mail.ContactCSV
-		im       *postgres.ContactImport
-		copyTime time.Duration
+		typeID    int64
+		typeErr   = mail.Invalid("contact_type_id", mail.RequiredMessage("contact_type_id"))
+		typeShape bool // contact_type_id[…] sent: an array, refused as other forms refuse it
+		fileSeen  bool
+		src       *mail.ContactCSV
+		im        *postgres.ContactImport
+		copyTime  time.Duration
 	)
 	defer func() {
 		if im != nil {
@@ -87,8 +88,11 @@ func (s *Server) uploadContacts(c *gin.Context) {
 			s.fail(c, s.uploadError(multipartError(err)))
 			return
 		}
-		switch part.FormName() {
-		case "contact_type_id":
+		switch name := part.FormName(); {
+		case strings.HasPrefix(name, "contact_type_id["):
+			typeShape = true
+			typeErr = mail.Invalid("contact_type_id", shapeMessage("contact_type_id"))
+		case name == "contact_type_id" && !typeShape:
 			v, err := io.ReadAll(io.LimitReader(part, 64))
 			if err != nil {
 				s.fail(c, s.uploadError(err))
@@ -102,7 +106,7 @@ func (s *Server) uploadContacts(c *gin.Context) {
 					return
 				}
 			}
-		case "file":
+		case name == "file":
 			if fileSeen || part.FileName() == "" {
 				continue
 			}

@@ -65,7 +65,7 @@ func (s *Server) addContactType(c *gin.Context) {
 		return
 	}
 	name, err := mail.ParseContactTypeName(f.str("name"))
-	if err != nil {
+	if err = f.checked(err); err != nil {
 		s.fail(c, err)
 		return
 	}
@@ -102,7 +102,7 @@ func (s *Server) updateContactType(c *gin.Context) {
 	}
 	id, idErr := parseID("id", f.str("id"))
 	name, nameErr := mail.ParseContactTypeName(f.str("name"))
-	if err := mail.JoinInvalid(idErr, nameErr); err != nil {
+	if err := f.checked(mail.JoinInvalid(idErr, nameErr)); err != nil {
 		s.fail(c, err)
 		return
 	}

@@ -79,7 +79,7 @@ func (s *Server) saveCustomField(c *gin.Context) {
 		return
 	}
 	field, err := mail.ParseCustomField(f.str("field_name"), f.str("field_type"))
-	if err != nil {
+	if err = f.checked(err); err != nil {
 		s.fail(c, err)
 		return
 	}

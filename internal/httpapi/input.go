@@ -33,18 +33,30 @@ type form struct {
 	// holding an array or an object, so that ids can tell
 	// {"strIds":{"0":1}} and {"strIds":[1,{}]} from an array of ids.
 	deep map[string]bool
+	// composite are the names sent as an array or an object: a JSON
+	// object member whose value is one (even empty), and the part before
+	// the first bracket of every key[…] (key[], key[0], key[a]) of a form,
+	// a flattened JSON body or the query string.
+	composite map[string]bool
+	// shaped are the scalar fields read (str, raw, scalar, dict) that came
+	// as an array or object, in the order read: checked refuses them.
+	shaped *shapeLog
 }
 
-func newForm() form { return form{vals: map[string][]string{}, deep: map[string]bool{}} }
+// shapeLog lists fields read as scalars that were sent as arrays or
+// objects, with what each is told.
+type shapeLog struct {
+	fields []string
+	msgs   map[string]string
+}
 
-// get returns key's values and whether key was sent.
-func (f form) get(key string) ([]string, bool) {
-	vs, ok := f.vals[key]
-	return vs, ok
+func newForm() form {
+	return form{vals: map[string][]string{}, deep: map[string]bool{}, composite: map[string]bool{}, shaped: &shapeLog{}}
 }
 
 // Limits on what a body may make the binder build (see docs/limits.md):
-// maxMemory is what one multipart value may hold; maxDepth is how deep
+// maxMemory is what one multipart value may hold (valueCap: less for the
+// fields whose own limit is less); maxDepth is how deep
 // JSON may nest (value[i][j] is three levels); and what the values and
 // their keys cost in memory may not pass a small multiple of the body
 // (budgetOf), so a request never costs much more than its size.
@@ -109,6 +121,11 @@ func readForm(c *gin.Context) (form, error) {
 	}
 	for k, vs := range c.Request.URL.Query() {
 		f.vals[k] = append(f.vals[k], vs...)
+	}
+	for k := range f.vals {
+		if i := strings.IndexByte(k, '['); i > 0 {
+			f.composite[k[:i]] = true
+		}
 	}
 	return f, f.checkText()
 }
@@ -183,11 +200,20 @@ func (w *jsonWalk) object(prefix string, depth int) error {
 	return nil
 }
 
-// value reads one value named key, at depth (the body object is 1).
+// value reads one value named key, a member of an object at depth (the
+// body object is 1). A member that is an array or an object is noted as
+// composite (charged: the key is kept), so that a scalar field sent as
+// [] or {} is refused rather than read as absent.
 func (w *jsonWalk) value(key string, depth int) error {
 	tok, err := w.dec.Token()
 	if err != nil {
 		return errNotJSON
+	}
+	if _, isDelim := tok.(json.Delim); isDelim && depth < maxDepth {
+		if err := w.budget.charge(len(key) + 64); err != nil {
+			return err
+		}
+		w.f.composite[key] = true
 	}
 	return w.token(key, tok, depth)
 }
@@ -351,12 +377,22 @@ func (f form) readMultipart(r io.Reader, boundary string) error {
 			}
 			continue
 		}
-		v, err := io.ReadAll(io.LimitReader(part, maxMemory+1))
+		limit, own := valueCap(name)
+		v, err := io.ReadAll(io.LimitReader(part, int64(limit)+1))
 		if err != nil {
 			return multipartError(err)
 		}
-		if len(v) > maxMemory {
-			return mail.Invalid(name, fmt.Sprintf("The %s may not be larger than %d bytes.", mail.Label(name), maxMemory))
+		if len(v) > limit {
+			if !own {
+				return mail.Invalid(name, fmt.Sprintf("The %s may not be larger than %d bytes.", mail.Label(name), limit))
+			}
+			// Over its field's own limit: the rest is skipped, and the
+			// parser refuses the value (one byte too long) with the
+			// field's message, beside the form's other problems, as it
+			// does for the other encodings.
+			if _, err := io.Copy(io.Discard, part); err != nil {
+				return multipartError(err)
+			}
 		}
 		if err := b.add(f, name, string(v)); err != nil {
 			return err
@@ -366,6 +402,20 @@ func (f form) readMultipart(r io.Reader, boundary string) error {
 		return errMultipart
 	}
 	return nil
+}
+
+// valueCap is how much of a multipart value is read: the limit of the
+// field's own (own true: template_html and template_json, at most
+// mail.MaxTemplateBytes, docs/automations.md and docs/single-sends.md),
+// else maxMemory. A value one byte over its own limit is kept for the
+// parser to refuse, so the message is the documented one whatever the
+// encoding and however large the value.
+func valueCap(name string) (limit int, own bool) {
+	switch name {
+	case "template_html", "template_json":
+		return mail.MaxTemplateBytes, true
+	}
+	return maxMemory, false
 }
 
 // multipartError is a failure reading a multipart body: the cap, or a
@@ -459,21 +509,127 @@ func bodyError(err error) error {
 	return mail.Invalid("body", "The request body could not be read.")
 }
 
-// str returns key's first value, trimmed ("" when absent).
+// str returns key's first value, trimmed ("" when absent or not a
+// scalar, see scalar).
 func (f form) str(key string) string {
-	if vs := f.vals[key]; len(vs) > 0 {
-		return strings.TrimSpace(vs[0])
-	}
-	return ""
+	v, _ := f.scalar(key)
+	return strings.TrimSpace(v)
 }
 
-// raw returns key's first value as sent, untrimmed ("" when absent): for
-// bodies such as template_html.
+// raw returns key's first value as sent, untrimmed ("" when absent or not
+// a scalar): for bodies such as template_html.
 func (f form) raw(key string) string {
-	if vs := f.vals[key]; len(vs) > 0 {
-		return vs[0]
+	v, _ := f.scalar(key)
+	return v
+}
+
+// scalar returns key's first value and whether it was sent. A key sent as
+// an array or an object ({"k":[1]}, {"k":{…}}, k[]=1, k[0]=1, k[a]=1)
+// has no scalar value: it reads as absent and is noted, so that checked
+// refuses the request with shapeMessage on the field rather than drop
+// the value in silence.
+func (f form) scalar(key string) (string, bool) {
+	if f.isComposite(key) {
+		f.noteShape(key, shapeMessage(key))
+		return "", false
 	}
-	return ""
+	if vs := f.vals[key]; len(vs) > 0 {
+		return vs[0], true
+	}
+	return "", false
+}
+
+// isComposite reports whether key was sent as an array or an object.
+func (f form) isComposite(key string) bool {
+	if f.composite[key] {
+		return true
+	}
+	if !strings.Contains(key, "[") {
+		return false // readForm noted every top-level name of a key[…]
+	}
+	prefix := key + "["
+	for k := range f.vals {
+		if strings.HasPrefix(k, prefix) {
+			return true
+		}
+	}
+	return false
+}
+
+// noteShape records that field, read as a scalar, came as an array or
+// an object.
+func (f form) noteShape(field, msg string) {
+	if f.shaped == nil {
+		return
+	}
+	if _, seen := f.shaped.msgs[field]; seen {
+		return
+	}
+	if f.shaped.msgs == nil {
+		f.shaped.msgs = map[string]string{}
+	}
+	f.shaped.fields = append(f.shaped.fields, field)
+	f.shaped.msgs[field] = msg
+}
+
+// Scalar fields by the type the contract gives them, for shapeMessage:
+// integers (ids, counts, exit_criteria) and 0/1 flags; any other is text.
+var (
+	integerFields = map[string]bool{"id": true, "contact_id": true, "contact_type_id": true, "segment_id": true,
+		"sender_id": true, "template_id": true, "unsubscribe_group_id": true, "unsubscribe_groups_id": true,
+		"country": true, "country_id": true, "state_id": true, "city_id": true, "waiting_period": true,
+		"exit_criteria": true}
+	booleanFields = map[string]bool{"schedule_type": true, "is_display": true}
+)
+
+// shapeMessage is what a scalar field sent as an array or object is told,
+// in the words the field's parser uses for a wrong value: `The sender id
+// must be an integer.`, `The schedule type field must be true or false.`,
+// else `The subject must be a string.`.
+func shapeMessage(field string) string {
+	switch {
+	case integerFields[field]:
+		return "The " + mail.Label(field) + " must be an integer."
+	case booleanFields[field]:
+		return "The " + mail.Label(field) + " field must be true or false."
+	}
+	return "The " + mail.Label(field) + " must be a string."
+}
+
+// checked is err, the outcome of parsing the form's scalars, with the
+// fields that came as an array or object refused: each is told
+// shapeMessage in place of whatever the parser said of it (it read the
+// field as absent), at the parser's place for it, and those the parser
+// did not mention follow in the order read. An error that is no
+// validation failure is returned as it is. Every handler that reads
+// scalars with str, raw, scalar or dict passes its parse through checked
+// before it writes anything.
+func (f form) checked(err error) error {
+	if f.shaped == nil || len(f.shaped.fields) == 0 {
+		return err
+	}
+	var e *mail.Error
+	if err != nil && (!errors.As(err, &e) || e.Code != mail.EINVALID || len(e.Fields) == 0) {
+		return err
+	}
+	var p mail.Problems
+	if e != nil {
+		for _, k := range e.FieldNames() {
+			if msg, bad := f.shaped.msgs[k]; bad {
+				p.Add(k, msg)
+				continue
+			}
+			for _, m := range e.Fields[k] {
+				p.Add(k, m)
+			}
+		}
+	}
+	for _, k := range f.shaped.fields {
+		if !p.Has(k) {
+			p.Add(k, f.shaped.msgs[k])
+		}
+	}
+	return p.Err()
 }
 
 // list returns the array sent as key[0], key[1]… (ordered by index),
@@ -527,17 +683,38 @@ func (f form) elements(key string) (vals []string, flat bool) {
 	return vals, flat
 }
 
-// dict returns the map sent as key[name]=value.
+// dict returns the map sent as key[name]=value. A name whose value is an
+// array or an object (key[name][]=v, {"key":{"name":[…]}}) is left out
+// and noted as key.name (the field its parser reports), for checked to
+// refuse.
 func (f form) dict(key string) map[string]string {
 	prefix := key + "["
 	out := map[string]string{}
+	var shaped []string
 	for k, vs := range f.vals {
-		if strings.HasPrefix(k, prefix) && strings.HasSuffix(k, "]") && len(vs) > 0 {
-			name := k[len(prefix) : len(k)-1]
-			if !strings.ContainsAny(name, "[]") {
-				out[name] = vs[0]
-			}
+		rest, ok := strings.CutPrefix(k, prefix)
+		if !ok || len(vs) == 0 {
+			continue
 		}
+		name, tail, closed := strings.Cut(rest, "]")
+		switch {
+		case !closed || strings.Contains(name, "["):
+		case tail == "" && !f.composite[k]:
+			out[name] = vs[0]
+		default:
+			shaped = append(shaped, name)
+		}
+	}
+	for k := range f.composite {
+		if name, ok := strings.CutPrefix(k, prefix); ok && strings.HasSuffix(name, "]") &&
+			!strings.ContainsAny(name[:len(name)-1], "[]") {
+			shaped = append(shaped, name[:len(name)-1])
+		}
+	}
+	sort.Strings(shaped)
+	for _, name := range shaped {
+		delete(out, name)
+		f.noteShape(key+"."+name, "The "+name+" must be a string.")
 	}
 	return out
 }

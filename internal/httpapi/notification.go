@@ -53,7 +53,7 @@ func (s *Server) saveNotificationRecipient(c *gin.Context) {
 		return
 	}
 	in, err := mail.ParseNotificationRecipient(f.str("email_address"), f.str("email_owner"))
-	if err != nil {
+	if err = f.checked(err); err != nil {
 		s.fail(c, err)
 		return
 	}

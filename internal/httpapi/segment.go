@@ -103,7 +103,7 @@ func (s *Server) saveSegment(c *gin.Context) {
 		return
 	}
 	in, err := s.parseSegment(c, f)
-	if err != nil {
+	if err = f.checked(err); err != nil {
 		s.fail(c, err)
 		return
 	}
@@ -122,7 +122,7 @@ func (s *Server) updateSegment(c *gin.Context) {
 	}
 	id, idErr := parseID("segment_id", f.str("segment_id"))
 	in, err := s.parseSegment(c, f)
-	if err := mail.JoinInvalid(idErr, err); err != nil {
+	if err := f.checked(mail.JoinInvalid(idErr, err)); err != nil {
 		s.fail(c, err)
 		return
 	}
@@ -175,7 +175,7 @@ func (s *Server) storeSegmentRecipient(c *gin.Context) {
 		return
 	}
 	in, err := mail.ParseSegmentRecipient(f.str("segment_id"), f.str("first_name"), f.str("last_name"), f.str("email"))
-	if err != nil {
+	if err = f.checked(err); err != nil {
 		s.fail(c, err)
 		return
 	}

@@ -133,7 +133,7 @@ func (s *Server) saveSender(c *gin.Context) {
 		return
 	}
 	in, err := s.parseSender(f)
-	if err != nil {
+	if err = f.checked(err); err != nil {
 		s.fail(c, err)
 		return
 	}
@@ -153,7 +153,7 @@ func (s *Server) updateSender(c *gin.Context) {
 	}
 	id, idErr := parseID("sender_id", f.str("sender_id"))
 	in, err := s.parseSender(f)
-	if err := mail.JoinInvalid(idErr, err); err != nil {
+	if err := f.checked(mail.JoinInvalid(idErr, err)); err != nil {
 		s.fail(c, err)
 		return
 	}

@@ -173,19 +173,42 @@ func designTemplate(id int64) bool {
 // strings (key[0], key[], repeated key or a JSON array), or of objects as
 // the resource shows them ({"id":"3","table":"contacts_"}, or
 // key[0][id]=3&key[0][table]=contacts_), after the strings in index order.
-// An object without its table or id is an invalid element, not none.
+// An object without its table or id is an invalid element, not none, and
+// so is one whose table or id is an array or an object.
 func listRefs(f form, key string) []string {
 	out := f.list(key)
-	objs := map[int]string{}
-	for k := range f.vals {
+	type object struct {
+		table, id string
+		bad       bool
+	}
+	objs := map[int]*object{}
+	member := func(k string, v *string) {
 		rest, isElem := strings.CutPrefix(k, key+"[")
 		index, member, _ := strings.Cut(rest, "]")
 		i, err := strconv.Atoi(index)
 		if !isElem || !strings.HasPrefix(member, "[") || err != nil || i < 0 {
-			continue
+			return
 		}
-		elem := key + "[" + index + "]"
-		objs[i] = f.str(elem+"[table]") + f.str(elem+"[id]")
+		o := objs[i]
+		if o == nil {
+			o = &object{}
+			objs[i] = o
+		}
+		name, tail, _ := strings.Cut(member[1:], "]")
+		switch {
+		case v == nil || tail != "":
+			o.bad = true // the member is an array or an object
+		case name == "table":
+			o.table = strings.TrimSpace(*v)
+		case name == "id":
+			o.id = strings.TrimSpace(*v)
+		}
+	}
+	for k, vs := range f.vals {
+		member(k, &vs[0])
+	}
+	for k := range f.composite {
+		member(k, nil)
 	}
 	indexes := make([]int, 0, len(objs))
 	for i := range objs {
@@ -193,7 +216,12 @@ func listRefs(f form, key string) []string {
 	}
 	sort.Ints(indexes)
 	for _, i := range indexes {
-		out = append(out, objs[i])
+		o := objs[i]
+		if o.bad {
+			out = append(out, "?") // names no list: the field is invalid
+			continue
+		}
+		out = append(out, o.table+o.id)
 	}
 	return out
 }
@@ -220,7 +248,7 @@ func (s *Server) createSingleSend(c *gin.Context) {
 		return
 	}
 	in, err := s.parseSingleSend(c, f)
-	if err != nil {
+	if err = f.checked(err); err != nil {
 		s.fail(c, err)
 		return
 	}
@@ -246,7 +274,7 @@ func (s *Server) updateSingleSend(c *gin.Context) {
 		utrErr = mail.Invalid("utr", mail.RequiredMessage("utr"))
 	}
 	in, err := s.parseSingleSend(c, f)
-	if err := mail.JoinInvalid(utrErr, err); err != nil {
+	if err := f.checked(mail.JoinInvalid(utrErr, err)); err != nil {
 		s.fail(c, err)
 		return
 	}
@@ -270,6 +298,7 @@ func (s *Server) duplicateSingleSend(c *gin.Context) {
 	var utr string
 	if err == nil {
 		utr, err = readUTR(f.str("utr"))
+		err = f.checked(err)
 	}
 	if err == nil {
 		_, err = s.db.DuplicateSingleSend(c.Request.Context(), userID(c), utr)

@@ -150,7 +150,7 @@ func (s *Server) saveUnsubscribeGroup(c *gin.Context) {
 		return
 	}
 	in, err := parseGroup(f)
-	if err != nil {
+	if err = f.checked(err); err != nil {
 		s.fail(c, err)
 		return
 	}
@@ -188,7 +188,7 @@ func (s *Server) updateUnsubscribeGroup(c *gin.Context) {
 	}
 	id, idErr := parseID("id", f.str("id"))
 	in, err := parseGroup(f)
-	if err := mail.JoinInvalid(idErr, err); err != nil {
+	if err := f.checked(mail.JoinInvalid(idErr, err)); err != nil {
 		s.fail(c, err)
 		return
 	}
@@ -208,7 +208,7 @@ func (s *Server) addGroupRecipients(c *gin.Context) {
 	}
 	id, idErr := parseID("unsubscribe_groups_id", f.str("unsubscribe_groups_id"))
 	emails, listErr := parseEmailList(f)
-	if err := mail.JoinInvalid(idErr, listErr); err != nil {
+	if err := f.checked(mail.JoinInvalid(idErr, listErr)); err != nil {
 		s.fail(c, err)
 		return
 	}

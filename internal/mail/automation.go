@@ -197,7 +197,9 @@ type ScheduleInput struct {
 // reports; waiting_period is 1 when absent, template_id 1 (the blank
 // canvas), preview_img the template's preview, and a blank template_html
 // is the template's html_code (a blank template_json its json_code when
-// both are blank, else empty). Fields are reported in the order sender_id,
+// both are blank, else empty). waiting_period's range depends on
+// waiting_type: when the type is missing or invalid the period is only
+// checked to be an integer. Fields are reported in the order sender_id,
 // subject, waiting_period, waiting_type, template_id, preview_img,
 // template_html, template_json.
 func ParseSchedule(f ScheduleForm, rules ScheduleRules) (ScheduleInput, error) {
@@ -247,6 +249,9 @@ func ParseSchedule(f ScheduleForm, rules ScheduleRules) (ScheduleInput, error) {
 		switch {
 		case err != nil:
 			add("waiting_period", "The waiting period must be an integer.")
+		case in.WaitingType == "":
+			// waiting_type missing or invalid, and reported: the range
+			// depends on it, so the period is not judged against one.
 		case n < lo || n > hi:
 			add("waiting_period", "The waiting period must be between "+strconv.FormatInt(lo, 10)+" and "+
 				strconv.FormatInt(hi, 10)+".")

@@ -44,12 +44,18 @@ type ListRef struct {
 // "contacts_3".
 func (l ListRef) Key() string { return l.Table + strconv.FormatInt(l.ID, 10) }
 
-// ParseListRef reads "contacts_{id}" or "segments_{id}".
+// ParseListRef reads "contacts_{id}" or "segments_{id}", the id in its
+// canonical form only: decimal digits, no sign, space, exponent or leading
+// zero, at most an int64. So a list has one name, the one Key gives it
+// ("contacts_01" is not "contacts_1").
 func ParseListRef(s string) (ListRef, bool) {
 	for _, table := range []string{ListContacts, ListSegments} {
 		if rest, ok := strings.CutPrefix(s, table); ok {
+			if !digits(rest) || rest[0] == '0' {
+				return ListRef{}, false
+			}
 			n, err := strconv.ParseInt(rest, 10, 64)
-			if err != nil || n <= 0 || rest[0] == '+' {
+			if err != nil {
 				return ListRef{}, false
 			}
 			return ListRef{Table: table, ID: n}, true
@@ -343,14 +349,16 @@ func parseLists(field string, vals []string, required bool, add func(field, msg 
 	return []ListRef{}, false
 }
 
-// templateBody reads template_html or template_json: nil when blank,
-// else as given, at most MaxTemplateBytes.
+// templateBody reads template_html or template_json: at most
+// MaxTemplateBytes, blanks included (the size is the limit whatever the
+// bytes, and the API's multipart reader keeps no more than one byte past
+// it); nil when blank, else as given.
 func templateBody(field, v string, add func(field, msg string)) *string {
 	switch {
-	case strings.TrimSpace(v) == "":
-		return nil
 	case len(v) > MaxTemplateBytes:
 		add(field, "The "+Label(field)+" may not be larger than "+strconv.Itoa(MaxTemplateBytes)+" bytes.")
+		return nil
+	case strings.TrimSpace(v) == "":
 		return nil
 	}
 	return &v

@@ -203,9 +203,12 @@ func (d *DB) DeleteAutomationSchedule(ctx context.Context, userID int64, utr str
 	return translate(err)
 }
 
-// scheduleListChunk is how many schedules a list reads per query: each
-// carries its templates (up to 1 MB each).
-const scheduleListChunk = 20
+// scheduleListChunk is how many schedules a list reads per query: one, as
+// each carries its templates (up to 1 MB each), so a list request holds
+// one schedule's rows at a time, not 20 (some 40 MB: 20 concurrent lists
+// of 100 such schedules took the API to 2 GB). An automation has at most
+// 100 schedules, so a whole list is at most 101 small indexed queries.
+const scheduleListChunk = 1
 
 var listSchedulesSQL = `
 SELECT s.id, s.user_id, s.automation_id, s.utr::text, s.sender_id, s.template_id, s.subject, s.waiting_period,
