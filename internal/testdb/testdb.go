@@ -19,8 +19,10 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 
 	"github.com/jackc/pgx/v5"
@@ -79,7 +81,10 @@ func setup(ctx context.Context) (*postgres.DB, string, error) {
 		return nil, "", err
 	}
 	template := "mailroom_tpl_" + version
-	name := "mailroom_test_" + packageName()
+	// One database per test process: the same package tested at once from
+	// two checkouts (worktrees) must not drop each other's database.
+	prefix := "mailroom_test_" + packageName() + "_"
+	name := prefix + strconv.Itoa(os.Getpid())
 
 	admin, err := pgx.Connect(ctx, withDB(server, "postgres"))
 	if err != nil {
@@ -100,6 +105,9 @@ func setup(ctx context.Context) (*postgres.DB, string, error) {
 			return nil, "", fmt.Errorf("build template %s: %w", template, err)
 		}
 	}
+	if err := dropStale(ctx, admin, prefix); err != nil {
+		return nil, "", err
+	}
 	if _, err := admin.Exec(ctx, "DROP DATABASE IF EXISTS "+ident(name)+" WITH (FORCE)"); err != nil {
 		return nil, "", err
 	}
@@ -109,6 +117,35 @@ func setup(ctx context.Context) (*postgres.DB, string, error) {
 	u := withDB(server, name)
 	d, err := postgres.Open(ctx, u, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	return d, u, err
+}
+
+// dropStale drops this package's databases left by test processes that
+// are gone (their pid, the name's suffix, no longer runs here).
+func dropStale(ctx context.Context, admin *pgx.Conn, prefix string) error {
+	rows, err := admin.Query(ctx, "SELECT datname FROM pg_database WHERE starts_with(datname, $1)", prefix)
+	if err != nil {
+		return err
+	}
+	names, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return err
+	}
+	for _, n := range names {
+		pid, err := strconv.Atoi(strings.TrimPrefix(n, prefix))
+		if err != nil || processRuns(pid) {
+			continue
+		}
+		if _, err := admin.Exec(ctx, "DROP DATABASE IF EXISTS "+ident(n)+" WITH (FORCE)"); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// processRuns reports whether process pid exists (signal 0 reaches it).
+func processRuns(pid int) bool {
+	p, err := os.FindProcess(pid)
+	return err == nil && p.Signal(syscall.Signal(0)) == nil
 }
 
 // buildTemplate migrates a fresh database and marks it as a template; older
