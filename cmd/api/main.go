@@ -67,7 +67,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	case "accounts":
 		return accounts(ctx, cfg, log, args, stdout)
 	default:
-		return fmt.Errorf("unknown command %q (want serve, migrate or accounts create --name NAME)", cmd)
+		return fmt.Errorf("unknown command %q (want serve, migrate or accounts ...; %s)", cmd, accountsUsage)
 	}
 }
 
@@ -92,33 +92,96 @@ func openDB(ctx context.Context, cfg config.Config, log *slog.Logger) (*postgres
 	return d, set, nil
 }
 
+// accountsUsage is the accounts command's synopsis.
+const accountsUsage = "usage: accounts create --name NAME | list | rotate-keys --user-id N | disable --user-id N | enable --user-id N"
+
+// accounts manages accounts from the command line: create (prints the new
+// keys, the only time the secret is shown), list (never a secret),
+// rotate-keys (prints the new keys; the old ones are refused at once),
+// disable and enable. Output is JSON on stdout; keys never go to the log.
 func accounts(ctx context.Context, cfg config.Config, log *slog.Logger, args []string, stdout io.Writer) error {
-	if len(args) == 0 || args[0] != "create" {
-		return errors.New("usage: accounts create --name NAME")
+	if len(args) == 0 {
+		return errors.New(accountsUsage)
 	}
-	fs := flag.NewFlagSet("accounts create", flag.ContinueOnError)
-	name := fs.String("name", "", "the account's name")
+	sub := args[0]
+	fs := flag.NewFlagSet("accounts "+sub, flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	name := fs.String("name", "", "the account's name (create)")
+	id := fs.Int64("user-id", 0, "the account (rotate-keys, disable, enable)")
 	if err := fs.Parse(args[1:]); err != nil {
-		return err
+		return fmt.Errorf("accounts %s: %w", sub, err)
 	}
-	n, err := mail.ParseAccountName(*name)
-	if err != nil {
-		return errors.New("accounts create: --name is required")
+	var n string
+	switch sub {
+	case "create":
+		var err error
+		if n, err = mail.ParseAccountName(*name); err != nil {
+			return errors.New("accounts create: --name is required")
+		}
+	case "rotate-keys", "disable", "enable":
+		if *id <= 0 {
+			return fmt.Errorf("accounts %s: --user-id is required", sub)
+		}
+	case "list":
+	default:
+		return errors.New(accountsUsage)
 	}
 	d, _, err := openDB(ctx, cfg, log)
 	if err != nil {
 		return err
 	}
 	defer d.Close()
-	id, keys, err := d.CreateAccount(ctx, n)
-	if err != nil {
-		return err
+	enc := json.NewEncoder(stdout)
+	printKeys := func(id int64, keys mail.Keys) error {
+		return enc.Encode(struct {
+			UserID    int64  `json:"user_id"`
+			PublicKey string `json:"public_key"`
+			SecretKey string `json:"secret_key"`
+		}{id, keys.Public, keys.Secret})
 	}
-	return json.NewEncoder(stdout).Encode(struct {
-		UserID    int64  `json:"user_id"`
-		PublicKey string `json:"public_key"`
-		SecretKey string `json:"secret_key"`
-	}{id, keys.Public, keys.Secret})
+	switch sub {
+	case "create":
+		id, keys, err := d.CreateAccount(ctx, n)
+		if err != nil {
+			return err
+		}
+		return printKeys(id, keys)
+	case "list":
+		list, err := d.Accounts(ctx)
+		if err != nil {
+			return err
+		}
+		for i := range list {
+			if err := enc.Encode(&list[i]); err != nil {
+				return err
+			}
+		}
+		return nil
+	case "rotate-keys":
+		keys, err := d.RotateKeys(ctx, *id)
+		if err != nil {
+			return fmt.Errorf("accounts rotate-keys: %w", noAccount(err, *id))
+		}
+		log.Info("account keys rotated", "user_id", *id)
+		return printKeys(*id, keys)
+	default: // disable, enable
+		if err := d.SetDisabled(ctx, *id, sub == "disable"); err != nil {
+			return fmt.Errorf("accounts %s: %w", sub, noAccount(err, *id))
+		}
+		log.Info("account "+sub+"d", "user_id", *id)
+		return enc.Encode(struct {
+			UserID   int64 `json:"user_id"`
+			Disabled bool  `json:"disabled"`
+		}{*id, sub == "disable"})
+	}
+}
+
+// noAccount words a not-found error of the accounts command.
+func noAccount(err error, id int64) error {
+	if mail.ErrorCode(err) == mail.ENOTFOUND {
+		return fmt.Errorf("no account %d", id)
+	}
+	return err
 }
 
 func serve(ctx context.Context, cfg config.Config, log *slog.Logger) error {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -62,7 +63,12 @@ func TestCommandErrors(t *testing.T) {
 		want string
 	}{
 		{[]string{"accounts", "create"}, map[string]string{"DATABASE_URL": dsn}, "accounts create: --name is required"},
-		{[]string{"accounts", "list"}, map[string]string{"DATABASE_URL": dsn}, "usage: accounts create --name NAME"},
+		{[]string{"accounts", "frob"}, map[string]string{"DATABASE_URL": dsn}, "usage: accounts create --name NAME | list"},
+		{[]string{"accounts"}, map[string]string{"DATABASE_URL": dsn}, "usage: accounts create"},
+		{[]string{"accounts", "rotate-keys"}, map[string]string{"DATABASE_URL": dsn}, "accounts rotate-keys: --user-id is required"},
+		{[]string{"accounts", "disable", "--user-id", "x"}, map[string]string{"DATABASE_URL": dsn}, "accounts disable: invalid value"},
+		{[]string{"accounts", "rotate-keys", "--user-id", "999999999"}, map[string]string{"DATABASE_URL": dsn}, "accounts rotate-keys: no account 999999999"},
+		{[]string{"accounts", "enable", "--user-id", "999999999"}, map[string]string{"DATABASE_URL": dsn}, "accounts enable: no account 999999999"},
 		{[]string{"frobnicate"}, map[string]string{"DATABASE_URL": dsn}, `unknown command "frobnicate"`},
 		{[]string{"migrate"}, map[string]string{"DATABASE_URL": "mysql://x/y"}, "DATABASE_URL:"},
 		{[]string{"migrate"}, map[string]string{"DATABASE_URL": dsn, "HTTP_ADDR": "nope"}, "HTTP_ADDR:"},
@@ -147,5 +153,82 @@ func TestSlowClientCut(t *testing.T) {
 	resp.Body.Close()
 	if resp.StatusCode != 200 || resp.Header.Get("X-Request-Id") == "" {
 		t.Errorf("after the slow client: %d, X-Request-Id %q", resp.StatusCode, resp.Header.Get("X-Request-Id"))
+	}
+}
+
+// accounts list shows every account and never a secret; rotate-keys
+// prints new keys and the old ones are refused at once; disable refuses
+// the account's keys until enable; nothing of a key reaches the log.
+func TestAccountsLifecycle(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	env := envWith(map[string]string{"DATABASE_URL": testdb.DSN(t)})
+	var logs bytes.Buffer
+	cli := func(args ...string) string {
+		t.Helper()
+		var out bytes.Buffer
+		if err := run(ctx, append([]string{"accounts"}, args...), env, &out, &logs); err != nil {
+			t.Fatalf("accounts %v: %v", args, err)
+		}
+		return out.String()
+	}
+	type keys struct {
+		UserID int64  `json:"user_id"`
+		Public string `json:"public_key"`
+		Secret string `json:"secret_key"`
+	}
+	var first keys
+	json.Unmarshal([]byte(cli("create", "--name", "Lifecycle")), &first)
+	d := testdb.New(t)
+	auth := func(k keys) string {
+		t.Helper()
+		a, err := d.Authenticate(ctx, k.Public, k.Secret)
+		if e := (*mail.Error)(nil); errors.As(err, &e) {
+			return e.Message
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if a.ID != k.UserID {
+			t.Fatalf("authenticated as %d, want %d", a.ID, k.UserID)
+		}
+		return "ok"
+	}
+	if got := auth(first); got != "ok" {
+		t.Fatalf("new keys: %s", got)
+	}
+	list := cli("list")
+	if !strings.Contains(list, fmt.Sprintf(`{"user_id":%d,"name":"Lifecycle","public_key":%q,"disabled_at":null,"created_at":"`, first.UserID, first.Public)) ||
+		strings.Contains(list, first.Secret) || strings.Contains(list, "secret") {
+		t.Fatalf("list:\n%s", list)
+	}
+	var second keys
+	json.Unmarshal([]byte(cli("rotate-keys", "--user-id", fmt.Sprint(first.UserID))), &second)
+	if second.UserID != first.UserID || second.Public == first.Public || second.Secret == first.Secret {
+		t.Fatalf("rotated %+v from %+v", second, first)
+	}
+	if got := auth(first); got != "The public key or secret key is invalid." {
+		t.Errorf("old keys after the rotation: %s", got)
+	}
+	if got := auth(second); got != "ok" {
+		t.Errorf("new keys: %s", got)
+	}
+	if out := cli("disable", "--user-id", fmt.Sprint(first.UserID)); out != fmt.Sprintf(`{"user_id":%d,"disabled":true}`+"\n", first.UserID) {
+		t.Errorf("disable printed %q", out)
+	}
+	if got := auth(second); got != "The account is disabled." {
+		t.Errorf("a disabled account's keys: %s", got)
+	}
+	if !strings.Contains(cli("list"), fmt.Sprintf(`"user_id":%d,"name":"Lifecycle","public_key":%q,"disabled_at":"`, first.UserID, second.Public)) {
+		t.Error("list does not show the account disabled")
+	}
+	cli("enable", "--user-id", fmt.Sprint(first.UserID))
+	if got := auth(second); got != "ok" {
+		t.Errorf("enabled again: %s", got)
+	}
+	for _, k := range []keys{first, second} {
+		if strings.Contains(logs.String(), k.Secret) || strings.Contains(logs.String(), k.Public) {
+			t.Errorf("a key in the log:\n%s", logs.String())
+		}
 	}
 }

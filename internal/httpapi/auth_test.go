@@ -1,8 +1,11 @@
 package httpapi_test
 
 import (
+	"context"
 	"net/http"
 	"testing"
+
+	"github.com/mailroom/mailroom/internal/testdb"
 )
 
 func TestAuthentication(t *testing.T) {
@@ -59,4 +62,24 @@ func TestHealth(t *testing.T) {
 	a := newAPI(t)
 	a.do(req{method: "GET", path: "/healthz"}).expect(t, 200, `ok`)
 	a.do(req{method: "GET", path: "/readyz"}).expect(t, 200, `{"postgres":"ok","redis":"ok"}`)
+}
+
+// A disabled account's keys are refused with their own sentence; enabled
+// again, they work.
+func TestDisabledAccount(t *testing.T) {
+	t.Parallel()
+	a := newAPI(t)
+	acct := a.account()
+	d := testdb.New(t)
+	if err := d.SetDisabled(context.Background(), acct.id, true); err != nil {
+		t.Fatal(err)
+	}
+	a.do(req{method: "GET", path: "/api/contacts-type", acct: &acct}).
+		expect(t, 401, `{"status":"failed","errors":"The account is disabled."}`)
+	if err := d.SetDisabled(context.Background(), acct.id, false); err != nil {
+		t.Fatal(err)
+	}
+	if got := a.do(req{method: "GET", path: "/api/contacts-type", acct: &acct}); got.code != 200 {
+		t.Errorf("enabled again: %d %s", got.code, got.body)
+	}
 }

@@ -5,13 +5,16 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"strings"
+	"time"
 )
 
 // Account is a customer of mailroom: every record belongs to one.
 type Account struct {
-	ID        int64
-	Name      string
-	PublicKey string
+	ID         int64      `json:"user_id"`
+	Name       string     `json:"name"`
+	PublicKey  string     `json:"public_key"`
+	DisabledAt *time.Time `json:"disabled_at"` // set by accounts disable: the keys are refused
+	CreatedAt  time.Time  `json:"created_at"`
 }
 
 // Keys are an account's credentials. Secret is shown once, at creation;

@@ -38,7 +38,51 @@ func (d *DB) Authenticate(ctx context.Context, public, secret string) (mail.Acco
 	if subtle.ConstantTimeCompare(mail.SecretHash(secret), row.SecretHash) != 1 {
 		return mail.Account{}, unauthorized
 	}
+	if row.DisabledAt != nil {
+		return mail.Account{}, disabled
+	}
 	return mail.Account{ID: row.ID, Name: row.Name, PublicKey: row.PublicKey}, nil
 }
 
-var unauthorized = &mail.Error{Code: mail.EUNAUTHORIZED, Message: "The public key or secret key is invalid."}
+var (
+	unauthorized = &mail.Error{Code: mail.EUNAUTHORIZED, Message: "The public key or secret key is invalid."}
+	disabled     = &mail.Error{Code: mail.EUNAUTHORIZED, Message: "The account is disabled."}
+)
+
+// Accounts lists every account (never a secret), by id.
+func (d *DB) Accounts(ctx context.Context) ([]mail.Account, error) {
+	rows, err := d.q.ListAccounts(ctx)
+	if err != nil {
+		return nil, translate(err)
+	}
+	out := make([]mail.Account, len(rows))
+	for i, r := range rows {
+		out[i] = mail.Account{ID: r.ID, Name: r.Name, PublicKey: r.PublicKey, DisabledAt: r.DisabledAt, CreatedAt: r.CreatedAt}
+	}
+	return out, nil
+}
+
+// RotateKeys gives account id fresh keys and returns them; the old ones
+// are refused from the next request on (keys are checked against the
+// database on every request). ENOTFOUND for no such account.
+func (d *DB) RotateKeys(ctx context.Context, id int64) (mail.Keys, error) {
+	keys := mail.NewKeys()
+	n, err := d.q.RotateAccountKeys(ctx, db.RotateAccountKeysParams{ID: id, PublicKey: keys.Public, SecretHash: mail.SecretHash(keys.Secret)})
+	if err != nil {
+		return mail.Keys{}, translate(err)
+	}
+	if n == 0 {
+		return mail.Keys{}, mail.NotFound()
+	}
+	return keys, nil
+}
+
+// SetDisabled disables account id (its keys are refused) or enables it
+// again. ENOTFOUND for no such account.
+func (d *DB) SetDisabled(ctx context.Context, id int64, disabled bool) error {
+	n, err := d.q.SetAccountDisabled(ctx, db.SetAccountDisabledParams{ID: id, Disabled: disabled})
+	if err == nil && n == 0 {
+		return mail.NotFound()
+	}
+	return translate(err)
+}

@@ -7,10 +7,11 @@ package db
 
 import (
 	"context"
+	"time"
 )
 
 const accountByKeys = `-- name: AccountByKeys :one
-SELECT id, name, public_key, secret_hash
+SELECT id, name, public_key, secret_hash, disabled_at
 FROM accounts
 WHERE public_key = $1
 `
@@ -20,6 +21,7 @@ type AccountByKeysRow struct {
 	Name       string
 	PublicKey  string
 	SecretHash []byte
+	DisabledAt *time.Time
 }
 
 func (q *Queries) AccountByKeys(ctx context.Context, publicKey string) (AccountByKeysRow, error) {
@@ -30,6 +32,7 @@ func (q *Queries) AccountByKeys(ctx context.Context, publicKey string) (AccountB
 		&i.Name,
 		&i.PublicKey,
 		&i.SecretHash,
+		&i.DisabledAt,
 	)
 	return i, err
 }
@@ -51,4 +54,85 @@ func (q *Queries) CreateAccount(ctx context.Context, arg CreateAccountParams) (i
 	var id int64
 	err := row.Scan(&id)
 	return id, err
+}
+
+const listAccounts = `-- name: ListAccounts :many
+SELECT id, name, public_key, disabled_at, created_at, updated_at
+FROM accounts
+ORDER BY id
+`
+
+type ListAccountsRow struct {
+	ID         int64
+	Name       string
+	PublicKey  string
+	DisabledAt *time.Time
+	CreatedAt  time.Time
+	UpdatedAt  time.Time
+}
+
+func (q *Queries) ListAccounts(ctx context.Context) ([]ListAccountsRow, error) {
+	rows, err := q.db.Query(ctx, listAccounts)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []ListAccountsRow
+	for rows.Next() {
+		var i ListAccountsRow
+		if err := rows.Scan(
+			&i.ID,
+			&i.Name,
+			&i.PublicKey,
+			&i.DisabledAt,
+			&i.CreatedAt,
+			&i.UpdatedAt,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const rotateAccountKeys = `-- name: RotateAccountKeys :execrows
+UPDATE accounts SET public_key = $1, secret_hash = $2, updated_at = now()
+WHERE id = $3
+`
+
+type RotateAccountKeysParams struct {
+	PublicKey  string
+	SecretHash []byte
+	ID         int64
+}
+
+// New keys replace the old at once: the next request with the old ones is
+// refused.
+func (q *Queries) RotateAccountKeys(ctx context.Context, arg RotateAccountKeysParams) (int64, error) {
+	result, err := q.db.Exec(ctx, rotateAccountKeys, arg.PublicKey, arg.SecretHash, arg.ID)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
+}
+
+const setAccountDisabled = `-- name: SetAccountDisabled :execrows
+UPDATE accounts SET disabled_at = CASE WHEN $1::bool THEN COALESCE(disabled_at, now()) END, updated_at = now()
+WHERE id = $2
+`
+
+type SetAccountDisabledParams struct {
+	Disabled bool
+	ID       int64
+}
+
+func (q *Queries) SetAccountDisabled(ctx context.Context, arg SetAccountDisabledParams) (int64, error) {
+	result, err := q.db.Exec(ctx, setAccountDisabled, arg.Disabled, arg.ID)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
 }

@@ -17,6 +17,7 @@ type Account struct {
 	SecretHash []byte
 	CreatedAt  time.Time
 	UpdatedAt  time.Time
+	DisabledAt *time.Time
 }
 
 type Automation struct {

@@ -4,6 +4,21 @@ VALUES (@name, @public_key, @secret_hash)
 RETURNING id;
 
 -- name: AccountByKeys :one
-SELECT id, name, public_key, secret_hash
+SELECT id, name, public_key, secret_hash, disabled_at
 FROM accounts
 WHERE public_key = @public_key;
+
+-- name: ListAccounts :many
+SELECT id, name, public_key, disabled_at, created_at, updated_at
+FROM accounts
+ORDER BY id;
+
+-- name: RotateAccountKeys :execrows
+-- New keys replace the old at once: the next request with the old ones is
+-- refused.
+UPDATE accounts SET public_key = @public_key, secret_hash = @secret_hash, updated_at = now()
+WHERE id = @id;
+
+-- name: SetAccountDisabled :execrows
+UPDATE accounts SET disabled_at = CASE WHEN @disabled::bool THEN COALESCE(disabled_at, now()) END, updated_at = now()
+WHERE id = @id;
