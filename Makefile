@@ -12,11 +12,21 @@ build:
 # Runs the API and one worker in the foreground against the local PostgreSQL
 # and Redis (DATABASE_URL, REDIS_URL, HTTP_ADDR… override the defaults).
 # Ctrl-C stops both.
+# A development start also serves asynqmon at /monitoring, behind a
+# password made for this run (unless MONITORING_USER is set already).
 run: build
 	@$(BIN)/api migrate
-	@echo "mailroom: API on $${PUBLIC_URL:-http://localhost:8080}/api, worker running. Ctrl-C stops both."
-	@echo "mailroom: create an account with: $(BIN)/api accounts create --name NAME"
-	@bash -c 'trap "kill \$$(jobs -p) 2>/dev/null; wait" EXIT; $(BIN)/worker & $(BIN)/api & wait -n'
+	@bash -c 'set -e; \
+	  login="the MONITORING_USER and MONITORING_PASSWORD you set"; \
+	  if [ -z "$$MONITORING_USER" ]; then \
+	    export MONITORING_USER=admin MONITORING_PASSWORD=$$(head -c 18 /dev/urandom | base64 | tr -d "/+="); \
+	    login="user admin, password $$MONITORING_PASSWORD"; \
+	  fi; \
+	  url=$${PUBLIC_URL:-http://localhost:8080}; \
+	  echo "mailroom: API on $$url/api, worker running. Ctrl-C stops both."; \
+	  echo "mailroom: queues at $$url/monitoring ($$login)"; \
+	  echo "mailroom: create an account with: $(BIN)/api accounts create --name NAME"; \
+	  trap "kill \$$(jobs -p) 2>/dev/null; wait" EXIT; $(BIN)/worker & $(BIN)/api & wait -n'
 
 
 # The whole suite against the local PostgreSQL and Redis; each test package

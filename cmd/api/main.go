@@ -254,6 +254,11 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger) error {
 	errc := make(chan error, 1)
 	go func() { errc <- srv.ListenAndServe() }()
 	log.Info("api listening", "addr", cfg.HTTPAddr, "public_url", cfg.PublicURL)
+	if mon != nil {
+		log.Info("monitoring: asynqmon at /monitoring behind basic auth", "user", cfg.MonitoringUser)
+	} else {
+		log.Info("monitoring off: set MONITORING_USER and MONITORING_PASSWORD to serve asynqmon at /monitoring")
+	}
 
 	select {
 	case err := <-errc:
