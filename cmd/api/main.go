@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"os"
 	"os/signal"
@@ -66,8 +67,10 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return nil
 	case "accounts":
 		return accounts(ctx, cfg, log, args, stdout)
+	case "health":
+		return health(ctx, cfg)
 	default:
-		return fmt.Errorf("unknown command %q (want serve, migrate or accounts ...; %s)", cmd, accountsUsage)
+		return fmt.Errorf("unknown command %q (want serve, migrate, health or accounts ...; %s)", cmd, accountsUsage)
 	}
 }
 
@@ -295,4 +298,28 @@ func rateLimit(cfg config.Config, rdb redis.UniversalClient) func(context.Contex
 		return nil
 	}
 	return ratelimit.New(rdb, "mailroom:rate:api:", cfg.APIRateLimit, cfg.APIRateBurst).Allow
+}
+
+// health asks the API listening on HTTP_ADDR on this host for /healthz: the
+// container health check (the image has no shell or curl).
+func health(ctx context.Context, cfg config.Config) error {
+	_, port, err := net.SplitHostPort(cfg.HTTPAddr)
+	if err != nil {
+		return fmt.Errorf("HTTP_ADDR: %w", err)
+	}
+	ctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+net.JoinHostPort("127.0.0.1", port)+"/healthz", nil)
+	if err != nil {
+		return err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return err
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("health: %s", resp.Status)
+	}
+	return nil
 }

@@ -63,6 +63,7 @@ func TestCommandErrors(t *testing.T) {
 		want string
 	}{
 		{[]string{"accounts", "create"}, map[string]string{"DATABASE_URL": dsn}, "accounts create: --name is required"},
+		{[]string{"health"}, map[string]string{"DATABASE_URL": dsn, "HTTP_ADDR": "127.0.0.1:1"}, "connection refused"},
 		{[]string{"accounts", "frob"}, map[string]string{"DATABASE_URL": dsn}, "usage: accounts create --name NAME | list"},
 		{[]string{"accounts"}, map[string]string{"DATABASE_URL": dsn}, "usage: accounts create"},
 		{[]string{"accounts", "rotate-keys"}, map[string]string{"DATABASE_URL": dsn}, "accounts rotate-keys: --user-id is required"},
@@ -145,6 +146,10 @@ func TestSlowClientCut(t *testing.T) {
 	var n int64
 	if err := testdb.New(t).Pool.QueryRow(context.Background(), "SELECT count(*) FROM contact_types WHERE name LIKE 'sl%'").Scan(&n); err != nil || n != 0 {
 		t.Errorf("%d contact types from the cut body (%v)", n, err)
+	}
+	// The container health check: `api health` against the running API.
+	if err := run(context.Background(), []string{"health"}, envWith(map[string]string{"DATABASE_URL": dsn, "HTTP_ADDR": addr}), io.Discard, io.Discard); err != nil {
+		t.Errorf("api health: %v", err)
 	}
 	resp, err := http.Get("http://" + addr + "/healthz")
 	if err != nil {
