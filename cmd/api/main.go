@@ -31,6 +31,7 @@ import (
 	"github.com/mailroom/mailroom/internal/mail"
 	"github.com/mailroom/mailroom/internal/postgres"
 	"github.com/mailroom/mailroom/internal/ratelimit"
+	"github.com/mailroom/mailroom/internal/redisconn"
 	"github.com/mailroom/mailroom/jobs"
 )
 
@@ -194,15 +195,12 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger) error {
 	}
 	defer d.Close()
 
-	redisOpt, err := asynq.ParseRedisURI(cfg.RedisURL)
+	conn, err := redisconn.Parse(cfg.RedisURL)
 	if err != nil {
 		return fmt.Errorf("REDIS_URL: %w", err)
 	}
-	ropts, err := redis.ParseURL(cfg.RedisURL)
-	if err != nil {
-		return fmt.Errorf("REDIS_URL: %w", err)
-	}
-	rdb := redis.NewClient(ropts)
+	redisOpt := conn.Opt
+	rdb := conn.Client()
 	defer rdb.Close()
 
 	var mon http.Handler

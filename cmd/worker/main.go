@@ -19,6 +19,7 @@ import (
 	"github.com/mailroom/mailroom/internal/logging"
 	"github.com/mailroom/mailroom/internal/mail"
 	"github.com/mailroom/mailroom/internal/postgres"
+	"github.com/mailroom/mailroom/internal/redisconn"
 	"github.com/mailroom/mailroom/internal/smtp"
 	"github.com/mailroom/mailroom/jobs"
 )
@@ -60,10 +61,11 @@ func run(ctx context.Context, getenv func(string) string, stderr io.Writer) erro
 		return err
 	}
 
-	redisOpt, err := asynq.ParseRedisURI(cfg.RedisURL)
+	conn, err := redisconn.Parse(cfg.RedisURL)
 	if err != nil {
 		return fmt.Errorf("REDIS_URL: %w", err)
 	}
+	redisOpt := conn.Opt
 	server := asynq.NewServer(redisOpt, asynq.Config{
 		Concurrency: cfg.WorkerConcurrency,
 		// asynq's default is to look again a second after finding every

@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/mailroom/mailroom/internal/redisconn"
 )
 
 // Config is every setting of both processes.
@@ -174,8 +176,8 @@ func (c Config) validate() []error {
 	if u, err := url.Parse(c.DatabaseURL); err != nil || (u.Scheme != "postgres" && u.Scheme != "postgresql") || strings.Trim(u.Path, "/") == "" {
 		errs = append(errs, fmt.Errorf("DATABASE_URL: %q is not a postgres://host/dbname URL", redact(c.DatabaseURL)))
 	}
-	if u, err := url.Parse(c.RedisURL); err != nil || (u.Scheme != "redis" && u.Scheme != "rediss") || u.Host == "" {
-		errs = append(errs, fmt.Errorf("REDIS_URL: %q is not a redis://host:port/db URL", redact(c.RedisURL)))
+	if _, err := redisconn.Parse(c.RedisURL); err != nil {
+		errs = append(errs, fmt.Errorf("REDIS_URL: %q is not a redis://host:port/db, redis-sentinel:// or redis-cluster:// URL: %v", redact(c.RedisURL), err))
 	}
 	if _, _, err := net.SplitHostPort(c.HTTPAddr); err != nil {
 		errs = append(errs, fmt.Errorf("HTTP_ADDR: %q is not host:port (e.g. :8080)", c.HTTPAddr))
