@@ -107,7 +107,7 @@ func EnsureDatabase(ctx context.Context, dsn string) error {
 }
 
 // adminDSN returns the database name of dsn and the same DSN pointed at the
-// maintenance database "postgres".
+// maintenance database "postgres", without pgxpool's own settings.
 func adminDSN(dsn string) (name, admin string, err error) {
 	u, err := url.Parse(dsn)
 	if err != nil {
@@ -118,6 +118,15 @@ func adminDSN(dsn string) (name, admin string, err error) {
 		return "", "", errors.New("postgres: DATABASE_URL names no database")
 	}
 	u.Path = "/postgres"
+	// pool_* settings are pgxpool's: a single connection would send them
+	// to the server as unknown run-time parameters.
+	q := u.Query()
+	for k := range q {
+		if strings.HasPrefix(k, "pool_") {
+			q.Del(k)
+		}
+	}
+	u.RawQuery = q.Encode()
 	return name, u.String(), nil
 }
 
