@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -42,7 +43,7 @@ const redisDB = "redis://127.0.0.1:6379/12"
 // worker starts a worker process with the package's database, Redis db
 // 12, the SMTP server at smtpAddr and a quick engine: small batches, short
 // leases, a sweeper every second.
-func worker(t *testing.T, smtpAddr, name string) *exec.Cmd {
+func worker(t *testing.T, smtpAddr, name string, env ...string) *exec.Cmd {
 	t.Helper()
 	log, err := os.Create(filepath.Join(t.TempDir(), name+".log"))
 	if err != nil {
@@ -53,6 +54,7 @@ func worker(t *testing.T, smtpAddr, name string) *exec.Cmd {
 		"SMTP_URL=smtp://"+smtpAddr+"?pool=4", "PUBLIC_URL=https://m.example.test", "LOG_LEVEL=warn",
 		"WORKER_CONCURRENCY=4", "SEND_BATCH_SIZE=50", "SEND_WINDOW=2", "SEND_CONCURRENCY=4",
 		"SEND_LEASE=2s", "SEND_STALL_AFTER=2s", "SEND_SWEEP_EVERY=1s", "WORKER_SHUTDOWN_TIMEOUT=5s")
+	cmd.Env = append(cmd.Env, env...) // later settings win
 	cmd.Stdout, cmd.Stderr = log, log
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -205,4 +207,87 @@ func TestRedisFlushedMidSend(t *testing.T) {
 			t.Errorf("r%d@crash.example got %d mails", i, c)
 		}
 	}
+}
+
+// Three worker processes on one send: every address gets its mail once,
+// every batch range is sent by exactly one of them, and each takes a share
+// of the ranges (their debug "range" lines say which ranges they sent).
+func TestScaleOutThreeWorkers(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts worker processes")
+	}
+	d := testdb.New(t)
+	rdb := redis.NewClient(&redis.Options{Addr: "127.0.0.1:6379", DB: 12})
+	defer rdb.Close()
+	if err := rdb.FlushDB(context.Background()).Err(); err != nil {
+		t.Fatal(err)
+	}
+	const n = 3000
+	s := smtptest.New(t, smtptest.Options{Reply: func(string) error { time.Sleep(time.Millisecond); return nil }})
+	send := readySend(t, d, n)
+	// Held back until all three run, so the first up does not take it all.
+	if _, err := d.Pool.Exec(context.Background(), "UPDATE single_sends SET status = 0 WHERE id = $1", send); err != nil {
+		t.Fatal(err)
+	}
+	var workers []*exec.Cmd
+	for i := range 3 {
+		workers = append(workers, worker(t, s.Addr, fmt.Sprintf("worker%d", i), "LOG_LEVEL=debug", "SEND_WINDOW=6", "SEND_SLICE=50ms"))
+	}
+	for _, w := range workers {
+		for start := time.Now(); ; time.Sleep(20 * time.Millisecond) {
+			if b, _ := os.ReadFile(w.Stdout.(*os.File).Name()); strings.Contains(string(b), `"msg":"worker running"`) {
+				break
+			}
+			if time.Since(start) > 30*time.Second {
+				t.Fatal("a worker did not start")
+			}
+		}
+	}
+	if _, err := d.Pool.Exec(context.Background(), "UPDATE single_sends SET status = 1 WHERE id = $1", send); err != nil {
+		t.Fatal(err)
+	}
+	if delivered := waitCompleted(t, d, send, 120*time.Second); delivered != n {
+		t.Errorf("delivered %d, want %d", delivered, n)
+	}
+	got := received(s)
+	for i := 1; i <= n; i++ {
+		if c := got[fmt.Sprintf("r%d@crash.example", i)]; c != 1 {
+			t.Errorf("r%d@crash.example got %d mails", i, c)
+		}
+	}
+	ranBy := map[int64]int{} // range start -> worker
+	shares := make([]int, len(workers))
+	for i, w := range workers {
+		w.Process.Signal(os.Interrupt)
+		w.Wait()
+		b, err := os.ReadFile(w.Stdout.(*os.File).Name())
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, line := range strings.Split(string(b), "\n") {
+			var r struct {
+				Msg    string `json:"msg"`
+				SendID int64  `json:"send_id"`
+				From   int64  `json:"from"`
+				Mails  int    `json:"mails"`
+			}
+			if json.Unmarshal([]byte(line), &r) != nil || r.Msg != "range" || r.SendID != send || r.Mails == 0 {
+				continue
+			}
+			if other, ok := ranBy[r.From]; ok {
+				t.Errorf("range from %d sent by worker%d and worker%d", r.From, other, i)
+			}
+			ranBy[r.From] = i
+			shares[i]++
+		}
+	}
+	if len(ranBy) != n/50 {
+		t.Errorf("%d ranges with mail in the logs, want %d (%d recipients, batches of 50)", len(ranBy), n/50, n)
+	}
+	for i, c := range shares {
+		if c == 0 {
+			t.Errorf("worker%d sent no range: %v", i, shares)
+		}
+	}
+	t.Logf("ranges per worker: %v", shares)
 }
