@@ -2,6 +2,8 @@ package httpapi_test
 
 import (
 	"bytes"
+	"crypto/sha256"
+	"encoding/base64"
 	"encoding/json"
 	"io"
 	"log/slog"
@@ -431,4 +433,34 @@ func getPublic(path string, header ...string) *httptest.ResponseRecorder {
 	rec := httptest.NewRecorder()
 	h.ServeHTTP(rec, r)
 	return rec
+}
+
+// GET /docs is the embedded page, its one script and style allowed by hash
+// and nothing loaded from elsewhere (internal/e2e opens it in Chromium).
+func TestDocsPageServed(t *testing.T) {
+	t.Parallel()
+	page, err := os.ReadFile("openapi/docs.html")
+	if err != nil {
+		t.Fatal(err)
+	}
+	res := getPublic("/docs")
+	if res.Code != 200 || res.Header().Get("Content-Type") != "text/html; charset=utf-8" || !bytes.Equal(res.Body.Bytes(), page) {
+		t.Fatalf("GET /docs: %d %q", res.Code, res.Header().Get("Content-Type"))
+	}
+	hash := func(tag string) string {
+		m := regexp.MustCompile(`(?s)<` + tag + `>(.*?)</` + tag + `>`).FindSubmatch(page)
+		if m == nil {
+			t.Fatalf("no <%s> in docs.html", tag)
+		}
+		sum := sha256.Sum256(m[1])
+		return "'sha256-" + base64.StdEncoding.EncodeToString(sum[:]) + "'"
+	}
+	want := "default-src 'none'; script-src " + hash("script") + "; style-src " + hash("style") +
+		"; connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
+	if csp := res.Header().Get("Content-Security-Policy"); csp != want {
+		t.Errorf("CSP %q\nwant %q", csp, want)
+	}
+	if n := strings.Count(string(page), "<script"); n != 1 || regexp.MustCompile(`(?i)\b(src|href)=["']?(https?:)?//`).Match(page) {
+		t.Errorf("docs.html: %d scripts, or a remote resource", n)
+	}
 }
