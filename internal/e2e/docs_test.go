@@ -61,7 +61,7 @@ func TestDocsPageInBrowser(t *testing.T) {
 		t.Errorf("request fields %q", fields)
 	}
 	statuses := value(t, tab, chromedp.Evaluate[[]string](`[...document.querySelectorAll("#op-createAutomation .status")].map(e => e.textContent)`))
-	if strings.Join(statuses, ",") != "200,401,422,500" {
+	if strings.Join(statuses, ",") != "200,401,422,429,500" {
 		t.Errorf("responses %q", statuses)
 	}
 	if got := text(t, tab, chromedp.CSS("#loading")); !strings.HasSuffix(got, "operations; OpenAPI 3.1.0.") {
