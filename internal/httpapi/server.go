@@ -123,6 +123,7 @@ func (s *Server) router() *gin.Engine {
 	r.GET("/design/previews/:file", s.designPreview)
 	s.preferenceRoutes(r)
 	s.trackRoutes(r)
+	s.docRoutes(r) // before the /api group: the document needs no keys
 
 	api := r.Group("/api", notFoundText(recordNotFound), s.limitBody, s.authenticate, s.limitRate)
 	s.routes(api)
