@@ -4,9 +4,9 @@
 //
 //	go run ./cmd/load -url http://localhost:8080 -public pk_… -secret sk_… -c 64 -d 20s -mix read
 //
-// -mix read: contact-type list, contact list, single-send details, segment
-// details; -mix mixed: the same reads with one write in five (contact
-// adds and updates).
+// -mix read: the contact-type list, a page of 50 contacts, a contact type's
+// details, the automation list; -mix mixed: the same with one write in five (contact
+// adds).
 package main
 
 import (
@@ -83,15 +83,15 @@ func main() {
 		os.Exit(1)
 	}
 	reads := []op{
-		{name: "GET /contacts-type", run: get(fmt.Sprintf("/api/contacts-type"))},
-		{name: "GET /contacts?contact_type_id", run: get(fmt.Sprintf("/api/contacts?contact_type_id=%d&per_page=50", typeID))},
+		{name: "GET /contacts-type", run: get("/api/contacts-type")},
+		{name: "GET /contacts/list?per_page=50", run: get("/api/contacts/list?per_page=50")},
 		{name: "GET /contacts-type/view", run: get(fmt.Sprintf("/api/contacts-type/view?contact_type_id=%d", typeID))},
 		{name: "GET /automations", run: get("/api/automations")},
 	}
 	writes := []op{
 		{name: "POST /contacts/add", write: true, run: func(ctx context.Context, c *client, i int64) (int, error) {
 			code, _, err := c.do(ctx, "POST", "/api/contacts/add", url.Values{"contact_type_id": {fmt.Sprint(typeID)},
-				"email": {fmt.Sprintf("load%d-%d@load.example", time.Now().UnixNano(), i)}, "first_name": {"Load"}})
+				"email": {fmt.Sprintf("load%d-%d@load.example", time.Now().UnixNano(), i)}, "first_name": {"Load"}, "country": {"276"}})
 			return code, err
 		}},
 	}
@@ -176,7 +176,7 @@ func seed(ctx context.Context, c *client, n int) (int64, error) {
 			ContactTypes []struct {
 				ID   int64  `json:"id"`
 				Name string `json:"name"`
-			} `json:"contact_types"`
+			} `json:"contactTypes"`
 		} `json:"message"`
 	}
 	if err := json.Unmarshal(b, &list); err != nil {
@@ -198,7 +198,7 @@ func seed(ctx context.Context, c *client, n int) (int64, error) {
 	}
 	var body bytes.Buffer
 	w := multipartWriter(&body, id, csv.Bytes())
-	req, _ := http.NewRequestWithContext(ctx, "POST", c.base+"/api/contacts/csv-upload", &body)
+	req, _ := http.NewRequestWithContext(ctx, "POST", c.base+"/api/contacts/upload-csv", &body)
 	req.Header.Set("Content-Type", w)
 	req.Header.Set("PublicKey", c.public)
 	req.Header.Set("SecretKey", c.secret)
