@@ -114,9 +114,25 @@ func (d Deps) runRange(ctx context.Context, cs *compiledSend, k, from, to int64)
 	t2 := time.Now()
 	// Outcomes are recorded even when the worker is stopping or the lease
 	// was lost: the mails went out.
+	// A database that is away (a restart, a failover) is waited for up to
+	// 30 s: a record lost here would send these mails again. RecordBatch
+	// changes only rows still pending, so a try whose commit did go
+	// through counts nothing twice.
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 	defer cancel()
-	if completed, err = d.DB.RecordBatch(rctx, lease, cs.send.UserID, outcomes); completed {
+	for wait := 100 * time.Millisecond; ; wait = min(2*wait, 2*time.Second) {
+		completed, err = d.DB.RecordBatch(rctx, lease, cs.send.UserID, outcomes)
+		var domain *mail.Error
+		if err == nil || rctx.Err() != nil || errors.As(err, &domain) {
+			break // done, out of time, or a refusal no retry changes
+		}
+		d.Log.WarnContext(ctx, "recording a range failed; trying again", "send_id", cs.send.ID, "k", k, "err", err)
+		select {
+		case <-rctx.Done():
+		case <-time.After(wait):
+		}
+	}
+	if completed {
 		d.Log.InfoContext(ctx, "send completed", "send_id", cs.send.ID)
 	}
 	d.Log.DebugContext(ctx, "range", "send_id", cs.send.ID, "from", from, "mails", len(claimed),

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"net"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 )
@@ -23,6 +24,31 @@ type Sink struct {
 	bytes  atomic.Int64
 	first  atomic.Int64 // unix nanoseconds of the first mail's end
 	last   atomic.Int64
+
+	keep bool // count mails per recipient (KeepRecipients)
+	mu   sync.Mutex
+	rcpt map[string]int
+}
+
+// KeepRecipients makes the sink count accepted mails per recipient
+// address (Recipients): the drills check who got what. Call it before
+// mail arrives.
+func (s *Sink) KeepRecipients() {
+	s.mu.Lock()
+	s.keep, s.rcpt = true, map[string]int{}
+	s.mu.Unlock()
+}
+
+// Recipients is how many accepted mails each recipient address got (with
+// KeepRecipients).
+func (s *Sink) Recipients() map[string]int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make(map[string]int, len(s.rcpt))
+	for k, v := range s.rcpt {
+		out[k] = v
+	}
+	return out
 }
 
 // StartSink listens on addr ("127.0.0.1:0" for a free port).
@@ -80,6 +106,10 @@ func (s *Sink) serve() {
 func (s *Sink) conn(c net.Conn) {
 	defer c.Close()
 	r, w := bufio.NewReaderSize(c, 64<<10), bufio.NewWriter(c)
+	s.mu.Lock()
+	keep := s.keep
+	s.mu.Unlock()
+	var rcpts []string // of the mail in progress, with keep
 	w.WriteString("220 sink ESMTP\r\n")
 	w.Flush()
 	for {
@@ -118,6 +148,24 @@ func (s *Sink) conn(c net.Conn) {
 			s.last.Store(now)
 			s.bytes.Add(n)
 			s.mails.Add(1)
+			if keep {
+				s.mu.Lock()
+				for _, a := range rcpts {
+					s.rcpt[a]++
+				}
+				s.mu.Unlock()
+				rcpts = rcpts[:0]
+			}
+			w.WriteString("250 ok\r\n")
+		case "MAIL", "RSET":
+			rcpts = rcpts[:0]
+			w.WriteString("250 ok\r\n")
+		case "RCPT":
+			if keep {
+				a := strings.TrimSpace(string(line[4:]))
+				a = strings.TrimPrefix(strings.TrimPrefix(a, "TO:"), "to:")
+				rcpts = append(rcpts, strings.ToLower(strings.Trim(strings.TrimSpace(a), "<>")))
+			}
 			w.WriteString("250 ok\r\n")
 		case "QUIT":
 			w.WriteString("221 bye\r\n")
