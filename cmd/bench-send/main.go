@@ -42,6 +42,7 @@ type options struct {
 	addr              string
 	noPipelining      bool
 	automation        bool
+	drill             string // "", "pg" or "redis"
 }
 
 func main() {
@@ -54,6 +55,7 @@ func main() {
 	flag.StringVar(&o.addr, "addr", "127.0.0.1:18099", "the API's address")
 	flag.BoolVar(&o.noPipelining, "no-pipelining", false, "the sink hides PIPELINING (the engine must still work)")
 	flag.BoolVar(&o.automation, "automation", false, "instead of a single send: N contacts imported into a live welcome automation with an instant mail")
+	flag.StringVar(&o.drill, "drill", "", "a fault mid-send (docs/operations.md): pg (restart PostgreSQL) or redis (stop Redis for 30 s)")
 	flag.Parse()
 	if err := run(context.Background(), o); err != nil {
 		fmt.Fprintln(os.Stderr, "bench-send:", err)
@@ -67,6 +69,9 @@ func run(ctx context.Context, o options) error {
 		return err
 	}
 	sink, err := smtptest.StartSink("127.0.0.1:0", o.noPipelining)
+	if err == nil && o.drill != "" {
+		sink.KeepRecipients()
+	}
 	if err != nil {
 		return err
 	}
@@ -129,6 +134,12 @@ func run(ctx context.Context, o options) error {
 		return err
 	}
 	fmt.Printf("  import of %d + %d contacts: %v\n", o.n, o.n/10*2, time.Since(t0).Round(time.Millisecond))
+	var listC int64 // the drills' second send: 100 addresses of their own
+	if o.drill != "" {
+		if listC, err = c.listWithContacts(ctx, "drill list", 3*o.n, 100); err != nil {
+			return err
+		}
+	}
 
 	group, sender, err := c.groupAndSender()
 	if err != nil {
@@ -171,12 +182,19 @@ func run(ctx context.Context, o options) error {
 		Bounces   int64 `json:"bounces"`
 	}
 	deadline := time.Now().Add(time.Duration(o.n/500+120) * time.Second)
+	var fault *drill
 	for send.Status != 3 {
 		if time.Now().After(deadline) {
 			return fmt.Errorf("the send did not complete: %+v, sink %d mails", send, sink.Mails())
 		}
 		time.Sleep(20 * time.Millisecond)
+		if o.drill != "" && fault == nil && sink.Mails() >= int64(o.n/3) {
+			fault = startDrill(o, c, base, listC, group, sender)
+		}
 		b, err := c.call("GET", "/single-send/details?utr="+made.UTR, nil)
+		if err != nil && fault != nil {
+			continue // the fault: the API answers again once it is over
+		}
 		if err != nil {
 			return err
 		}
@@ -189,6 +207,9 @@ func run(ctx context.Context, o options) error {
 		json.Unmarshal(d.SingleSend[0], &send)
 	}
 	done := time.Now()
+	if fault != nil {
+		return fault.check(ctx, o, c, sink, send.Delivered, workers)
+	}
 	mails, size := sink.Mails(), sink.Bytes()/max(1, sink.Mails())
 	elapsed := done.Sub(created)
 	var peak []string

@@ -1,0 +1,164 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/url"
+	"os/exec"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/mailroom/mailroom/internal/smtp/smtptest"
+)
+
+// drill is a fault made mid-send (-drill): PostgreSQL restarted, or Redis
+// stopped for 30 s while the API is asked to accept and store a second
+// send; check then holds the outcome to the sink.
+type drill struct {
+	kind string
+	mu   sync.Mutex
+	log  []string
+	err  error
+	utr  string // the send made while Redis was down
+	done chan struct{}
+}
+
+func (d *drill) note(format string, args ...any) {
+	d.mu.Lock()
+	d.log = append(d.log, fmt.Sprintf(format, args...))
+	d.mu.Unlock()
+}
+
+func startDrill(o options, c *client, base string, listC, group, sender int64) *drill {
+	d := &drill{kind: o.drill, done: make(chan struct{})}
+	go func() {
+		defer close(d.done)
+		t0 := time.Now()
+		switch o.drill {
+		case "pg":
+			out, err := exec.Command("pg_ctlcluster", "--skip-systemctl-redirect", "15", "main", "restart").CombinedOutput()
+			if err != nil {
+				d.err = fmt.Errorf("restarting PostgreSQL: %v %s", err, out)
+				return
+			}
+			d.note("PostgreSQL restarted in %v", time.Since(t0).Round(time.Millisecond))
+		case "redis":
+			exec.Command("redis-cli", "-h", "127.0.0.1", "-p", "6379", "shutdown", "nosave").Run()
+			d.note("Redis stopped")
+			time.Sleep(2 * time.Second)
+			// /readyz says what is down.
+			if resp, err := http.Get(base + "/readyz"); err == nil {
+				var b strings.Builder
+				buf := make([]byte, 512)
+				n, _ := resp.Body.Read(buf)
+				b.Write(buf[:n])
+				resp.Body.Close()
+				d.note("/readyz while Redis is down: %d %s", resp.StatusCode, strings.TrimSpace(b.String()))
+			}
+			// The API still takes and stores a send.
+			res, err := c.call("POST", "/single/send/create", url.Values{
+				"template_id": {"1"}, "template_html": {"<p>Hi ((first_name)), sent while Redis was down</p>"},
+				"sender_id": {strconv.FormatInt(sender, 10)}, "unsubscribe_group_id": {strconv.FormatInt(group, 10)},
+				"single_send_name": {"Drill"}, "subject": {"Drill"}, "preheader": {"p"},
+				"recipient_id[0]": {"contacts_" + strconv.FormatInt(listC, 10)}, "schedule_type": {"0"},
+			})
+			var made struct {
+				UTR string `json:"utr"`
+			}
+			if err != nil || json.Unmarshal(res, &made) != nil || made.UTR == "" {
+				d.err = fmt.Errorf("creating a send while Redis was down: %v %s", err, res)
+			} else {
+				d.utr = made.UTR
+				d.note("a send created while Redis was down (%v after the stop)", time.Since(t0).Round(time.Millisecond))
+			}
+			time.Sleep(30*time.Second - time.Since(t0))
+			out, err := exec.Command("redis-server", "--daemonize", "yes", "--bind", "127.0.0.1", "--port", "6379",
+				"--save", "", "--appendonly", "no").CombinedOutput()
+			if err != nil {
+				d.err = fmt.Errorf("starting Redis: %v %s", err, out)
+				return
+			}
+			d.note("Redis started again after %v (empty: every queued task lost)", time.Since(t0).Round(time.Millisecond))
+		}
+	}()
+	return d
+}
+
+// check waits for the drill's own send, then holds the sink to the
+// counters: every expected address exactly once, no suppressed address,
+// the delivered counters equal to what the sink took.
+func (d *drill) check(ctx context.Context, o options, c *client, sink *smtptest.Sink, delivered int64, _ any) error {
+	<-d.done
+	if d.err != nil {
+		return d.err
+	}
+	total := delivered
+	if d.utr != "" {
+		deadline := time.Now().Add(2 * time.Minute)
+		for {
+			b, err := c.call("GET", "/single-send/details?utr="+d.utr, nil)
+			var det struct {
+				SingleSend []struct {
+					Status    int   `json:"status"`
+					Delivered int64 `json:"delivered"`
+				} `json:"singleSend"`
+			}
+			if err == nil && json.Unmarshal(b, &det) == nil && len(det.SingleSend) == 1 && det.SingleSend[0].Status == 3 {
+				total += det.SingleSend[0].Delivered
+				d.note("the send made while Redis was down completed: %d delivered", det.SingleSend[0].Delivered)
+				break
+			}
+			if time.Now().After(deadline) {
+				return fmt.Errorf("the send made while Redis was down did not complete")
+			}
+			time.Sleep(200 * time.Millisecond)
+		}
+	}
+	got := sink.Recipients()
+	suppressed := map[string]bool{}
+	for i := 0; i < o.n && len(suppressed) < 100; i += max(1, o.n/100) {
+		suppressed[address(i)] = true
+	}
+	var missing, twice, toSuppressed, sum int
+	want := map[string]bool{}
+	for i := 0; i < o.n+o.n/10; i++ {
+		if !suppressed[address(i)] {
+			want[address(i)] = true
+		}
+	}
+	if d.utr != "" {
+		for i := 3 * o.n; i < 3*o.n+100; i++ {
+			want[address(i)] = true
+		}
+	}
+	for a := range want {
+		switch got[a] {
+		case 0:
+			missing++
+		case 1:
+		default:
+			twice++
+		}
+	}
+	for a, n := range got {
+		sum += n
+		if suppressed[a] {
+			toSuppressed++
+		}
+	}
+	fmt.Printf("drill %s:\n", d.kind)
+	for _, l := range d.log {
+		fmt.Printf("  %s\n", l)
+	}
+	fmt.Printf("  addresses expected %d: missing %d, more than one mail %d; mails to suppressed addresses %d\n", len(want), missing, twice, toSuppressed)
+	fmt.Printf("  delivered counters %d, mails the sink took %d\n", total, sum)
+	if missing > 0 || twice > 0 || toSuppressed > 0 || int64(sum) != total {
+		return fmt.Errorf("drill %s failed", d.kind)
+	}
+	fmt.Printf("  PASS\n")
+	return nil
+}
