@@ -15,40 +15,13 @@ import (
 // contacts and enrollments).
 func BenchmarkStepPass(b *testing.B) {
 	ctx := context.Background()
-	d := testdb.New(b)
-	user, _, err := d.CreateAccount(ctx, "step")
-	if err != nil {
+	// Three schedules a day apart; every hundredth contact due a minute ago.
+	d, now := stepSetup(b, "step", 3, "days",
+		"CASE WHEN c.id % 100 = 0 THEN $3::timestamptz - interval '1 minute' ELSE $3::timestamptz + interval '1 day' END")
+	auto := int64(0)
+	if err := d.Pool.QueryRow(ctx, "SELECT id FROM automations WHERE automation_name = 'step'").Scan(&auto); err != nil {
 		b.Fatal(err)
 	}
-	var typ, auto int64
-	q := func(dst *int64, sql string, args ...any) {
-		b.Helper()
-		if err := d.Pool.QueryRow(ctx, sql, args...).Scan(dst); err != nil {
-			b.Fatalf("%s: %v", sql, err)
-		}
-	}
-	exec := func(sql string, args ...any) {
-		b.Helper()
-		if _, err := d.Pool.Exec(ctx, sql, args...); err != nil {
-			b.Fatalf("%s: %v", sql, err)
-		}
-	}
-	q(&typ, `INSERT INTO contact_types (user_id, name) VALUES ($1, 'step') RETURNING id`, user)
-	exec(`INSERT INTO contacts (user_id, contact_type_id, email, first_name)
-		SELECT $1, $2, 'c' || i || '@step.example', 'C' || i FROM generate_series(1, 1000000) i`, user, typ)
-	q(&auto, `INSERT INTO automations (user_id, utr, automation_name, automation_type, automation_for, automation_for_table, status)
-		VALUES ($1, gen_random_uuid(), 'step', 1, $2, 'contacts_', 1) RETURNING id`, user, typ)
-	var sender int64
-	q(&sender, `INSERT INTO senders (user_id, from_name, from_email, reply_to_email, country_id, company_address, nickname, utr, is_verified)
-		VALUES ($1, 'Step', 'step@acme.example', 'step@acme.example', 276, 'Street 1', 'n', gen_random_uuid()::text, 1) RETURNING id`, user)
-	exec(`INSERT INTO automation_schedules (user_id, automation_id, utr, sender_id, template_id, subject, waiting_period, waiting_type, template_html)
-		SELECT $1, $2, gen_random_uuid(), $3, 1, 's' || i, 1, 'days', '<p>x</p>' FROM generate_series(1, 3) i`, user, auto, sender)
-	now := time.Now()
-	exec(`INSERT INTO automation_enrollments (automation_id, user_id, contact_id, step, due_at)
-		SELECT $1, $2, c.id, (SELECT min(id) FROM automation_schedules WHERE automation_id = $1),
-			CASE WHEN c.id % 100 = 0 THEN $3::timestamptz - interval '1 minute' ELSE $3::timestamptz + interval '1 day' END
-		FROM contacts c WHERE c.contact_type_id = $4`, auto, user, now, typ)
-	exec(`ANALYZE automation_enrollments; ANALYZE contacts`)
 	b.ResetTimer()
 	for b.Loop() {
 		start := time.Now()
@@ -80,38 +53,7 @@ func BenchmarkStepPass(b *testing.B) {
 // drain that slows as it goes shows there.
 func BenchmarkStepBacklog(b *testing.B) {
 	ctx := context.Background()
-	d := testdb.New(b)
-	user, _, err := d.CreateAccount(ctx, "backlog")
-	if err != nil {
-		b.Fatal(err)
-	}
-	var typ, auto, sender int64
-	q := func(dst *int64, sql string, args ...any) {
-		b.Helper()
-		if err := d.Pool.QueryRow(ctx, sql, args...).Scan(dst); err != nil {
-			b.Fatalf("%s: %v", sql, err)
-		}
-	}
-	exec := func(sql string, args ...any) {
-		b.Helper()
-		if _, err := d.Pool.Exec(ctx, sql, args...); err != nil {
-			b.Fatalf("%s: %v", sql, err)
-		}
-	}
-	q(&typ, `INSERT INTO contact_types (user_id, name) VALUES ($1, 'backlog') RETURNING id`, user)
-	exec(`INSERT INTO contacts (user_id, contact_type_id, email, first_name)
-		SELECT $1, $2, 'c' || i || '@backlog.example', 'C' || i FROM generate_series(1, 1000000) i`, user, typ)
-	q(&auto, `INSERT INTO automations (user_id, utr, automation_name, automation_type, automation_for, automation_for_table, status)
-		VALUES ($1, gen_random_uuid(), 'backlog', 1, $2, 'contacts_', 1) RETURNING id`, user, typ)
-	q(&sender, `INSERT INTO senders (user_id, from_name, from_email, reply_to_email, country_id, company_address, nickname, utr, is_verified)
-		VALUES ($1, 'B', 'b@acme.example', 'b@acme.example', 276, 'Street 1', 'n', gen_random_uuid()::text, 1) RETURNING id`, user)
-	exec(`INSERT INTO automation_schedules (user_id, automation_id, utr, sender_id, template_id, subject, waiting_period, waiting_type, template_html)
-		VALUES ($1, $2, gen_random_uuid(), $3, 1, 'welcome', 1, 'instantly', '<p>x</p>')`, user, auto, sender)
-	now := time.Now()
-	exec(`INSERT INTO automation_enrollments (automation_id, user_id, contact_id, step, due_at)
-		SELECT $1, $2, c.id, (SELECT min(id) FROM automation_schedules WHERE automation_id = $1), $3
-		FROM contacts c WHERE c.contact_type_id = $4`, auto, user, now, typ)
-	exec(`ANALYZE automation_enrollments; ANALYZE contacts`)
+	d, now := stepSetup(b, "backlog", 1, "instantly", "$3::timestamptz")
 	b.ResetTimer()
 	for b.Loop() {
 		start := time.Now()
@@ -132,4 +74,46 @@ func BenchmarkStepBacklog(b *testing.B) {
 		b.ReportMetric(float64(passes[0].Milliseconds()), "first-pass-ms")
 		b.ReportMetric(float64(passes[len(passes)-2].Milliseconds()), "last-pass-ms")
 	}
+}
+
+// stepSetup makes an account with 1,000,000 contacts in one type, a live
+// welcome automation named name with schedules mails of waitType (the
+// first due by due, an SQL expression over contact c and now $3), a
+// verified sender, and an enrollment per contact at the first schedule.
+func stepSetup(b *testing.B, name string, schedules int, waitType, due string) (*postgres.DB, time.Time) {
+	b.Helper()
+	ctx := context.Background()
+	d := testdb.New(b)
+	user, _, err := d.CreateAccount(ctx, name)
+	if err != nil {
+		b.Fatal(err)
+	}
+	var typ, auto, sender int64
+	q := func(dst *int64, sql string, args ...any) {
+		b.Helper()
+		if err := d.Pool.QueryRow(ctx, sql, args...).Scan(dst); err != nil {
+			b.Fatalf("%s: %v", sql, err)
+		}
+	}
+	exec := func(sql string, args ...any) {
+		b.Helper()
+		if _, err := d.Pool.Exec(ctx, sql, args...); err != nil {
+			b.Fatalf("%s: %v", sql, err)
+		}
+	}
+	q(&typ, `INSERT INTO contact_types (user_id, name) VALUES ($1, $2) RETURNING id`, user, name)
+	exec(`INSERT INTO contacts (user_id, contact_type_id, email, first_name)
+		SELECT $1, $2, 'c' || i || '@' || $3 || '.example', 'C' || i FROM generate_series(1, 1000000) i`, user, typ, name)
+	q(&auto, `INSERT INTO automations (user_id, utr, automation_name, automation_type, automation_for, automation_for_table, status)
+		VALUES ($1, gen_random_uuid(), $2, 1, $3, 'contacts_', 1) RETURNING id`, user, name, typ)
+	q(&sender, `INSERT INTO senders (user_id, from_name, from_email, reply_to_email, country_id, company_address, nickname, utr, is_verified)
+		VALUES ($1, 'S', 's@acme.example', 's@acme.example', 276, 'Street 1', 'n', gen_random_uuid()::text, 1) RETURNING id`, user)
+	exec(`INSERT INTO automation_schedules (user_id, automation_id, utr, sender_id, template_id, subject, waiting_period, waiting_type, template_html)
+		SELECT $1, $2, gen_random_uuid(), $3, 1, 's' || i, 1, $5, '<p>x</p>' FROM generate_series(1, $4::int) i`, user, auto, sender, schedules, waitType)
+	now := time.Now()
+	exec(`INSERT INTO automation_enrollments (automation_id, user_id, contact_id, step, due_at)
+		SELECT $1, $2, c.id, (SELECT min(id) FROM automation_schedules WHERE automation_id = $1), `+due+`
+		FROM contacts c WHERE c.contact_type_id = $4`, auto, user, now, typ)
+	exec(`ANALYZE automation_enrollments; ANALYZE contacts`)
+	return d, now
 }
