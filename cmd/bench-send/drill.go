@@ -144,10 +144,15 @@ func (d *drill) check(ctx context.Context, o options, c *client, sink *smtptest.
 			twice++
 		}
 	}
+	var others []string // not the sends' (the sender's verification mail)
 	for a, n := range got {
-		sum += n
-		if suppressed[a] {
-			toSuppressed++
+		switch {
+		case want[a]:
+			sum += n
+		case suppressed[a]:
+			toSuppressed += n
+		default:
+			others = append(others, fmt.Sprintf("%s×%d", a, n))
 		}
 	}
 	fmt.Printf("drill %s:\n", d.kind)
@@ -155,7 +160,7 @@ func (d *drill) check(ctx context.Context, o options, c *client, sink *smtptest.
 		fmt.Printf("  %s\n", l)
 	}
 	fmt.Printf("  addresses expected %d: missing %d, more than one mail %d; mails to suppressed addresses %d\n", len(want), missing, twice, toSuppressed)
-	fmt.Printf("  delivered counters %d, mails the sink took %d\n", total, sum)
+	fmt.Printf("  delivered counters %d, mails the sink took for the sends' addresses %d (other mail: %s)\n", total, sum, strings.Join(others, ", "))
 	if missing > 0 || twice > 0 || toSuppressed > 0 || int64(sum) != total {
 		return fmt.Errorf("drill %s failed", d.kind)
 	}
