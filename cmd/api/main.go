@@ -28,6 +28,7 @@ import (
 	"github.com/mailroom/mailroom/internal/httpapi"
 	"github.com/mailroom/mailroom/internal/logging"
 	"github.com/mailroom/mailroom/internal/mail"
+	"github.com/mailroom/mailroom/internal/metrics"
 	"github.com/mailroom/mailroom/internal/postgres"
 	"github.com/mailroom/mailroom/internal/ratelimit"
 	"github.com/mailroom/mailroom/jobs"
@@ -149,15 +150,7 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger) error {
 	tasks := asynq.NewClient(redisOpt)
 	defer tasks.Close()
 
-	h := httpapi.New(httpapi.Config{
-		MaxBodyBytes:           cfg.MaxBodyBytes,
-		MaxUploadBytes:         cfg.MaxUploadBytes,
-		MaxImports:             cfg.MaxImports,
-		MonitoringUser:         cfg.MonitoringUser,
-		MonitoringPassword:     cfg.MonitoringPassword,
-		AllowUnverifiedSenders: cfg.AllowUnverifiedSenders,
-		PublicURL:              cfg.PublicURL,
-	}, httpapi.Deps{
+	deps := httpapi.Deps{
 		DB:         d,
 		Geo:        set,
 		Log:        log,
@@ -182,7 +175,20 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger) error {
 			}
 			return err
 		},
-	})
+	}
+	if cfg.APIMetrics { // GET /metrics on this listener (docs/metrics.md)
+		reg := metrics.NewRegistry()
+		deps.Metrics, deps.MetricsHandler = reg, metrics.Handler(reg, log, cfg.MetricsUser, cfg.MetricsPassword)
+	}
+	h := httpapi.New(httpapi.Config{
+		MaxBodyBytes:           cfg.MaxBodyBytes,
+		MaxUploadBytes:         cfg.MaxUploadBytes,
+		MaxImports:             cfg.MaxImports,
+		MonitoringUser:         cfg.MonitoringUser,
+		MonitoringPassword:     cfg.MonitoringPassword,
+		AllowUnverifiedSenders: cfg.AllowUnverifiedSenders,
+		PublicURL:              cfg.PublicURL,
+	}, deps)
 
 	go resumeRebuilds(ctx, d, log)
 
@@ -190,7 +196,7 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger) error {
 		ReadTimeout: cfg.HTTPReadTimeout, WriteTimeout: cfg.HTTPWriteTimeout, IdleTimeout: cfg.HTTPIdleTimeout}
 	errc := make(chan error, 1)
 	go func() { errc <- srv.ListenAndServe() }()
-	log.Info("api listening", "addr", cfg.HTTPAddr, "public_url", cfg.PublicURL)
+	log.Info("api listening", "addr", cfg.HTTPAddr, "public_url", cfg.PublicURL, "metrics", cfg.APIMetrics)
 
 	select {
 	case err := <-errc:
