@@ -148,7 +148,7 @@ func TestEngineMetricsRelayDown(t *testing.T) {
 // queued on reads 0.
 func TestQueueCollector(t *testing.T) {
 	t.Parallel()
-	redisOpt := asynq.RedisClientOpt{Addr: "127.0.0.1:6379", DB: 14}
+	redisOpt := asynq.RedisClientOpt{Addr: "127.0.0.1:6379", DB: 10} // no other test flushes it
 	queue := fmt.Sprintf("metricstest-%d", os.Getpid())
 	empty := queue + "-empty"
 	client := asynq.NewClient(redisOpt)

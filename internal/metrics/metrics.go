@@ -10,9 +10,11 @@ import (
 	"context"
 	"crypto/subtle"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -60,7 +62,7 @@ type slogPrinter struct{ log *slog.Logger }
 
 func (p slogPrinter) Println(v ...any) {
 	if p.log != nil {
-		p.log.Warn("metrics", "err", slog.AnyValue(v))
+		p.log.Warn("metrics not served", "err", strings.TrimSpace(fmt.Sprintln(v...)))
 	}
 }
 
