@@ -32,20 +32,25 @@ func NewStepAutomationsTask() *asynq.Task {
 func StepAutomations(d Deps) asynq.HandlerFunc {
 	return func(ctx context.Context, _ *asynq.Task) error {
 		for {
-			runs, more, err := d.DB.StepAutomations(ctx, postgres.Step{Now: d.now(), Enrollments: stepBatch,
+			start := time.Now()
+			pass, err := d.DB.StepAutomations(ctx, postgres.Step{Now: d.now(), Enrollments: stepBatch,
 				BatchSize: d.Engine.BatchSize, RunEvery: d.Engine.RunEvery, NewToken: mail.NewOpenToken,
 				AllowUnverified: d.AllowUnverifiedSenders})
 			if err != nil {
 				return err
 			}
-			for _, r := range runs {
+			if pass.Stepped > 0 { // most passes find nothing due: only the ones that stepped are timed
+				d.Metrics.step.Observe(time.Since(start).Seconds())
+				d.Metrics.stepped.Add(float64(pass.Stepped))
+			}
+			for _, r := range pass.Runs {
 				for k := int64(0); k < int64(d.Engine.Window) && r.First+k*int64(d.Engine.BatchSize) <= r.Last; k++ {
 					if err := d.enqueue(ctx, NewBatchTask(r.ID, k)); err != nil {
 						return err // the sweeper restarts the run
 					}
 				}
 			}
-			if !more {
+			if !pass.More {
 				return nil
 			}
 		}

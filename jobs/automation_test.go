@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/hibiken/asynq"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/mailroom/mailroom/internal/mail"
 	"github.com/mailroom/mailroom/internal/postgres"
@@ -56,7 +57,8 @@ func TestAutomationDrip(t *testing.T) {
 	pool := smtp.NewPool(smtp.Config{Addr: srv.Addr, Size: 2, Timeout: 5 * time.Second})
 	defer pool.Close()
 	clk := &clock{t: time.Date(2026, 11, 23, 9, 0, 0, 0, time.UTC)}
-	mux, q := automationEngine(t, d, pool, clk)
+	reg := prometheus.NewRegistry()
+	mux, q := automationEngine(t, d, pool, clk, withMetrics(reg))
 	step := func(at time.Time) {
 		t.Helper()
 		clk.t = at
@@ -122,18 +124,36 @@ func TestAutomationDrip(t *testing.T) {
 	if n := srv.Count(); n != 3 {
 		t.Errorf("%d mails at the end, want 3", n)
 	}
+	// The passes that stepped: ann and bob at the welcome, then at the
+	// second mail (bob leaving); the passes that found nothing due are not
+	// timed.
+	f := scrape(t, reg)
+	if got := f.Value("mailroom_automation_enrollments_stepped_total"); got != 4 {
+		t.Errorf("%v enrollments stepped, want 4", got)
+	}
+	if got := f.Value("mailroom_automation_step_duration_seconds"); got != 2 {
+		t.Errorf("%v stepping passes timed, want 2", got)
+	}
+	if got := f.Value("mailroom_mails_total", "outcome", "sent"); got != 3 {
+		t.Errorf("%v mails counted sent, want 3", got)
+	}
 }
 
-func automationEngine(t *testing.T, d *postgres.DB, transport smtp.Transport, clk *clock) (*asynq.ServeMux, *queue) {
+// automationEngine is the worker's mux with the test's clock; each with
+// changes the dependencies (Metrics).
+func automationEngine(t *testing.T, d *postgres.DB, transport smtp.Transport, clk *clock, with ...func(*jobs.Deps)) (*asynq.ServeMux, *queue) {
 	t.Helper()
 	key, err := d.Secret(context.Background(), "unsubscribe_token")
 	if err != nil {
 		t.Fatal(err)
 	}
 	q := &queue{}
-	mux := jobs.NewMux(jobs.Deps{DB: d, Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Transport: transport, NotifyFrom: "mailroom <n@example.test>",
-		Links: mail.Links{Base: "https://m.example.test", Signer: mail.NewTokenSigner(key)}, Enqueue: q.enqueue, Now: clk.now})
-	return mux, q
+	deps := jobs.Deps{DB: d, Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Transport: transport, NotifyFrom: "mailroom <n@example.test>",
+		Links: mail.Links{Base: "https://m.example.test", Signer: mail.NewTokenSigner(key)}, Enqueue: q.enqueue, Now: clk.now}
+	for _, f := range with {
+		f(&deps)
+	}
+	return jobs.NewMux(deps), q
 }
 
 // Exit criteria 1: a contact that left the target gets no more mail and

@@ -135,8 +135,15 @@ func (d Deps) runRange(ctx context.Context, cs *compiledSend, k, from, to int64)
 	if completed {
 		d.Log.InfoContext(ctx, "send completed", "send_id", cs.send.ID)
 	}
+	t3 := time.Now()
+	m := d.Metrics
+	m.batchSize.Observe(float64(len(claimed)))
+	m.batchPhase[phaseClaim].Observe(t1.Sub(t0).Seconds())
+	m.batchPhase[phaseSend].Observe(t2.Sub(t1).Seconds())
+	m.batchPhase[phaseRecord].Observe(t3.Sub(t2).Seconds())
+	m.batch.Observe(t3.Sub(t0).Seconds())
 	d.Log.DebugContext(ctx, "range", "send_id", cs.send.ID, "from", from, "mails", len(claimed),
-		"claim_ms", t1.Sub(t0).Milliseconds(), "send_ms", t2.Sub(t1).Milliseconds(), "record_ms", time.Since(t2).Milliseconds())
+		"claim_ms", t1.Sub(t0).Milliseconds(), "send_ms", t2.Sub(t1).Milliseconds(), "record_ms", t3.Sub(t2).Milliseconds())
 	if err == nil && down.Load() {
 		err = errRelayDown
 	}
@@ -167,6 +174,7 @@ func (d Deps) deliver(ctx context.Context, cs *compiledSend, claimed []mail.Clai
 				r := &c.Recipient
 				if ctx.Err() != nil || lost.Load() || down.Load() { // stopping, the lease gone, the relay down: not tried, again soon
 					out[i] = mail.Outcome{ID: c.ID, Email: r.Email, Status: mail.DeliveryPending, NextAt: new(time.Now()), NotTried: true}
+					d.Metrics.mail(&out[i])
 					continue
 				}
 				d.Links.Fill(r, mail.UnsubscribeToken{UserID: cs.send.UserID, Email: r.Email, GroupID: cs.send.GroupID, SendID: cs.send.ID})
@@ -184,6 +192,7 @@ func (d Deps) deliver(ctx context.Context, cs *compiledSend, claimed []mail.Clai
 				}
 				res := d.Transport.Send(ctx, &smtp.Message{From: string(cs.send.Sender.FromEmail), To: string(r.Email), Data: msg})
 				out[i] = outcome(c, res)
+				d.Metrics.mail(&out[i])
 				// A breaker: when the connection or the sender keeps being
 				// refused, the rest of the range is not tried (each try would
 				// fail the same way) and the send waits.

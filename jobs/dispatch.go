@@ -32,6 +32,10 @@ func DispatchSend(d Deps) asynq.HandlerFunc {
 			// and asynq would refuse the same one.
 			return d.enqueue(ctx, dispatchTask(p.SendID, p.Version, *res.DueAt, "at"+strconv.FormatInt(res.DueAt.UnixMilli(), 36)))
 		}
+		if res.Started {
+			d.Metrics.expansion.Observe(took.Seconds())
+			d.Metrics.expanded.Add(float64(res.Triggered))
+		}
 		if !res.Started || res.Completed {
 			return nil
 		}

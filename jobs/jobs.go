@@ -49,8 +49,11 @@ type Deps struct {
 	Engine            Engine
 	// Now is the automation stepper's clock; time.Now when nil (tests
 	// move it instead of sleeping).
-	Now   func() time.Time
-	sends *sendCache
+	Now func() time.Time
+	// Metrics counts the engine's work (NewMetrics); NewMux makes an
+	// unregistered set when nil.
+	Metrics *Metrics
+	sends   *sendCache
 }
 
 // NewMux returns the worker's handler mux. Each task type registers its
@@ -59,6 +62,9 @@ func NewMux(d Deps) *asynq.ServeMux {
 	mux := asynq.NewServeMux()
 	if d.sends == nil {
 		d.sends = newSendCache()
+	}
+	if d.Metrics == nil {
+		d.Metrics = NewMetrics(nil)
 	}
 	d.Engine = d.Engine.withDefaults()
 	mux.Handle(TypeNotifyEvents, boundary(d.Log, NotifyEvents(d)))

@@ -143,8 +143,9 @@ func newSendFixture(t *testing.T, d *postgres.DB, html string) sendFixture {
 	return f
 }
 
-// engine is the worker's mux over d with an in-process queue.
-func engine(t *testing.T, d *postgres.DB, transport smtp.Transport, eng jobs.Engine) (*asynq.ServeMux, *queue, mail.Links) {
+// engine is the worker's mux over d with an in-process queue; each with
+// changes the dependencies (Metrics).
+func engine(t *testing.T, d *postgres.DB, transport smtp.Transport, eng jobs.Engine, with ...func(*jobs.Deps)) (*asynq.ServeMux, *queue, mail.Links) {
 	t.Helper()
 	key, err := d.Secret(context.Background(), "unsubscribe_token")
 	if err != nil {
@@ -152,10 +153,13 @@ func engine(t *testing.T, d *postgres.DB, transport smtp.Transport, eng jobs.Eng
 	}
 	q := &queue{}
 	links := mail.Links{Base: "https://m.example.test", Signer: mail.NewTokenSigner(key)}
-	mux := jobs.NewMux(jobs.Deps{DB: d, Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Transport: transport,
+	deps := jobs.Deps{DB: d, Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Transport: transport,
 		NotifyFrom: "mailroom <n@example.test>", PublicURL: links.Base, Links: links, UnsubscribeMailto: "unsubscribe@m.example.test",
-		Enqueue: q.enqueue, Engine: eng})
-	return mux, q, links
+		Enqueue: q.enqueue, Engine: eng}
+	for _, f := range with {
+		f(&deps)
+	}
+	return jobs.NewMux(deps), q, links
 }
 
 // htmlOf is the decoded HTML part of a received mail and its header.

@@ -29,6 +29,7 @@ import (
 	"github.com/mailroom/mailroom/internal/httpapi"
 	"github.com/mailroom/mailroom/internal/logging"
 	"github.com/mailroom/mailroom/internal/mail"
+	"github.com/mailroom/mailroom/internal/metrics"
 	"github.com/mailroom/mailroom/internal/postgres"
 	"github.com/mailroom/mailroom/internal/ratelimit"
 	"github.com/mailroom/mailroom/internal/redisconn"
@@ -213,15 +214,7 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger) error {
 	tasks := asynq.NewClient(redisOpt)
 	defer tasks.Close()
 
-	h := httpapi.New(httpapi.Config{
-		MaxBodyBytes:           cfg.MaxBodyBytes,
-		MaxUploadBytes:         cfg.MaxUploadBytes,
-		MaxImports:             cfg.MaxImports,
-		MonitoringUser:         cfg.MonitoringUser,
-		MonitoringPassword:     cfg.MonitoringPassword,
-		AllowUnverifiedSenders: cfg.AllowUnverifiedSenders,
-		PublicURL:              cfg.PublicURL,
-	}, httpapi.Deps{
+	deps := httpapi.Deps{
 		DB:         d,
 		Geo:        set,
 		Log:        log,
@@ -246,7 +239,20 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger) error {
 			}
 			return err
 		},
-	})
+	}
+	if cfg.APIMetrics { // GET /metrics on this listener (docs/metrics.md)
+		reg := metrics.NewRegistry()
+		deps.Metrics, deps.MetricsHandler = reg, metrics.Handler(reg, log, cfg.MetricsUser, cfg.MetricsPassword)
+	}
+	h := httpapi.New(httpapi.Config{
+		MaxBodyBytes:           cfg.MaxBodyBytes,
+		MaxUploadBytes:         cfg.MaxUploadBytes,
+		MaxImports:             cfg.MaxImports,
+		MonitoringUser:         cfg.MonitoringUser,
+		MonitoringPassword:     cfg.MonitoringPassword,
+		AllowUnverifiedSenders: cfg.AllowUnverifiedSenders,
+		PublicURL:              cfg.PublicURL,
+	}, deps)
 
 	go resumeRebuilds(ctx, d, log)
 
@@ -254,7 +260,7 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger) error {
 		ReadTimeout: cfg.HTTPReadTimeout, WriteTimeout: cfg.HTTPWriteTimeout, IdleTimeout: cfg.HTTPIdleTimeout}
 	errc := make(chan error, 1)
 	go func() { errc <- srv.ListenAndServe() }()
-	log.Info("api listening", "addr", cfg.HTTPAddr, "public_url", cfg.PublicURL)
+	log.Info("api listening", "addr", cfg.HTTPAddr, "public_url", cfg.PublicURL, "metrics", cfg.APIMetrics)
 	if mon != nil {
 		log.Info("monitoring: asynqmon at /monitoring behind basic auth", "user", cfg.MonitoringUser)
 	} else {

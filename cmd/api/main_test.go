@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/mailroom/mailroom/internal/mail"
+	"github.com/mailroom/mailroom/internal/metrics/metricstest"
 	"github.com/mailroom/mailroom/internal/testdb"
 )
 
@@ -158,6 +159,12 @@ func TestSlowClientCut(t *testing.T) {
 	resp.Body.Close()
 	if resp.StatusCode != 200 || resp.Header.Get("X-Request-Id") == "" {
 		t.Errorf("after the slow client: %d, X-Request-Id %q", resp.StatusCode, resp.Header.Get("X-Request-Id"))
+	}
+	// GET /metrics on the same listener (API_METRICS is on by default)
+	// counts what it answered.
+	f := metricstest.Fetch(t, "http://"+addr+"/metrics")
+	if n := f.Value("mailroom_http_requests_total", "route", "/healthz", "method", "GET", "status", "200"); n < 2 {
+		t.Errorf("/metrics counts %v answers of GET /healthz, want at least 2", n)
 	}
 }
 

@@ -86,6 +86,12 @@ func run(ctx context.Context, o options) error {
 	env := append(os.Environ(), "DATABASE_URL="+dsn, "REDIS_URL="+o.redis, "HTTP_ADDR="+o.addr,
 		"PUBLIC_URL=http://"+o.addr, "SMTP_URL=smtp://"+sink.Addr+"?pool="+strconv.Itoa(o.conns),
 		"ALLOW_UNVERIFIED_SENDERS=true", "LOG_LEVEL="+logLevel(), "MAX_UPLOAD_BYTES=4GB")
+	// Metrics are kept and served as in production: on any free port, so
+	// that workers never clash, unless WORKER_METRICS_ADDR names one (to
+	// watch a one-worker run in Prometheus).
+	if os.Getenv("WORKER_METRICS_ADDR") == "" {
+		env = append(env, "WORKER_METRICS_ADDR=127.0.0.1:0")
+	}
 	if out, err := command(ctx, env, "bin/api", "migrate").CombinedOutput(); err != nil {
 		return fmt.Errorf("migrate: %v\n%s", err, out)
 	}

@@ -7,10 +7,13 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"os"
 	"os/signal"
 	"runtime/pprof"
+	"slices"
 	"syscall"
+	"time"
 
 	"github.com/hibiken/asynq"
 
@@ -18,6 +21,7 @@ import (
 	"github.com/mailroom/mailroom/internal/dkim"
 	"github.com/mailroom/mailroom/internal/logging"
 	"github.com/mailroom/mailroom/internal/mail"
+	"github.com/mailroom/mailroom/internal/metrics"
 	"github.com/mailroom/mailroom/internal/postgres"
 	"github.com/mailroom/mailroom/internal/redisconn"
 	"github.com/mailroom/mailroom/internal/smtp"
@@ -94,6 +98,26 @@ func run(ctx context.Context, getenv func(string) string, stderr io.Writer) erro
 	defer transport.Close()
 	tasks := asynq.NewClient(redisOpt)
 	defer tasks.Close()
+
+	// Metrics (docs/metrics.md): the engine's counters are kept either
+	// way; the listener, the pool's and the queues' series only with
+	// WORKER_METRICS_ADDR.
+	reg := metrics.NewRegistry()
+	engineMetrics := jobs.NewMetrics(reg)
+	if cfg.WorkerMetricsAddr != "" {
+		if pool, ok := transport.(*smtp.Pool); ok {
+			jobs.RegisterPool(reg, pool)
+		}
+		inspector := asynq.NewInspector(redisOpt)
+		defer inspector.Close()
+		reg.MustRegister(jobs.NewQueueCollector(inspector, slices.Collect(maps.Keys(jobs.Queues)), 2*time.Second))
+		l, err := metrics.Listen(cfg.WorkerMetricsAddr, metrics.Handler(reg, log, cfg.MetricsUser, cfg.MetricsPassword))
+		if err != nil {
+			return fmt.Errorf("WORKER_METRICS_ADDR: %w", err)
+		}
+		defer l.Close()
+		log.Info("metrics listening", "addr", l.Addr.String())
+	}
 	if err := server.Start(jobs.NewMux(jobs.Deps{DB: d, Log: log, Transport: transport, NotifyFrom: cfg.NotifyFrom,
 		PublicURL: cfg.PublicURL, DKIM: keys, AllowUnverifiedSenders: cfg.AllowUnverifiedSenders,
 		Links:             mail.Links{Base: cfg.PublicURL, Signer: mail.NewTokenSigner(key)},
@@ -105,6 +129,7 @@ func run(ctx context.Context, getenv func(string) string, stderr io.Writer) erro
 		Engine: jobs.Engine{BatchSize: cfg.SendBatchSize, Window: cfg.SendWindow, Concurrency: cfg.SendConcurrency, Lease: cfg.SendLease,
 			StallAfter: cfg.SendStallAfter, Slice: cfg.SendSlice, Retention: cfg.DeliveryRetention,
 			RunEvery: cfg.AutomationRunEvery},
+		Metrics: engineMetrics,
 	})); err != nil {
 		return err
 	}

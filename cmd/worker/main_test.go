@@ -1,9 +1,11 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/http"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -15,6 +17,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/mailroom/mailroom/internal/metrics/metricstest"
 	"github.com/mailroom/mailroom/internal/postgres"
 	"github.com/mailroom/mailroom/internal/smtp/smtptest"
 	"github.com/mailroom/mailroom/internal/testdb"
@@ -53,7 +56,8 @@ func worker(t *testing.T, smtpAddr, name string, env ...string) *exec.Cmd {
 	cmd.Env = append(os.Environ(), "MAILROOM_TEST_WORKER=1", "DATABASE_URL="+testdb.DSN(t), "REDIS_URL="+redisDB,
 		"SMTP_URL=smtp://"+smtpAddr+"?pool=4", "PUBLIC_URL=https://m.example.test", "LOG_LEVEL=warn",
 		"WORKER_CONCURRENCY=4", "SEND_BATCH_SIZE=50", "SEND_WINDOW=2", "SEND_CONCURRENCY=4",
-		"SEND_LEASE=2s", "SEND_STALL_AFTER=2s", "SEND_SWEEP_EVERY=1s", "WORKER_SHUTDOWN_TIMEOUT=5s")
+		"SEND_LEASE=2s", "SEND_STALL_AFTER=2s", "SEND_SWEEP_EVERY=1s", "WORKER_SHUTDOWN_TIMEOUT=5s",
+		"WORKER_METRICS_ADDR=127.0.0.1:0") // any free port: two workers, or another checkout's, never clash
 	cmd.Env = append(cmd.Env, env...) // later settings win
 	cmd.Stdout, cmd.Stderr = log, log
 	if err := cmd.Start(); err != nil {
@@ -205,6 +209,103 @@ func TestRedisFlushedMidSend(t *testing.T) {
 	for i := 1; i <= 1000; i++ {
 		if c := got[fmt.Sprintf("r%d@crash.example", i)]; c != 1 {
 			t.Errorf("r%d@crash.example got %d mails", i, c)
+		}
+	}
+}
+
+// The worker's own listener (WORKER_METRICS_ADDR) serves its metrics: after
+// a send through a real SMTP server, the sent counter equals the mails the
+// server received, and the pool's and the queues' series are there. The
+// worker is run in this process (run, as main does) so that its log tells
+// the port it took.
+func TestWorkerMetrics(t *testing.T) {
+	d := testdb.New(t)
+	rdb := redis.NewClient(&redis.Options{Addr: "127.0.0.1:6379", DB: 12})
+	defer rdb.Close()
+	if err := rdb.FlushDB(context.Background()).Err(); err != nil {
+		t.Fatal(err)
+	}
+	s := smtptest.New(t, smtptest.Options{})
+	send := readySend(t, d, 120)
+	env := map[string]string{"DATABASE_URL": testdb.DSN(t), "REDIS_URL": redisDB, "SMTP_URL": "smtp://" + s.Addr + "?pool=4",
+		"PUBLIC_URL": "https://m.example.test", "WORKER_CONCURRENCY": "4", "SEND_BATCH_SIZE": "25", "SEND_SWEEP_EVERY": "1s",
+		"WORKER_SHUTDOWN_TIMEOUT": "5s", "WORKER_METRICS_ADDR": "127.0.0.1:0"}
+	log := &logWatch{want: "metrics listening", found: make(chan map[string]any, 1)}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- run(ctx, func(k string) string { return env[k] }, log) }()
+	defer func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("worker: %v", err)
+		}
+	}()
+	var addr string
+	select {
+	case line := <-log.found:
+		addr, _ = line["addr"].(string)
+	case err := <-done:
+		t.Fatalf("the worker stopped: %v", err)
+	}
+	waitCompleted(t, d, send, 60*time.Second)
+
+	f := metricstest.Fetch(t, "http://"+addr+"/metrics")
+	if got := f.Value("mailroom_mails_total", "outcome", "sent"); got != float64(s.Count()) || got != 120 {
+		t.Errorf("%v mails counted sent, the SMTP server received %d (want 120)", got, s.Count())
+	}
+	if f.Value("mailroom_batch_size") == 0 || f.Value("mailroom_expansion_duration_seconds") != 1 {
+		t.Errorf("%v ranges, %v expansions timed", f.Value("mailroom_batch_size"), f.Value("mailroom_expansion_duration_seconds"))
+	}
+	if f.Value("mailroom_smtp_pool_size") != 4 || f.Value("mailroom_smtp_dials_total") < 1 {
+		t.Errorf("pool: size %v, dials %v", f.Value("mailroom_smtp_pool_size"), f.Value("mailroom_smtp_dials_total"))
+	}
+	if f.Value("mailroom_queue_up") != 1 {
+		t.Errorf("mailroom_queue_up %v", f.Value("mailroom_queue_up"))
+	}
+	for _, q := range []string{"critical", "default", "bulk"} {
+		if f.Metric("mailroom_queue_size", "queue", q) == nil || f.Metric("mailroom_queue_latency_seconds", "queue", q) == nil {
+			t.Errorf("no size or latency of queue %s", q)
+		}
+	}
+	// The send's batches ran on bulk (its dispatch on default).
+	if f.Value("mailroom_queue_processed_total", "queue", "bulk") < 1 {
+		t.Errorf("bulk processed %v", f.Value("mailroom_queue_processed_total", "queue", "bulk"))
+	}
+	if f.Value("go_goroutines") == 0 {
+		t.Error("no Go runtime series")
+	}
+	// Anything but /metrics is not there.
+	resp, err := http.Get("http://" + addr + "/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 404 {
+		t.Errorf("GET /: %d", resp.StatusCode)
+	}
+}
+
+// logWatch is the worker's log: it sends the first JSON line whose msg is
+// want on found.
+type logWatch struct {
+	want  string
+	found chan map[string]any
+	buf   bytes.Buffer
+	sent  bool
+}
+
+func (w *logWatch) Write(p []byte) (int, error) {
+	w.buf.Write(p)
+	for {
+		line, err := w.buf.ReadBytes('\n')
+		if err != nil {
+			w.buf.Write(line) // a partial line: wait for the rest
+			return len(p), nil
+		}
+		var m map[string]any
+		if json.Unmarshal(line, &m) == nil && m["msg"] == w.want && !w.sent {
+			w.sent = true
+			w.found <- m
 		}
 	}
 }

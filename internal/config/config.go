@@ -29,6 +29,10 @@ type Config struct {
 	AllowUnverifiedSenders bool          // ALLOW_UNVERIFIED_SENDERS
 	MonitoringUser         string        // MONITORING_USER
 	MonitoringPassword     string        // MONITORING_PASSWORD
+	APIMetrics             bool          // API_METRICS: GET /metrics on the API's listener
+	WorkerMetricsAddr      string        // WORKER_METRICS_ADDR: the worker's /metrics listener; empty ("off"): none
+	MetricsUser            string        // METRICS_USER: with METRICS_PASSWORD, /metrics asks for basic auth
+	MetricsPassword        string        // METRICS_PASSWORD
 	MaxBodyBytes           int64         // MAX_BODY_BYTES: cap on a request body
 	MaxUploadBytes         int64         // MAX_UPLOAD_BYTES: cap on a CSV upload
 	WorkerConcurrency      int           // WORKER_CONCURRENCY
@@ -100,6 +104,9 @@ func Load(getenv func(string) string) (Config, error) {
 		DKIMKeys:           str("DKIM_KEYS", ""),
 		MonitoringUser:     str("MONITORING_USER", ""),
 		MonitoringPassword: str("MONITORING_PASSWORD", ""),
+		WorkerMetricsAddr:  str("WORKER_METRICS_ADDR", "127.0.0.1:9091"),
+		MetricsUser:        str("METRICS_USER", ""),
+		MetricsPassword:    str("METRICS_PASSWORD", ""),
 		MaxBodyBytes:       size("MAX_BODY_BYTES", 10<<20),
 		MaxUploadBytes:     size("MAX_UPLOAD_BYTES", 2<<30),
 		WorkerConcurrency:  integer("WORKER_CONCURRENCY", 20),
@@ -110,12 +117,24 @@ func Load(getenv func(string) string) (Config, error) {
 		LogLevel:           strings.ToLower(str("LOG_LEVEL", "info")),
 	}
 
-	if v := str("ALLOW_UNVERIFIED_SENDERS", "false"); v != "" {
+	boolean := func(name string, def bool) bool {
+		v := str(name, "")
+		if v == "" {
+			return def
+		}
 		b, err := strconv.ParseBool(v)
 		if err != nil {
-			errs = append(errs, fmt.Errorf("ALLOW_UNVERIFIED_SENDERS: %q is not true or false", v))
+			errs = append(errs, fmt.Errorf("%s: %q is not true or false", name, v))
+			return def
 		}
-		c.AllowUnverifiedSenders = b
+		return b
+	}
+	c.AllowUnverifiedSenders = boolean("ALLOW_UNVERIFIED_SENDERS", false)
+	c.APIMetrics = boolean("API_METRICS", true)
+	// An empty variable reads as unset (the default), so the listener is
+	// turned off by name.
+	if strings.EqualFold(c.WorkerMetricsAddr, "off") {
+		c.WorkerMetricsAddr = ""
 	}
 	duration := func(name string, def time.Duration) time.Duration {
 		v := str(name, "")
@@ -196,12 +215,26 @@ func (c Config) validate() []error {
 	if (c.MonitoringUser == "") != (c.MonitoringPassword == "") {
 		errs = append(errs, errors.New("MONITORING_USER and MONITORING_PASSWORD: set both to enable /monitoring, or neither"))
 	}
+	if c.WorkerMetricsAddr != "" {
+		if _, port, err := net.SplitHostPort(c.WorkerMetricsAddr); err != nil || !validPort(port) {
+			errs = append(errs, fmt.Errorf("WORKER_METRICS_ADDR: %q is not host:port (e.g. 127.0.0.1:9091, :9091) or off", c.WorkerMetricsAddr))
+		}
+	}
+	if (c.MetricsUser == "") != (c.MetricsPassword == "") {
+		errs = append(errs, errors.New("METRICS_USER and METRICS_PASSWORD: set both to put /metrics behind basic auth, or neither"))
+	}
 	switch c.LogLevel {
 	case "debug", "info", "warn", "error":
 	default:
 		errs = append(errs, fmt.Errorf("LOG_LEVEL: %q is not debug, info, warn or error", c.LogLevel))
 	}
 	return errs
+}
+
+// validPort is a port number, 0 (any free port) to 65535.
+func validPort(s string) bool {
+	n, err := strconv.Atoi(s)
+	return err == nil && n >= 0 && n <= 65535 && s != "" && s[0] != '+' && s[0] != '-'
 }
 
 // redact hides a URL's password so it never reaches a log line.

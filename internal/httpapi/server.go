@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/gin-gonic/gin"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/mailroom/mailroom/internal/geo"
 	"github.com/mailroom/mailroom/internal/logging"
@@ -50,6 +51,10 @@ type Server struct {
 	redisPing func(context.Context) error
 	// monitoring is asynqmon's UI, mounted at /monitoring when set.
 	monitoring http.Handler
+	// metrics counts requests when set; metricsHandler answers GET
+	// /metrics when set.
+	metrics        *requestMetrics
+	metricsHandler http.Handler
 	// imports bounds the CSV imports running.
 	imports *importSlots
 	// verifySenders enqueues the worker's sender verification; nil: the
@@ -73,6 +78,11 @@ type Deps struct {
 	Log        *slog.Logger
 	RedisPing  func(context.Context) error
 	Monitoring http.Handler // nil: /monitoring is off
+	// Metrics is where the request series are registered (nil: none are
+	// kept); MetricsHandler answers GET /metrics (nil: no such route).
+	// Both are the main's (cmd/api: API_METRICS, METRICS_USER).
+	Metrics        prometheus.Registerer
+	MetricsHandler http.Handler
 	// VerifySenders enqueues the mailing of pending sender verification
 	// links (nil: left to the worker's sweep).
 	VerifySenders func(context.Context) error
@@ -97,9 +107,13 @@ func New(cfg Config, d Deps) http.Handler {
 }
 
 func newServer(cfg Config, d Deps) *Server {
-	return &Server{db: d.DB, geo: newGeoResponse(d.Geo), log: d.Log, cfg: cfg, redisPing: d.RedisPing, monitoring: d.Monitoring,
+	s := &Server{db: d.DB, geo: newGeoResponse(d.Geo), log: d.Log, cfg: cfg, redisPing: d.RedisPing, monitoring: d.Monitoring,
 		imports: newImportSlots(cfg.MaxImports), verifySenders: d.VerifySenders, enqueue: d.EnqueueDispatch,
-		automationLive: d.AutomationLive, rateLimit: d.RateLimit}
+		automationLive: d.AutomationLive, rateLimit: d.RateLimit, metricsHandler: d.MetricsHandler}
+	if d.Metrics != nil {
+		s.metrics = newRequestMetrics(d.Metrics)
+	}
+	return s
 }
 
 func (s *Server) router() *gin.Engine {
@@ -107,12 +121,19 @@ func (s *Server) router() *gin.Engine {
 	cfg := s.cfg
 	r := gin.New()
 	r.ContextWithFallback = true
-	r.Use(requestID, noSniff, s.logRequests, s.recover)
+	r.Use(requestID, noSniff, s.logRequests)
+	if s.metrics != nil {
+		r.Use(s.metrics.observe)
+	}
+	r.Use(s.recover)
 	r.NoRoute(func(c *gin.Context) { failed(c, http.StatusNotFound, "Not Found") })
 	r.NoMethod(func(c *gin.Context) { failed(c, http.StatusNotFound, "Not Found") })
 
 	r.GET("/healthz", func(c *gin.Context) { c.String(http.StatusOK, "ok") })
 	r.GET("/readyz", s.ready)
+	if s.metricsHandler != nil {
+		r.GET("/metrics", gin.WrapH(s.metricsHandler))
+	}
 	if s.monitoring != nil && cfg.MonitoringUser != "" {
 		mon := r.Group("/monitoring", s.basicAuth)
 		mon.Any("", gin.WrapH(s.monitoring))

@@ -78,22 +78,35 @@ type Step struct {
 // deliveries. A schedule whose sender is deleted or not verified makes no
 // run: its enrollments wait where they are (retried every RunEvery).
 //
-// more says another pass would find work at once (it took a full batch).
-func (d *DB) StepAutomations(ctx context.Context, st Step) (runs []Run, more bool, err error) {
+// Pass.More says another pass would find work at once (it took a full
+// batch).
+func (d *DB) StepAutomations(ctx context.Context, st Step) (Pass, error) {
+	runs, stepped, more, err := d.stepAutomations(ctx, st)
+	return Pass{Runs: runs, Stepped: stepped, More: more}, err
+}
+
+// Pass is what one stepping pass did.
+type Pass struct {
+	Runs    []Run // the runs made, with deliveries
+	Stepped int   // enrollments moved on (to their next schedule, done, or left)
+	More    bool  // the pass took a full batch: another would find work at once
+}
+
+func (d *DB) stepAutomations(ctx context.Context, st Step) (runs []Run, stepped int, more bool, err error) {
 	// Most passes find nothing due: one indexed question, no id drawn.
 	// Else the partitions the runs' ids will land in (this one and the
 	// next) are made beforehand: the DDL must not wait inside the
 	// transaction.
 	p, err := d.q.StepPending(ctx, st.Now)
 	if err != nil || !p.Due {
-		return nil, false, translate(err)
+		return nil, 0, false, translate(err)
 	}
 	if err := d.ensurePartition(ctx, p.NextID); err != nil {
-		return nil, false, err
+		return nil, 0, false, err
 	}
 	var held, blocked []int64 // schedules that made a small run; schedules whose sender stopped them
 	err = d.InTx(ctx, func(_ pgx.Tx, q *db.Queries) error {
-		runs, more, held, blocked = nil, false, nil, nil
+		runs, stepped, more, held, blocked = nil, 0, false, nil, nil
 		if mine, err := q.TryStepLock(ctx); err != nil || !mine {
 			return err // another pass is under way: it goes on while work is due
 		}
@@ -137,6 +150,7 @@ func (d *DB) StepAutomations(ctx context.Context, st Step) (runs []Run, more boo
 				if err := q.SkipDeletedStep(ctx, db.SkipDeletedStepParams{EnrollmentIds: ids, Now: st.Now}); err != nil {
 					return err
 				}
+				stepped += len(ids)
 				continue
 			}
 			if len(ids) < st.Enrollments/5 {
@@ -149,6 +163,7 @@ func (d *DB) StepAutomations(ctx context.Context, st Step) (runs []Run, more boo
 			if err := q.AdvanceEnrollments(ctx, db.AdvanceEnrollmentsParams{RunID: runID, EnrollmentIds: ids, Now: st.Now}); err != nil {
 				return err
 			}
+			stepped += len(ids)
 			if sent == 0 {
 				if err := q.DeleteRun(ctx, runID); err != nil {
 					return err
@@ -169,7 +184,7 @@ func (d *DB) StepAutomations(ctx context.Context, st Step) (runs []Run, more boo
 		return nil
 	})
 	if err != nil {
-		return nil, false, translate(err)
+		return nil, 0, false, translate(err)
 	}
 	// After the transaction (a schedule's or an automation's row is never
 	// locked while enrollments are): the holds, then the totals. A crash
@@ -178,25 +193,25 @@ func (d *DB) StepAutomations(ctx context.Context, st Step) (runs []Run, more boo
 	if len(held) > 0 {
 		if err := d.q.NoteSmallRuns(ctx, db.NoteSmallRunsParams{Now: st.Now, EverySeconds: st.RunEvery.Seconds(),
 			StreakFrom: st.Now.Add(-2 * st.RunEvery), Ids: held}); err != nil {
-			return runs, more, translate(err)
+			return runs, stepped, more, translate(err)
 		}
 	}
 	if len(blocked) > 0 {
 		if err := d.q.HoldSchedules(ctx, db.HoldSchedulesParams{Until: st.Now.Add(st.RunEvery), Ids: blocked}); err != nil {
-			return runs, more, translate(err)
+			return runs, stepped, more, translate(err)
 		}
 	}
 	for _, s := range blocked {
 		d.log.WarnContext(ctx, "automation schedule not sent: its sender is deleted or not verified; its contacts wait", "schedule_id", s)
 	}
 	if len(runs) == 0 {
-		return nil, more, nil
+		return nil, stepped, more, nil
 	}
 	ids := make([]int64, len(runs))
 	for i, r := range runs {
 		ids[i] = r.ID
 	}
-	return runs, more, translate(d.q.AddAutomationTriggered(ctx, ids))
+	return runs, stepped, more, translate(d.q.AddAutomationTriggered(ctx, ids))
 }
 
 // firstSchedule is f, automation a's first live schedule: where an

@@ -27,8 +27,9 @@ func BenchmarkStepPass(b *testing.B) {
 		start := time.Now()
 		runs := 0
 		for {
-			rs, more, err := d.StepAutomations(ctx, postgres.Step{Now: now, Enrollments: 5000, BatchSize: 1000,
+			pass, err := d.StepAutomations(ctx, postgres.Step{Now: now, Enrollments: 5000, BatchSize: 1000,
 				RunEvery: 30 * time.Second, NewToken: func() string { return "tok" }})
+			rs, more := pass.Runs, pass.More
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -60,8 +61,9 @@ func BenchmarkStepBacklog(b *testing.B) {
 		var passes []time.Duration
 		for {
 			t := time.Now()
-			_, more, err := d.StepAutomations(ctx, postgres.Step{Now: now, Enrollments: 5000, BatchSize: 1000,
+			pass, err := d.StepAutomations(ctx, postgres.Step{Now: now, Enrollments: 5000, BatchSize: 1000,
 				RunEvery: 30 * time.Second, NewToken: func() string { return "tok" }})
+			more := pass.More
 			if err != nil {
 				b.Fatal(err)
 			}

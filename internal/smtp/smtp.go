@@ -17,6 +17,7 @@ import (
 	"net/textproto"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	gsmtp "github.com/wneessen/go-mail/smtp"
@@ -138,6 +139,27 @@ type Config struct {
 type Pool struct {
 	cfg   Config
 	conns chan *conn // idle connections; nil entries are free slots to dial
+
+	// For Stats, touched only when a connection is dialled or closed,
+	// never per mail.
+	open, dials, dialErrors atomic.Int64
+}
+
+// Stats is a pool's state, for metrics.
+type Stats struct {
+	Size       int   // connections at most (Config.Size)
+	InUse      int   // slots carrying a mail now, or dialling for one
+	Open       int64 // connections dialled and kept (idle or in use)
+	Dials      int64 // dial attempts so far, handshake included
+	DialErrors int64 // dial attempts that failed
+}
+
+// Stats reads the pool's state. It costs the senders nothing: InUse is
+// read from the idle channel's length, the rest are counters kept when
+// a connection is dialled or closed.
+func (p *Pool) Stats() Stats {
+	return Stats{Size: p.cfg.Size, InUse: p.cfg.Size - len(p.conns), Open: p.open.Load(),
+		Dials: p.dials.Load(), DialErrors: p.dialErrors.Load()}
 }
 
 // NewPool makes a pool; it dials lazily.
@@ -168,14 +190,18 @@ func (p *Pool) Send(ctx context.Context, m *Message) Result {
 	}
 	if c == nil {
 		var err error
+		p.dials.Add(1)
 		if c, err = p.dial(ctx); err != nil {
+			p.dialErrors.Add(1)
 			p.conns <- nil
 			return classify(fmt.Errorf("smtp: dial %s: %w", p.cfg.Addr, err))
 		}
+		p.open.Add(1)
 	}
 	res := c.send(m, p.cfg.Timeout)
 	if c.broken {
 		c.client.Close()
+		p.open.Add(-1)
 		c = nil // the slot is redialled by the next send
 	}
 	p.conns <- c
@@ -189,6 +215,7 @@ func (p *Pool) Close() error {
 			c.client.UpdateDeadline(p.cfg.Timeout)
 			c.client.Quit()
 			c.client.Close()
+			p.open.Add(-1)
 		}
 	}
 	return nil

@@ -135,6 +135,62 @@ func TestDialFailureIsTemporary(t *testing.T) {
 	}
 }
 
+// Stats follows the pool: a slot in use while its mail is on the wire,
+// a connection open from its dial until it breaks or the pool closes,
+// every dial and every failed one counted.
+func TestPoolStats(t *testing.T) {
+	t.Parallel()
+	entered, release := make(chan struct{}), make(chan struct{})
+	s := smtptest.New(t, smtptest.Options{
+		Reply: func(rcpt string) error {
+			if strings.HasPrefix(rcpt, "hold") {
+				entered <- struct{}{}
+				<-release
+			}
+			return nil
+		},
+		DropInData: func(rcpt string) (int, bool) { return 20, strings.HasPrefix(rcpt, "drop") },
+	})
+	p := smtp.NewPool(smtp.Config{Addr: s.Addr, Size: 1, Timeout: 5 * time.Second})
+	ctx := context.Background()
+	if got := p.Stats(); got != (smtp.Stats{Size: 1}) {
+		t.Fatalf("new pool: %+v", got)
+	}
+	done := make(chan smtp.Result)
+	go func() { done <- p.Send(ctx, message("hold@example.com", "x")) }()
+	<-entered // the server holds the mail at RCPT TO
+	if got := p.Stats(); got != (smtp.Stats{Size: 1, InUse: 1, Open: 1, Dials: 1}) {
+		t.Errorf("while a mail is on the wire: %+v", got)
+	}
+	close(release)
+	if res := <-done; res.Class != smtp.Accepted {
+		t.Fatal(res.Err)
+	}
+	if res := p.Send(ctx, message("drop@example.com", "x")); res.Class != smtp.Temporary {
+		t.Fatalf("drop: %+v", res)
+	}
+	if got := p.Stats(); got != (smtp.Stats{Size: 1, Open: 0, Dials: 1}) {
+		t.Errorf("after a dropped connection: %+v", got)
+	}
+	if res := p.Send(ctx, message("ann@example.com", "x")); res.Class != smtp.Accepted {
+		t.Fatal(res.Err)
+	}
+	if got := p.Stats(); got != (smtp.Stats{Size: 1, Open: 1, Dials: 2}) {
+		t.Errorf("redialled: %+v", got)
+	}
+	p.Close()
+	if got := p.Stats(); got.Open != 0 {
+		t.Errorf("closed: %+v", got)
+	}
+
+	down := smtp.NewPool(smtp.Config{Addr: "127.0.0.1:1", Size: 1, Timeout: time.Second})
+	down.Send(ctx, message("a@example.com", "x"))
+	down.Send(ctx, message("b@example.com", "x"))
+	if got := down.Stats(); got != (smtp.Stats{Size: 1, Dials: 2, DialErrors: 2}) {
+		t.Errorf("nothing listening: %+v", got)
+	}
+}
+
 // BenchmarkPool pushes messages of ~4 KB through pools of 8, 16 and 32
 // connections into the in-process server, pipelined and step by step.
 // sinks are the servers the transport benchmarks send into, each in a

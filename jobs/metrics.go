@@ -1,0 +1,261 @@
+package jobs
+
+import (
+	"context"
+	"slices"
+	"sync/atomic"
+	"time"
+
+	"github.com/hibiken/asynq"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/mailroom/mailroom/internal/mail"
+	"github.com/mailroom/mailroom/internal/smtp"
+)
+
+// Metrics are the delivery engine's series (docs/metrics.md). Every child
+// is resolved once here, so counting a mail is one atomic add: no label
+// lookup, no allocation on the send path.
+type Metrics struct {
+	mails [mailOutcomes]prometheus.Counter // by mailOutcome
+
+	batch      prometheus.Observer              // a range: claim, send, record
+	batchPhase [batchPhases]prometheus.Observer // by batchPhase
+	batchSize  prometheus.Observer              // mails claimed by a range
+	expansion  prometheus.Observer              // a send's expansion (dispatch)
+	expanded   prometheus.Counter               // deliveries made by expansions
+	step       prometheus.Observer              // an automation stepping pass
+	stepped    prometheus.Counter               // enrollments moved on by passes
+}
+
+// mailOutcome sorts a mail's outcome for mailroom_mails_total.
+type mailOutcome int
+
+const (
+	mailSent        mailOutcome = iota // accepted by the SMTP server
+	mailBouncedHard                    // 5xx to RCPT TO: the address is suppressed
+	mailBouncedSoft                    // 4xx, timeout or drop at RCPT or DATA: tried again later, the attempt counted
+	mailFailed                         // final for this mail: 5xx to the message, a policy refusal, the attempts spent
+	mailDeferred                       // not tried (relay down, sender refused, worker stopping, lease lost): again soon, no attempt counted
+	mailOutcomes
+)
+
+var mailOutcomeLabels = [mailOutcomes]string{"sent", "bounced_hard", "bounced_soft", "failed", "deferred"}
+
+// outcomeOf sorts an outcome as the engine records it (jobs.outcome).
+func outcomeOf(o *mail.Outcome) mailOutcome {
+	switch {
+	case o.Status == mail.DeliverySent:
+		return mailSent
+	case o.Status == mail.DeliveryBounced:
+		return mailBouncedHard
+	case o.Status == mail.DeliveryFailed:
+		return mailFailed
+	case o.NotTried:
+		return mailDeferred
+	}
+	return mailBouncedSoft
+}
+
+type batchPhase int
+
+const (
+	phaseClaim  batchPhase = iota // lease the range, read its recipients
+	phaseSend                     // make and send its mails
+	phaseRecord                   // record the outcomes
+	batchPhases
+)
+
+var batchPhaseLabels = [batchPhases]string{"claim", "send", "record"}
+
+// NewMetrics makes the engine's series and registers them with reg; a nil
+// reg keeps them unregistered (tests, a worker without a listener).
+func NewMetrics(reg prometheus.Registerer) *Metrics {
+	seconds := []float64{.005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60, 120, 300}
+	mails := prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "mailroom_mails_total",
+		Help: "Mails of sends and automation runs handed to SMTP (or put off), by outcome: sent, bounced_hard, bounced_soft, failed, deferred.",
+	}, []string{"outcome"})
+	batch := prometheus.NewHistogram(prometheus.HistogramOpts{
+		Name:    "mailroom_batch_duration_seconds",
+		Help:    "Time one id range of a send took: claim, send and record.",
+		Buckets: seconds,
+	})
+	phase := prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name:    "mailroom_batch_phase_duration_seconds",
+		Help:    "Time of each phase of an id range: claim, send, record.",
+		Buckets: seconds,
+	}, []string{"phase"})
+	size := prometheus.NewHistogram(prometheus.HistogramOpts{
+		Name:    "mailroom_batch_size",
+		Help:    "Mails claimed by one id range of a send.",
+		Buckets: []float64{1, 5, 10, 25, 50, 100, 250, 500, 1000, 2500, 5000, 10000},
+	})
+	expansion := prometheus.NewHistogram(prometheus.HistogramOpts{
+		Name:    "mailroom_expansion_duration_seconds",
+		Help:    "Time a single send's dispatch took to expand its audience into deliveries (one transaction).",
+		Buckets: seconds,
+	})
+	expanded := prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "mailroom_expansion_deliveries_total",
+		Help: "Deliveries made by single sends' expansions (their triggered counts).",
+	})
+	step := prometheus.NewHistogram(prometheus.HistogramOpts{
+		Name:    "mailroom_automation_step_duration_seconds",
+		Help:    "Time one automation stepping pass took (up to 5,000 due enrollments, one transaction).",
+		Buckets: seconds,
+	})
+	stepped := prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "mailroom_automation_enrollments_stepped_total",
+		Help: "Automation enrollments moved on by stepping passes (to their next schedule, done, or left).",
+	})
+	if reg != nil {
+		reg.MustRegister(mails, batch, phase, size, expansion, expanded, step, stepped)
+	}
+	m := &Metrics{batch: batch, batchSize: size, expansion: expansion, expanded: expanded, step: step, stepped: stepped}
+	for i, l := range mailOutcomeLabels {
+		m.mails[i] = mails.WithLabelValues(l)
+	}
+	for i, l := range batchPhaseLabels {
+		m.batchPhase[i] = phase.WithLabelValues(l)
+	}
+	return m
+}
+
+// mail counts one mail's outcome: an atomic add.
+func (m *Metrics) mail(o *mail.Outcome) {
+	m.mails[outcomeOf(o)].Inc()
+}
+
+// RegisterPool registers an SMTP pool's series with reg, read from
+// Pool.Stats at each scrape: nothing is counted on the send path.
+func RegisterPool(reg prometheus.Registerer, p *smtp.Pool) {
+	stat := func(f func(smtp.Stats) float64) func() float64 {
+		return func() float64 { return f(p.Stats()) }
+	}
+	reg.MustRegister(
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "mailroom_smtp_pool_size", Help: "SMTP connections the pool keeps at most."},
+			stat(func(s smtp.Stats) float64 { return float64(s.Size) })),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "mailroom_smtp_connections_in_use", Help: "SMTP pool slots carrying a mail now (or dialling for one)."},
+			stat(func(s smtp.Stats) float64 { return float64(s.InUse) })),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "mailroom_smtp_connections_open", Help: "SMTP connections dialled and kept, idle or in use."},
+			stat(func(s smtp.Stats) float64 { return float64(s.Open) })),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "mailroom_smtp_dials_total", Help: "SMTP connections dialled (TCP, greeting, EHLO, STARTTLS, AUTH)."},
+			stat(func(s smtp.Stats) float64 { return float64(s.Dials) })),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "mailroom_smtp_dial_errors_total", Help: "SMTP dials that failed."},
+			stat(func(s smtp.Stats) float64 { return float64(s.DialErrors) })),
+	)
+}
+
+// QueueCollector reports asynq's queues at each scrape, asked of Redis
+// through an Inspector (GetQueueInfo, one round trip per queue) within a
+// timeout: a scrape never waits on a slow Redis longer than that, and
+// mailroom_queue_up says whether the figures came. Every worker reports
+// the same, cluster-wide figures.
+type QueueCollector struct {
+	in      *asynq.Inspector
+	queues  []string
+	timeout time.Duration
+	busy    atomic.Bool // a collection still waiting on Redis: the next scrape does not pile up behind it
+
+	up, size, tasks, latency, processed, failed, paused *prometheus.Desc
+}
+
+// NewQueueCollector reports queues (a queue not in Redis yet reads 0)
+// through in, waiting at most timeout for Redis at each scrape.
+func NewQueueCollector(in *asynq.Inspector, queues []string, timeout time.Duration) *QueueCollector {
+	q := []string{"queue"}
+	return &QueueCollector{in: in, queues: slices.Sorted(slices.Values(queues)), timeout: timeout,
+		up:        prometheus.NewDesc("mailroom_queue_up", "1 when Redis answered the queue figures within the scrape's timeout.", nil, nil),
+		size:      prometheus.NewDesc("mailroom_queue_size", "Tasks in the asynq queue: pending, active, scheduled, retry, aggregating and archived.", q, nil),
+		tasks:     prometheus.NewDesc("mailroom_queue_tasks", "Tasks in the asynq queue by state.", []string{"queue", "state"}, nil),
+		latency:   prometheus.NewDesc("mailroom_queue_latency_seconds", "How long the queue's oldest pending task has waited.", q, nil),
+		processed: prometheus.NewDesc("mailroom_queue_processed_total", "Tasks of the queue processed, succeeded or failed (asynq's cumulative count).", q, nil),
+		failed:    prometheus.NewDesc("mailroom_queue_failed_total", "Tasks of the queue whose handler failed (asynq's cumulative count).", q, nil),
+		paused:    prometheus.NewDesc("mailroom_queue_paused", "1 when the queue is paused.", q, nil),
+	}
+}
+
+// Describe implements prometheus.Collector.
+func (c *QueueCollector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{c.up, c.size, c.tasks, c.latency, c.processed, c.failed, c.paused} {
+		ch <- d
+	}
+}
+
+// Collect implements prometheus.Collector.
+func (c *QueueCollector) Collect(ch chan<- prometheus.Metric) {
+	infos, ok := c.read()
+	if !ok {
+		ch <- prometheus.MustNewConstMetric(c.up, prometheus.GaugeValue, 0)
+		return
+	}
+	ch <- prometheus.MustNewConstMetric(c.up, prometheus.GaugeValue, 1)
+	for _, qi := range infos {
+		gauge := func(d *prometheus.Desc, v float64, labels ...string) {
+			ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, append([]string{qi.Queue}, labels...)...)
+		}
+		gauge(c.size, float64(qi.Size))
+		for _, s := range []struct {
+			state string
+			n     int
+		}{{"pending", qi.Pending}, {"active", qi.Active}, {"scheduled", qi.Scheduled}, {"retry", qi.Retry},
+			{"archived", qi.Archived}, {"completed", qi.Completed}, {"aggregating", qi.Aggregating}} {
+			gauge(c.tasks, float64(s.n), s.state)
+		}
+		gauge(c.latency, qi.Latency.Seconds())
+		gauge(c.paused, b2f(qi.Paused))
+		ch <- prometheus.MustNewConstMetric(c.processed, prometheus.CounterValue, float64(qi.ProcessedTotal), qi.Queue)
+		ch <- prometheus.MustNewConstMetric(c.failed, prometheus.CounterValue, float64(qi.FailedTotal), qi.Queue)
+	}
+}
+
+// read asks Redis for every queue's figures, giving up after the timeout
+// (the Inspector takes no context: the question goes on in its goroutine,
+// and scrapes meanwhile answer at once without figures).
+func (c *QueueCollector) read() ([]*asynq.QueueInfo, bool) {
+	if !c.busy.CompareAndSwap(false, true) {
+		return nil, false
+	}
+	done := make(chan []*asynq.QueueInfo, 1)
+	go func() {
+		defer c.busy.Store(false)
+		done <- c.inspect()
+	}()
+	ctx, cancel := context.WithTimeout(context.Background(), c.timeout)
+	defer cancel()
+	select {
+	case infos := <-done:
+		return infos, infos != nil
+	case <-ctx.Done():
+		return nil, false
+	}
+}
+
+// inspect is every queue's figures, nil when Redis failed.
+func (c *QueueCollector) inspect() []*asynq.QueueInfo {
+	known, err := c.in.Queues()
+	if err != nil {
+		return nil
+	}
+	infos := make([]*asynq.QueueInfo, 0, len(c.queues))
+	for _, q := range c.queues {
+		if !slices.Contains(known, q) { // nothing was ever queued there
+			infos = append(infos, &asynq.QueueInfo{Queue: q})
+			continue
+		}
+		qi, err := c.in.GetQueueInfo(q)
+		if err != nil {
+			return nil
+		}
+		infos = append(infos, qi)
+	}
+	return infos
+}
+
+func b2f(b bool) float64 {
+	if b {
+		return 1
+	}
+	return 0
+}
