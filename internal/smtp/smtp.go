@@ -305,7 +305,10 @@ func (c *conn) pipelined(m *Message) error {
 	for _, err := range []error{mailErr, rcptErr, dataErr} {
 		if err != nil {
 			if !isReply(err) {
-				return at(StageConnect, err) // the connection failed
+				// The connection failed reading this reply: the failure
+				// is this step's, as step by step (a drop at RCPT TO is
+				// the recipient's, counted; one at MAIL FROM is not).
+				return err
 			}
 			if dataErr == nil {
 				// DATA was accepted although MAIL or RCPT was not (a server
