@@ -333,17 +333,22 @@ func (c *conn) stepwise(m *Message) error {
 	if err := c.client.Rcpt(m.To); err != nil {
 		return at(StageRecipient, err)
 	}
-	w, err := c.client.Data()
-	if err != nil {
+	// DATA by hand, not go-mail's Data: its Close wants 250 exactly, and
+	// the message then goes out as pipelined (body).
+	t := c.client.Text
+	t.W.WriteString("DATA\r\n")
+	if err := t.W.Flush(); err != nil {
 		return at(StageData, err)
 	}
-	if _, err := w.Write(m.Data); err != nil {
+	if _, _, err := t.ReadResponse(354); err != nil {
 		return at(StageData, err)
 	}
-	return at(StageData, w.Close())
+	return at(StageData, c.body(m))
 }
 
-// body writes the message, dot-stuffed, and reads the server's verdict.
+// body writes the message, dot-stuffed, and reads the server's verdict:
+// any 2xx is accepted (RFC 5321 4.2.1: the first digit decides; a 251
+// taken for a failure was sent again, up to five times).
 // The stuffed message is assembled first, so that bufio hands it to the
 // socket in one write (line by line, a 4 KB mail took two).
 func (c *conn) body(m *Message) error {
@@ -356,7 +361,7 @@ func (c *conn) body(m *Message) error {
 	if err := t.W.Flush(); err != nil {
 		return err
 	}
-	_, _, err := t.ReadResponse(250)
+	_, _, err := t.ReadResponse(2)
 	return err
 }
 

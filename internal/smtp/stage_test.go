@@ -101,6 +101,7 @@ func TestFailureStages(t *testing.T) {
 		{"recipient later", "220 hi\r\n", with(map[string]string{"RCPT": "452 4.2.2 mailbox full\r\n", "DATA": "503 need RCPT\r\n"}), "", smtp.Temporary, smtp.StageRecipient},
 		{"message refused", "220 hi\r\n", with(map[string]string{".": "552 5.3.4 too big\r\n"}), "", smtp.Permanent, smtp.StageData},
 		{"accepted", "220 hi\r\n", ok, "", smtp.Accepted, smtp.StageConnect},
+		{"accepted with another 2xx", "220 hi\r\n", with(map[string]string{".": "251 queued elsewhere\r\n"}), "", smtp.Accepted, smtp.StageConnect},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
