@@ -11,7 +11,7 @@ import (
 
 // senderPlace picks a state and one of its cities in Germany, and a state
 // of France, from the geography data set.
-func senderPlace(t *testing.T) (deState, deCity, frState int32) {
+func senderPlace(t testing.TB) (deState, deCity, frState int32) {
 	t.Helper()
 	g := testdb.Geo(t)
 	_, _, cities := g.Filter(276, 0)

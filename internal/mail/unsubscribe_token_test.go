@@ -51,6 +51,7 @@ func TestUnsubscribeTokenRefused(t *testing.T) {
 	other := NewTokenSigner(bytes.Repeat([]byte{8}, 32))
 	for _, bad := range []string{
 		"", "a", tok[:len(tok)-1], tok[1:], tok + "A", tok + "=", "!!!!", strings.Repeat("A", MaxTokenLen+1),
+		tok[:5] + "\n" + tok[5:], tok + "\r\n", "\r" + tok, // base64 skips line ends: still refused
 		string(other.Seal(nil, UnsubscribeToken{UserID: 5, Email: "a@b.example", GroupID: 2})),
 		string(s.Seal(nil, UnsubscribeToken{UserID: 0, Email: "a@b.example"})), // no account
 		string(s.Seal(nil, UnsubscribeToken{UserID: 1})),                       // no address
@@ -95,6 +96,11 @@ func TestOpenToken(t *testing.T) {
 		}
 		if _, ok := s.Open(tok); ok {
 			t.Error("an open token opened as an unsubscribe token")
+		}
+		for _, nl := range []string{tok + "\n", "\r\n" + tok, tok[:3] + "\r" + tok[3:]} {
+			if _, _, ok := s.OpenOpen(nl); ok {
+				t.Fatalf("%q opened", nl)
+			}
 		}
 		for i := range len(tok) {
 			b := []byte(tok)

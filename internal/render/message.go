@@ -135,8 +135,8 @@ func (f *Form) appendPart(dst []byte, p *qprogram, r *mail.Recipient, scratch *[
 	return dst
 }
 
-// maxURL bounds a URL placed in a header or the pixel; a longer one is
-// left out rather than producing an over-long line.
+// maxURL bounds a URL placed in a header or the pixel, percent-encoded;
+// a longer one is left out rather than producing an over-long line.
 const maxURL = 900
 
 // NewForm precomputes a send's frame. Control characters are removed
@@ -328,8 +328,20 @@ func tokenOK(t string) bool {
 	return true
 }
 
-// urlOK refuses a URL too long for a header line.
-func urlOK(u string) bool { return u != "" && len(u) <= maxURL }
+// urlOK refuses a URL too long for a header line once appendURL has
+// percent-encoded it (a byte can become three).
+func urlOK(u string) bool {
+	if u == "" || len(u) > maxURL {
+		return false
+	}
+	n := len(u)
+	for i := 0; i < len(u); i++ {
+		if c := u[i]; c <= ' ' || c >= 0x7f || c == '"' || c == '<' || c == '>' || c == '\\' {
+			n += 2
+		}
+	}
+	return n <= maxURL
+}
 
 // appendURL appends u with bytes that could end a header, an angle
 // bracket or an attribute (control characters, space, '"', '<', '>',

@@ -173,6 +173,7 @@ func TestBuildUnsubscribeVariants(t *testing.T) {
 		{"mailto with a token that is not base64url", "", "a b>", "u@x.example", "", ""},
 		{"none", "", "", "", "", ""},
 		{"url too long", "https://u.example/" + strings.Repeat("a", maxURL), "", "", "", ""},
+		{"url too long once encoded", "https://u.example/" + strings.Repeat("\u00e9", 300), "", "", "", ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

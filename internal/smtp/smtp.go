@@ -332,7 +332,10 @@ func (c *conn) pipelined(m *Message) error {
 	for _, err := range []error{mailErr, rcptErr, dataErr} {
 		if err != nil {
 			if !isReply(err) {
-				return at(StageConnect, err) // the connection failed
+				// The connection failed reading this reply: the failure
+				// is this step's, as step by step (a drop at RCPT TO is
+				// the recipient's, counted; one at MAIL FROM is not).
+				return err
 			}
 			if dataErr == nil {
 				// DATA was accepted although MAIL or RCPT was not (a server
@@ -357,17 +360,22 @@ func (c *conn) stepwise(m *Message) error {
 	if err := c.client.Rcpt(m.To); err != nil {
 		return at(StageRecipient, err)
 	}
-	w, err := c.client.Data()
-	if err != nil {
+	// DATA by hand, not go-mail's Data: its Close wants 250 exactly, and
+	// the message then goes out as pipelined (body).
+	t := c.client.Text
+	t.W.WriteString("DATA\r\n")
+	if err := t.W.Flush(); err != nil {
 		return at(StageData, err)
 	}
-	if _, err := w.Write(m.Data); err != nil {
+	if _, _, err := t.ReadResponse(354); err != nil {
 		return at(StageData, err)
 	}
-	return at(StageData, w.Close())
+	return at(StageData, c.body(m))
 }
 
-// body writes the message, dot-stuffed, and reads the server's verdict.
+// body writes the message, dot-stuffed, and reads the server's verdict:
+// any 2xx is accepted (RFC 5321 4.2.1: the first digit decides; a 251
+// taken for a failure was sent again, up to five times).
 // The stuffed message is assembled first, so that bufio hands it to the
 // socket in one write (line by line, a 4 KB mail took two).
 func (c *conn) body(m *Message) error {
@@ -380,7 +388,7 @@ func (c *conn) body(m *Message) error {
 	if err := t.W.Flush(); err != nil {
 		return err
 	}
-	_, _, err := t.ReadResponse(250)
+	_, _, err := t.ReadResponse(2)
 	return err
 }
 

@@ -13,7 +13,7 @@ import (
 
 // scripted is an SMTP server that answers each command by its verb from
 // replies (250 ok for the others); "." is the reply to the end of a
-// message, which it reads after a 354.
+// message, which it reads after a 354; a reply "drop" hangs up instead.
 func scripted(t *testing.T, greeting string, replies map[string]string) string {
 	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
@@ -52,6 +52,9 @@ func scripted(t *testing.T, greeting string, replies map[string]string) string {
 					reply, ok := replies[verb]
 					if !ok {
 						reply = "250 ok\r\n"
+					}
+					if reply == "drop" {
+						return
 					}
 					if strings.HasPrefix(reply, "354") {
 						inData = true
@@ -93,9 +96,12 @@ func TestFailureStages(t *testing.T) {
 		{"login refused", "220 hi\r\n", with(map[string]string{"EHLO": "250-hi\r\n250 AUTH PLAIN\r\n", "AUTH": "535 5.7.8 bad credentials\r\n"}), "u", smtp.Permanent, smtp.StageConnect},
 		{"sender refused", "220 hi\r\n", with(map[string]string{"MAIL": "550 5.7.1 sender not allowed\r\n", "RCPT": "503 need MAIL\r\n", "DATA": "503 need RCPT\r\n"}), "", smtp.Permanent, smtp.StageSender},
 		{"recipient refused", "220 hi\r\n", with(map[string]string{"RCPT": "550 5.1.1 no such user\r\n", "DATA": "503 need RCPT\r\n"}), "", smtp.Permanent, smtp.StageRecipient},
+		{"sender dropped", "220 hi\r\n", with(map[string]string{"MAIL": "drop"}), "", smtp.Temporary, smtp.StageSender},
+		{"recipient dropped", "220 hi\r\n", with(map[string]string{"RCPT": "drop"}), "", smtp.Temporary, smtp.StageRecipient},
 		{"recipient later", "220 hi\r\n", with(map[string]string{"RCPT": "452 4.2.2 mailbox full\r\n", "DATA": "503 need RCPT\r\n"}), "", smtp.Temporary, smtp.StageRecipient},
 		{"message refused", "220 hi\r\n", with(map[string]string{".": "552 5.3.4 too big\r\n"}), "", smtp.Permanent, smtp.StageData},
 		{"accepted", "220 hi\r\n", ok, "", smtp.Accepted, smtp.StageConnect},
+		{"accepted with another 2xx", "220 hi\r\n", with(map[string]string{".": "251 queued elsewhere\r\n"}), "", smtp.Accepted, smtp.StageConnect},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
