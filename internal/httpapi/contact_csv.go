@@ -11,13 +11,12 @@ import (
 	"net/http"
 	"path/filepath"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/gin-gonic/gin"
 
+	"github.com/mailroom/mailroom/internal/contactimport"
 	"github.com/mailroom/mailroom/internal/mail"
-	"github.com/mailroom/mailroom/internal/postgres"
 )
 
 const uploadPath = "/contacts/upload-csv"
@@ -59,24 +58,17 @@ func (s *Server) uploadContacts(c *gin.Context) {
 	}
 	body := newCloseWatcher(c.Request.Body, params["boundary"])
 	mr := multipart.NewReader(body, params["boundary"])
-	fields, err := s.db.CustomFieldDefs(ctx, uid)
-	if err != nil {
-		s.fail(c, err)
-		return
-	}
 
 	var (
 		typeID    int64
 		typeErr   = mail.Invalid("contact_type_id", mail.RequiredMessage("contact_type_id"))
 		typeShape bool // contact_type_id[…] sent: an array, refused as other forms refuse it
 		fileSeen  bool
-		src       *mail.ContactCSV
-		im        *postgres.ContactImport
-		copyTime  time.Duration
+		imp       *contactimport.Import
 	)
 	defer func() {
-		if im != nil {
-			im.Rollback(ctx)
+		if imp != nil {
+			imp.Close(ctx)
 		}
 	}()
 	for {
@@ -115,24 +107,11 @@ func (s *Server) uploadContacts(c *gin.Context) {
 				s.fail(c, mail.Invalid("file", "The file must be a file of type: csv."))
 				return
 			}
-			release, ok := s.imports.acquire(uid)
-			if !ok {
-				s.fail(c, &mail.Error{Code: mail.ETOOMANY})
-				return
-			}
-			defer release()
-			if src, err = mail.NewContactCSV(part, fields, s.lookupCountry); err != nil {
-				s.fail(c, s.uploadError(err))
-				return
-			}
-			if im, err = s.db.BeginContactImport(ctx, uid); err != nil {
+			if imp, err = s.importer.Start(ctx, uid); err != nil {
 				s.fail(c, err)
 				return
 			}
-			copyStart := time.Now()
-			err := im.Copy(ctx, src)
-			copyTime = time.Since(copyStart)
-			if err != nil {
+			if err := imp.Copy(ctx, part); err != nil {
 				s.fail(c, s.uploadError(err))
 				return
 			}
@@ -158,15 +137,10 @@ func (s *Server) uploadContacts(c *gin.Context) {
 		s.fail(c, err)
 		return
 	}
-	mergeStart := time.Now()
-	res, err := im.Commit(ctx, typeID, src)
-	if err != nil {
+	if _, err := imp.Commit(ctx, typeID); err != nil {
 		s.fail(c, err)
 		return
 	}
-	s.log.InfoContext(ctx, "contacts imported", "user_id", uid, "contact_type_id", typeID,
-		"rows", res.Rows, "added", res.Added, "updated", res.Updated, "skipped", res.Skipped,
-		"copy", copyTime, "merge", time.Since(mergeStart))
 	ok(c, "Imported Successfully")
 }
 
@@ -197,40 +171,6 @@ func (r *slowReader) Read(p []byte) (int, error) {
 }
 
 func (r *slowReader) Close() error { return r.r.Close() }
-
-// importSlots bounds the CSV imports of one process: at most total at once,
-// and at most perAccount for any one account.
-type importSlots struct {
-	mu         sync.Mutex
-	total      int
-	perAccount int
-	running    int
-	byAccount  map[int64]int
-}
-
-func newImportSlots(total int) *importSlots {
-	total = max(total, 1)
-	return &importSlots{total: total, perAccount: max(total/2, 1), byAccount: map[int64]int{}}
-}
-
-// acquire takes a slot for the account, or reports that none is free.
-func (s *importSlots) acquire(account int64) (release func(), ok bool) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.running >= s.total || s.byAccount[account] >= s.perAccount {
-		return nil, false
-	}
-	s.running++
-	s.byAccount[account]++
-	return func() {
-		s.mu.Lock()
-		defer s.mu.Unlock()
-		s.running--
-		if s.byAccount[account]--; s.byAccount[account] == 0 {
-			delete(s.byAccount, account)
-		}
-	}, true
-}
 
 func orInvalidType(err error) error {
 	if err != nil {

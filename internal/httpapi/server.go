@@ -18,6 +18,7 @@ import (
 	"github.com/gin-gonic/gin"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/mailroom/mailroom/internal/contactimport"
 	"github.com/mailroom/mailroom/internal/geo"
 	"github.com/mailroom/mailroom/internal/logging"
 	"github.com/mailroom/mailroom/internal/mail"
@@ -55,8 +56,8 @@ type Server struct {
 	// /metrics when set.
 	metrics        *requestMetrics
 	metricsHandler http.Handler
-	// imports bounds the CSV imports running.
-	imports *importSlots
+	// importer runs the CSV imports (and bounds how many run at once).
+	importer *contactimport.Service
 	// verifySenders enqueues the worker's sender verification; nil: the
 	// worker's minute sweep alone.
 	verifySenders func(context.Context) error
@@ -108,8 +109,9 @@ func New(cfg Config, d Deps) http.Handler {
 
 func newServer(cfg Config, d Deps) *Server {
 	s := &Server{db: d.DB, geo: newGeoResponse(d.Geo), log: d.Log, cfg: cfg, redisPing: d.RedisPing, monitoring: d.Monitoring,
-		imports: newImportSlots(cfg.MaxImports), verifySenders: d.VerifySenders, enqueue: d.EnqueueDispatch,
+		verifySenders: d.VerifySenders, enqueue: d.EnqueueDispatch,
 		automationLive: d.AutomationLive, rateLimit: d.RateLimit, metricsHandler: d.MetricsHandler}
+	s.importer = contactimport.New(d.DB, d.Log, cfg.MaxImports, s.lookupCountry)
 	if d.Metrics != nil {
 		s.metrics = newRequestMetrics(d.Metrics)
 	}

@@ -171,9 +171,10 @@ func TestImportSlots(t *testing.T) {
 	busy := `{"status":"failed","errors":"Too Many Requests."}`
 	one, two, three := newAcct(), newAcct(), newAcct()
 
-	releaseOne, ok := s.imports.acquire(one.id) // an import of account one running
-	if !ok {
-		t.Fatal("no slot")
+	ctx := context.Background()
+	running, err := s.importer.Start(ctx, one.id) // an import of account one running
+	if err != nil {
+		t.Fatal(err)
 	}
 	if rec := upload(one); rec.Code != 429 || rec.Body.String() != busy {
 		t.Fatalf("account at its share: %d %s", rec.Code, rec.Body)
@@ -181,17 +182,20 @@ func TestImportSlots(t *testing.T) {
 	if rec := upload(two); rec.Code != 200 {
 		t.Fatalf("another account: %d %s", rec.Code, rec.Body)
 	}
-	releaseTwo, _ := s.imports.acquire(two.id) // the process is full
+	runningTwo, err := s.importer.Start(ctx, two.id) // the process is full
+	if err != nil {
+		t.Fatal(err)
+	}
 	if rec := upload(three); rec.Code != 429 || rec.Body.String() != busy {
 		t.Fatalf("process full: %d %s", rec.Code, rec.Body)
 	}
-	releaseOne()
-	releaseTwo()
+	running.Close(ctx)
+	runningTwo.Close(ctx)
 	if rec := upload(one); rec.Code != 200 {
 		t.Fatalf("free again: %d %s", rec.Code, rec.Body)
 	}
-	if s.imports.running != 0 || len(s.imports.byAccount) != 0 {
-		t.Fatalf("slots kept: %+v", s.imports)
+	if n := s.importer.Running(); n != 0 {
+		t.Fatalf("%d import slots kept", n)
 	}
 }
 
