@@ -4,10 +4,13 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"maps"
+	"net"
+	"net/http"
 	"os"
 	"os/signal"
 	"runtime/pprof"
@@ -40,7 +43,12 @@ func main() {
 			}
 		}
 	}
-	err := run(ctx, os.Getenv, os.Stderr)
+	var err error
+	if len(os.Args) > 1 && os.Args[1] == "health" {
+		err = health(ctx, os.Getenv)
+	} else {
+		err = run(ctx, os.Getenv, os.Stderr)
+	}
 	stop()
 	if err != nil {
 		pprof.StopCPUProfile()
@@ -171,4 +179,35 @@ func (l asynqLogger) Error(args ...any) { l.log.Error(fmt.Sprint(args...)) }
 func (l asynqLogger) Fatal(args ...any) {
 	l.log.Error(fmt.Sprint(args...))
 	os.Exit(1)
+}
+
+// health asks the worker's own listener on this host (WORKER_METRICS_ADDR)
+// for /healthz: the container health check (the image has no shell).
+func health(ctx context.Context, getenv func(string) string) error {
+	cfg, err := config.Load(getenv)
+	if err != nil {
+		return err
+	}
+	if cfg.WorkerMetricsAddr == "" {
+		return errors.New("health: WORKER_METRICS_ADDR is off: the worker has no listener to ask")
+	}
+	_, port, err := net.SplitHostPort(cfg.WorkerMetricsAddr)
+	if err != nil {
+		return fmt.Errorf("WORKER_METRICS_ADDR: %w", err)
+	}
+	ctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+net.JoinHostPort("127.0.0.1", port)+"/healthz", nil)
+	if err != nil {
+		return err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return err
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("health: %s", resp.Status)
+	}
+	return nil
 }

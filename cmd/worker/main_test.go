@@ -249,6 +249,16 @@ func TestWorkerMetrics(t *testing.T) {
 	}
 	waitCompleted(t, d, send, 60*time.Second)
 
+	// The container health check asks the same listener.
+	hostEnv := map[string]string{"DATABASE_URL": env["DATABASE_URL"], "WORKER_METRICS_ADDR": addr}
+	if err := health(context.Background(), func(k string) string { return hostEnv[k] }); err != nil {
+		t.Errorf("worker health: %v", err)
+	}
+	hostEnv["WORKER_METRICS_ADDR"] = "127.0.0.1:1"
+	if err := health(context.Background(), func(k string) string { return hostEnv[k] }); err == nil {
+		t.Error("worker health answered ok with nothing listening")
+	}
+
 	f := metricstest.Fetch(t, "http://"+addr+"/metrics")
 	if got := f.Value("mailroom_mails_total", "outcome", "sent"); got != float64(s.Count()) || got != 120 {
 		t.Errorf("%v mails counted sent, the SMTP server received %d (want 120)", got, s.Count())

@@ -11,6 +11,7 @@ import (
 	"crypto/subtle"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -75,7 +76,7 @@ type Listener struct {
 }
 
 // Listen opens addr at once, so that a taken port fails the start, and
-// serves h at /metrics on it until Close.
+// serves h at /metrics (and "ok" at /healthz) on it until Close.
 func Listen(addr string, h http.Handler) (*Listener, error) {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
@@ -83,6 +84,8 @@ func Listen(addr string, h http.Handler) (*Listener, error) {
 	}
 	mux := http.NewServeMux()
 	mux.Handle("GET /metrics", h)
+	// The container health check of a worker (worker health).
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, "ok") })
 	l := &Listener{Addr: ln.Addr(), done: make(chan struct{}),
 		srv: &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second, ReadTimeout: 10 * time.Second,
 			WriteTimeout: 30 * time.Second, IdleTimeout: 2 * time.Minute}}
