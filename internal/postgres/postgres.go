@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/url"
+	"strconv"
 	"strings"
 	"time"
 
@@ -25,6 +26,10 @@ import (
 
 // defaultMaxConns is the pool size unless DATABASE_URL sets pool_max_conns.
 const defaultMaxConns = 20
+
+// connectTimeout bounds a new connection unless DATABASE_URL sets
+// connect_timeout.
+const connectTimeout = 10 * time.Second
 
 // DB is the storage handle: one pool shared by every request and task.
 type DB struct {
@@ -57,6 +62,11 @@ func Open(ctx context.Context, dsn string, log *slog.Logger) (*DB, error) {
 		// pgx's default, max(4, NumCPU), is too few for an API whose lists
 		// and imports each hold a connection for a while.
 		cfg.MaxConns = defaultMaxConns
+	}
+	if !strings.Contains(dsn, "connect_timeout") {
+		// A server that takes the TCP connection and never answers must not
+		// hold a request or a task: a new connection gives up after 10 s.
+		cfg.ConnConfig.ConnectTimeout = connectTimeout
 	}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
@@ -125,6 +135,9 @@ func adminDSN(dsn string) (name, admin string, err error) {
 		if strings.HasPrefix(k, "pool_") {
 			q.Del(k)
 		}
+	}
+	if !q.Has("connect_timeout") {
+		q.Set("connect_timeout", strconv.Itoa(int(connectTimeout.Seconds())))
 	}
 	u.RawQuery = q.Encode()
 	return name, u.String(), nil

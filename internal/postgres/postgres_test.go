@@ -5,9 +5,11 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/url"
 	"os"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"golang.org/x/sync/errgroup"
@@ -66,5 +68,31 @@ func TestConcurrentStart(t *testing.T) {
 	}
 	if countries != len(set.Countries) || cities != len(set.Cities) || version != set.Version {
 		t.Fatalf("%d countries, %d cities, version %s", countries, cities, version)
+	}
+}
+
+// A server that accepts the connection and never answers is given up on
+// after the connect timeout (connect_timeout in the DSN, else 10 s), not
+// waited for as long as the caller's context lasts.
+func TestOpenGivesUpOnASilentServer(t *testing.T) {
+	t.Parallel()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			defer c.Close() // held open, never a byte
+		}
+	}()
+	start := time.Now()
+	_, err = postgres.Open(context.Background(), "postgres://postgres@"+l.Addr().String()+"/x?sslmode=disable&connect_timeout=1", nil)
+	if err == nil || time.Since(start) > 5*time.Second {
+		t.Fatalf("Open against a silent server: %v after %v", err, time.Since(start))
 	}
 }
