@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"net/textproto"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -58,6 +59,12 @@ func SendBatch(d Deps) asynq.HandlerFunc {
 				return d.enqueue(ctx, NewBatchTask(p.SendID, k))
 			}
 			completed, err := d.runRange(ctx, cs, k, from, from+size)
+			var th *throttled
+			if errors.As(err, &th) {
+				// The account's sending rate is spent: the range's rest waits,
+				// and this chain with it (not the workers).
+				return d.enqueue(ctx, batchTask(p.SendID, k, "rate"+strconv.FormatInt(time.Now().UnixNano(), 36), asynq.ProcessIn(th.wait)))
+			}
 			if errors.Is(err, errRelayDown) {
 				// The chain stops: the sweeper tries again when the send has
 				// been idle for SEND_STALL_AFTER, a range per chain, until the
@@ -86,6 +93,24 @@ func (d Deps) runRange(ctx context.Context, cs *compiledSend, k, from, to int64)
 	if err != nil || lease == nil {
 		return false, err
 	}
+	// The account's sending rate: the mails past what it allows now wait,
+	// not tried (their attempt does not count), until it allows more.
+	var deferred []mail.Outcome
+	var wait time.Duration
+	if rate := cs.send.SendRate; rate > 0 && d.SendRate != nil {
+		got, retry, err := d.SendRate(ctx, cs.send.UserID, rate, len(claimed))
+		switch {
+		case err != nil:
+			d.Log.WarnContext(ctx, "sending rate not checked: the range goes", "send_id", cs.send.ID, "err", err)
+		case got < len(claimed):
+			wait = max(retry, 50*time.Millisecond)
+			next := time.Now().Add(wait)
+			for _, c := range claimed[got:] {
+				deferred = append(deferred, mail.Outcome{ID: c.ID, Email: c.Recipient.Email, Status: mail.DeliveryPending, NextAt: &next, NotTried: true})
+			}
+			claimed = claimed[:got]
+		}
+	}
 	t1 := time.Now()
 	var lost atomic.Bool
 	stop := make(chan struct{})
@@ -108,7 +133,7 @@ func (d Deps) runRange(ctx context.Context, cs *compiledSend, k, from, to int64)
 		}
 	}()
 	var down atomic.Bool
-	outcomes := d.deliver(ctx, cs, claimed, &lost, &down)
+	outcomes := append(d.deliver(ctx, cs, claimed, &lost, &down), deferred...)
 	close(stop)
 	<-renewed
 	t2 := time.Now()
@@ -147,8 +172,17 @@ func (d Deps) runRange(ctx context.Context, cs *compiledSend, k, from, to int64)
 	if err == nil && down.Load() {
 		err = errRelayDown
 	}
+	if err == nil && len(deferred) > 0 {
+		err = &throttled{wait: wait}
+	}
 	return completed, err
 }
+
+// throttled is a range cut short by its account's sending rate: the chain
+// goes on with the same range after wait.
+type throttled struct{ wait time.Duration }
+
+func (t *throttled) Error() string { return "jobs: the account's sending rate is spent for " + t.wait.String() }
 
 // deliver makes and sends the claimed mails, Engine.Concurrency at a
 // time, and answers their outcomes in claim order; once lost is set, the

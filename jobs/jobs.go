@@ -39,6 +39,10 @@ type Deps struct {
 	// AllowUnverifiedSenders lets automation runs go from unverified
 	// senders (ALLOW_UNVERIFIED_SENDERS, as the API).
 	AllowUnverifiedSenders bool
+	// SendRate takes up to n mails of an account's sending rate (perSecond
+	// a second, shared by every worker): how many may go now, and how long
+	// until more may. nil: accounts' rates are not enforced.
+	SendRate func(ctx context.Context, account int64, perSecond, n int) (int, time.Duration, error)
 
 	// The delivery engine's (send.go): the per-mail links, the
 	// List-Unsubscribe mailto, how to enqueue follow-up tasks, and its

@@ -107,13 +107,14 @@ func NewBatchTask(sendID, k int64) *asynq.Task {
 // restarts must not be refused because a dead worker's task of the same
 // range still counts as active in Redis until asynq recovers it (the
 // rows' leases keep two runs of one range from sending twice).
-func batchTask(sendID, k int64, tag string) *asynq.Task {
+func batchTask(sendID, k int64, tag string, opts ...asynq.Option) *asynq.Task {
 	b, _ := json.Marshal(BatchPayload{SendID: sendID, K: k})
 	id := fmt.Sprintf("batch:%d:%d", sendID, k)
 	if tag != "" {
 		id += ":" + tag
 	}
-	return asynq.NewTask(TypeSendBatch, b, asynq.Queue(QueueBulk), asynq.TaskID(id), asynq.MaxRetry(10), asynq.Timeout(10*time.Minute))
+	return asynq.NewTask(TypeSendBatch, b, append([]asynq.Option{asynq.Queue(QueueBulk), asynq.TaskID(id), asynq.MaxRetry(10),
+		asynq.Timeout(10 * time.Minute)}, opts...)...)
 }
 
 // NewSweepSendsTask is the sweeper's periodic task; Unique keeps one queued.

@@ -98,7 +98,7 @@ func openDB(ctx context.Context, cfg config.Config, log *slog.Logger) (*postgres
 }
 
 // accountsUsage is the accounts command's synopsis.
-const accountsUsage = "usage: accounts create --name NAME | list | rotate-keys --user-id N | disable --user-id N | enable --user-id N"
+const accountsUsage = "usage: accounts create --name NAME | list | rotate-keys --user-id N | disable --user-id N | enable --user-id N | send-rate --user-id N --per-second R"
 
 // accounts manages accounts from the command line: create (prints the new
 // keys, the only time the secret is shown), list (never a secret),
@@ -112,7 +112,8 @@ func accounts(ctx context.Context, cfg config.Config, log *slog.Logger, args []s
 	fs := flag.NewFlagSet("accounts "+sub, flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	name := fs.String("name", "", "the account's name (create)")
-	id := fs.Int64("user-id", 0, "the account (rotate-keys, disable, enable)")
+	id := fs.Int64("user-id", 0, "the account (rotate-keys, disable, enable, send-rate)")
+	perSecond := fs.Int("per-second", -1, "mails a second, 0 for no limit (send-rate)")
 	if err := fs.Parse(args[1:]); err != nil {
 		return fmt.Errorf("accounts %s: %w", sub, err)
 	}
@@ -123,9 +124,12 @@ func accounts(ctx context.Context, cfg config.Config, log *slog.Logger, args []s
 		if n, err = mail.ParseAccountName(*name); err != nil {
 			return errors.New("accounts create: --name is required")
 		}
-	case "rotate-keys", "disable", "enable":
+	case "rotate-keys", "disable", "enable", "send-rate":
 		if *id <= 0 {
 			return fmt.Errorf("accounts %s: --user-id is required", sub)
+		}
+		if sub == "send-rate" && *perSecond < 0 {
+			return errors.New("accounts send-rate: --per-second is required (0: no limit)")
 		}
 	case "list":
 	default:
@@ -169,6 +173,15 @@ func accounts(ctx context.Context, cfg config.Config, log *slog.Logger, args []s
 		}
 		log.Info("account keys rotated", "user_id", *id)
 		return printKeys(*id, keys)
+	case "send-rate":
+		if err := d.SetSendRate(ctx, *id, *perSecond); err != nil {
+			return fmt.Errorf("accounts send-rate: %w", noAccount(err, *id))
+		}
+		log.Info("account sending rate set", "user_id", *id, "per_second", *perSecond)
+		return enc.Encode(struct {
+			UserID    int64 `json:"user_id"`
+			PerSecond int   `json:"send_rate"`
+		}{*id, *perSecond})
 	default: // disable, enable
 		if err := d.SetDisabled(ctx, *id, sub == "disable"); err != nil {
 			return fmt.Errorf("accounts %s: %w", sub, noAccount(err, *id))

@@ -71,6 +71,7 @@ func TestCommandErrors(t *testing.T) {
 		{[]string{"accounts", "disable", "--user-id", "x"}, map[string]string{"DATABASE_URL": dsn}, "accounts disable: invalid value"},
 		{[]string{"accounts", "rotate-keys", "--user-id", "999999999"}, map[string]string{"DATABASE_URL": dsn}, "accounts rotate-keys: no account 999999999"},
 		{[]string{"accounts", "enable", "--user-id", "999999999"}, map[string]string{"DATABASE_URL": dsn}, "accounts enable: no account 999999999"},
+		{[]string{"accounts", "send-rate", "--user-id", "1"}, map[string]string{"DATABASE_URL": dsn}, "accounts send-rate: --per-second is required"},
 		{[]string{"frobnicate"}, map[string]string{"DATABASE_URL": dsn}, `unknown command "frobnicate"`},
 		{[]string{"migrate"}, map[string]string{"DATABASE_URL": "mysql://x/y"}, "DATABASE_URL:"},
 		{[]string{"migrate"}, map[string]string{"DATABASE_URL": dsn, "HTTP_ADDR": "nope"}, "HTTP_ADDR:"},
@@ -235,6 +236,17 @@ func TestAccountsLifecycle(t *testing.T) {
 		t.Error("list does not show the account disabled")
 	}
 	cli("enable", "--user-id", fmt.Sprint(first.UserID))
+	if out := cli("send-rate", "--user-id", fmt.Sprint(first.UserID), "--per-second", "250"); out != fmt.Sprintf(`{"user_id":%d,"send_rate":250}`+"\n", first.UserID) {
+		t.Errorf("send-rate printed %q", out)
+	}
+	var rate *int
+	if err := d.Pool.QueryRow(ctx, "SELECT send_rate FROM accounts WHERE id = $1", first.UserID).Scan(&rate); err != nil || rate == nil || *rate != 250 {
+		t.Errorf("send_rate stored %v (%v), want 250", rate, err)
+	}
+	cli("send-rate", "--user-id", fmt.Sprint(first.UserID), "--per-second", "0")
+	if err := d.Pool.QueryRow(ctx, "SELECT send_rate FROM accounts WHERE id = $1", first.UserID).Scan(&rate); err != nil || rate != nil {
+		t.Errorf("send_rate after 0: %v (%v), want none", rate, err)
+	}
 	if got := auth(second); got != "ok" {
 		t.Errorf("enabled again: %s", got)
 	}

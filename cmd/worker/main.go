@@ -26,6 +26,7 @@ import (
 	"github.com/mailroom/mailroom/internal/mail"
 	"github.com/mailroom/mailroom/internal/metrics"
 	"github.com/mailroom/mailroom/internal/postgres"
+	"github.com/mailroom/mailroom/internal/ratelimit"
 	"github.com/mailroom/mailroom/internal/redisconn"
 	"github.com/mailroom/mailroom/internal/smtp"
 	"github.com/mailroom/mailroom/jobs"
@@ -78,6 +79,8 @@ func run(ctx context.Context, getenv func(string) string, stderr io.Writer) erro
 		return fmt.Errorf("REDIS_URL: %w", err)
 	}
 	redisOpt := conn.Opt
+	rdb := conn.Client() // the accounts' sending rates
+	defer rdb.Close()
 	server := asynq.NewServer(redisOpt, asynq.Config{
 		Concurrency: cfg.WorkerConcurrency,
 		// asynq's default is to look again a second after finding every
@@ -128,6 +131,7 @@ func run(ctx context.Context, getenv func(string) string, stderr io.Writer) erro
 	}
 	if err := server.Start(jobs.NewMux(jobs.Deps{DB: d, Log: log, Transport: transport, NotifyFrom: cfg.NotifyFrom,
 		PublicURL: cfg.PublicURL, DKIM: keys, AllowUnverifiedSenders: cfg.AllowUnverifiedSenders,
+		SendRate:          ratelimit.NewSender(rdb, "mailroom:rate:send:").Take,
 		Links:             mail.Links{Base: cfg.PublicURL, Signer: mail.NewTokenSigner(key)},
 		UnsubscribeMailto: cfg.UnsubscribeMailto,
 		Enqueue: func(ctx context.Context, t *asynq.Task) error {

@@ -402,3 +402,55 @@ func TestScaleOutThreeWorkers(t *testing.T) {
 	}
 	t.Logf("ranges per worker: %v", shares)
 }
+
+// An account's sending rate (accounts send-rate) holds across two worker
+// processes: 150 mails at 50 a second (a second's worth at once) take at
+// least two seconds, every address still gets its mail once.
+func TestAccountSendRate(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts worker processes")
+	}
+	d := testdb.New(t)
+	rdb := redis.NewClient(&redis.Options{Addr: "127.0.0.1:6379", DB: 12})
+	defer rdb.Close()
+	if err := rdb.FlushDB(context.Background()).Err(); err != nil {
+		t.Fatal(err)
+	}
+	const n, rate = 150, 50
+	s := smtptest.New(t, smtptest.Options{})
+	send := readySend(t, d, n)
+	var user int64
+	if err := d.Pool.QueryRow(context.Background(), "SELECT user_id FROM single_sends WHERE id = $1", send).Scan(&user); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.SetSendRate(context.Background(), user, rate); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 2 {
+		worker(t, s.Addr, fmt.Sprintf("worker%d", i), "SEND_BATCH_SIZE=25", "SEND_WINDOW=4")
+	}
+	if delivered := waitCompleted(t, d, send, 60*time.Second); delivered != n {
+		t.Errorf("delivered %d, want %d", delivered, n)
+	}
+	got := received(s)
+	for i := 1; i <= n; i++ {
+		if c := got[fmt.Sprintf("r%d@crash.example", i)]; c != 1 {
+			t.Errorf("r%d@crash.example got %d mails", i, c)
+		}
+	}
+	msgs := s.Messages()
+	first, last := msgs[0].At, msgs[len(msgs)-1].At
+	for _, m := range msgs {
+		if m.At.Before(first) {
+			first = m.At
+		}
+		if m.At.After(last) {
+			last = m.At
+		}
+	}
+	// 50 at once, then 50 a second: the 150th no sooner than 2 s after the
+	// first (a faster send means the rate was not held).
+	if spread := last.Sub(first); spread < 1900*time.Millisecond {
+		t.Errorf("150 mails at %d a second went out within %v", rate, spread)
+	}
+}

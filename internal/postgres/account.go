@@ -86,3 +86,18 @@ func (d *DB) SetDisabled(ctx context.Context, id int64, disabled bool) error {
 	}
 	return translate(err)
 }
+
+// SetSendRate limits account id's sending to perSecond mails a second
+// across every worker (0: no limit). ENOTFOUND for no such account.
+func (d *DB) SetSendRate(ctx context.Context, id int64, perSecond int) error {
+	var rate *int32
+	if perSecond > 0 {
+		r := int32(perSecond)
+		rate = &r
+	}
+	n, err := d.q.SetAccountSendRate(ctx, db.SetAccountSendRateParams{ID: id, SendRate: rate})
+	if err == nil && n == 0 {
+		return mail.NotFound()
+	}
+	return translate(err)
+}

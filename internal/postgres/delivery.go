@@ -192,6 +192,7 @@ type BatchSend struct {
 	ListTokens      map[string]string // unique_open_token
 	Sender          mail.Sender
 	SenderAvailable bool
+	SendRate        int // the account's mails a second across workers; 0: no limit
 }
 
 // SendForBatch reads send id for its batches; ENOTFOUND when it is gone.
@@ -202,7 +203,7 @@ func (d *DB) SendForBatch(ctx context.Context, id int64) (BatchSend, error) {
 	}
 	s := BatchSend{ID: r.ID, UserID: r.UserID, Version: r.Version, Status: r.Status, TemplateID: r.TemplateID,
 		TemplateHTML: r.TemplateHtml, Subject: r.Subject, Preheader: r.Preheader, GroupID: r.UnsubscribeGroupID,
-		First: r.FirstDeliveryID, BatchSize: int(r.BatchSize), SenderAvailable: r.FromEmail != "",
+		First: r.FirstDeliveryID, BatchSize: int(r.BatchSize), SenderAvailable: r.FromEmail != "", SendRate: int(r.SendRate),
 		Sender: mail.Sender{FromName: r.FromName, FromEmail: mail.Email(r.FromEmail), ReplyTo: mail.Email(r.ReplyToEmail),
 			Address: r.CompanyAddress, City: r.City, State: r.State, Country: r.Country}}
 	if err := json.Unmarshal([]byte(r.UniqueOpenToken), &s.ListTokens); err != nil {

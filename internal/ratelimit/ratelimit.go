@@ -39,3 +39,32 @@ func (l *Limiter) Allow(ctx context.Context, account int64) (ok bool, retryAfter
 	}
 	return r.Allowed > 0, r.RetryAfter, nil
 }
+
+// Take takes up to n of key's tokens from a bucket of perSecond a second
+// (as much at once): how many it got, and how long until the next one
+// when it got fewer than n. The delivery engine's per-account sending
+// rate, shared by every worker.
+func Take(ctx context.Context, l *redis_rate.Limiter, key string, perSecond, n int) (got int, retryAfter time.Duration, err error) {
+	r, err := l.AllowAtMost(ctx, key, redis_rate.Limit{Rate: perSecond, Burst: perSecond, Period: time.Second}, n)
+	if err != nil {
+		return 0, 0, err
+	}
+	return r.Allowed, r.RetryAfter, nil
+}
+
+// Sender is the per-account sending rate: Take of an account's bucket
+// under prefix.
+type Sender struct {
+	l      *redis_rate.Limiter
+	prefix string
+}
+
+// NewSender is the sending rate's buckets in rdb under prefix.
+func NewSender(rdb redis.UniversalClient, prefix string) *Sender {
+	return &Sender{l: redis_rate.NewLimiter(rdb), prefix: prefix}
+}
+
+// Take takes up to n mails of account's perSecond allowance.
+func (s *Sender) Take(ctx context.Context, account int64, perSecond, n int) (int, time.Duration, error) {
+	return Take(ctx, s.l, s.prefix+strconv.FormatInt(account, 10), perSecond, n)
+}

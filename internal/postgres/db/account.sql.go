@@ -136,3 +136,21 @@ func (q *Queries) SetAccountDisabled(ctx context.Context, arg SetAccountDisabled
 	}
 	return result.RowsAffected(), nil
 }
+
+const setAccountSendRate = `-- name: SetAccountSendRate :execrows
+UPDATE accounts SET send_rate = $1, updated_at = now()
+WHERE id = $2
+`
+
+type SetAccountSendRateParams struct {
+	SendRate *int32
+	ID       int64
+}
+
+func (q *Queries) SetAccountSendRate(ctx context.Context, arg SetAccountSendRateParams) (int64, error) {
+	result, err := q.db.Exec(ctx, setAccountSendRate, arg.SendRate, arg.ID)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
+}

@@ -641,7 +641,8 @@ SELECT s.id, s.user_id, s.version, s.status, s.template_id, COALESCE(s.template_
     COALESCE(se.from_name, '')::text AS from_name, COALESCE(se.from_email, '')::text AS from_email,
     COALESCE(se.reply_to_email, '')::text AS reply_to_email,
     TRIM(BOTH ' ' FROM COALESCE(se.company_address, '') || ' ' || COALESCE(se.company_address2, ''))::text AS company_address,
-    COALESCE(ci.name, '')::text AS city, COALESCE(st.name, '')::text AS state, COALESCE(co.name, '')::text AS country
+    COALESCE(ci.name, '')::text AS city, COALESCE(st.name, '')::text AS state, COALESCE(co.name, '')::text AS country,
+    COALESCE((SELECT ac.send_rate FROM accounts ac WHERE ac.id = s.user_id), 0)::int AS send_rate
 FROM single_sends s
 LEFT JOIN automation_schedules sc ON sc.id = s.automation_schedule_id -- a run's template is its schedule's
 LEFT JOIN senders se ON se.id = s.sender_id
@@ -671,11 +672,12 @@ type SendForBatchRow struct {
 	City               string
 	State              string
 	Country            string
+	SendRate           int32
 }
 
 // What a batch needs of a running send to make its mails: the template
 // (an automation run's from its schedule), the sender (places by name),
-// the batch ranges, the open tokens.
+// the batch ranges, the open tokens, the account's sending rate (0: none).
 func (q *Queries) SendForBatch(ctx context.Context, id int64) (SendForBatchRow, error) {
 	row := q.db.QueryRow(ctx, sendForBatch, id)
 	var i SendForBatchRow
@@ -699,6 +701,7 @@ func (q *Queries) SendForBatch(ctx context.Context, id int64) (SendForBatchRow, 
 		&i.City,
 		&i.State,
 		&i.Country,
+		&i.SendRate,
 	)
 	return i, err
 }

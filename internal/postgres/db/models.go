@@ -18,6 +18,7 @@ type Account struct {
 	CreatedAt  time.Time
 	UpdatedAt  time.Time
 	DisabledAt *time.Time
+	SendRate   *int32
 }
 
 type Automation struct {

@@ -22,3 +22,7 @@ WHERE id = @id;
 -- name: SetAccountDisabled :execrows
 UPDATE accounts SET disabled_at = CASE WHEN @disabled::bool THEN COALESCE(disabled_at, now()) END, updated_at = now()
 WHERE id = @id;
+
+-- name: SetAccountSendRate :execrows
+UPDATE accounts SET send_rate = sqlc.narg(send_rate), updated_at = now()
+WHERE id = @id;

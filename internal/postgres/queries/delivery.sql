@@ -68,14 +68,15 @@ VALUES (@user_id, @kind, 'single_send', @send_id, @payload::jsonb);
 -- name: SendForBatch :one
 -- What a batch needs of a running send to make its mails: the template
 -- (an automation run's from its schedule), the sender (places by name),
--- the batch ranges, the open tokens.
+-- the batch ranges, the open tokens, the account's sending rate (0: none).
 SELECT s.id, s.user_id, s.version, s.status, s.template_id, COALESCE(s.template_html, sc.template_html, '')::text AS template_html,
     s.subject, s.preheader, s.unsubscribe_group_id, COALESCE(s.first_delivery_id, 0)::bigint AS first_delivery_id,
     COALESCE(s.batch_size, 0)::int AS batch_size, s.unique_open_token::text AS unique_open_token,
     COALESCE(se.from_name, '')::text AS from_name, COALESCE(se.from_email, '')::text AS from_email,
     COALESCE(se.reply_to_email, '')::text AS reply_to_email,
     TRIM(BOTH ' ' FROM COALESCE(se.company_address, '') || ' ' || COALESCE(se.company_address2, ''))::text AS company_address,
-    COALESCE(ci.name, '')::text AS city, COALESCE(st.name, '')::text AS state, COALESCE(co.name, '')::text AS country
+    COALESCE(ci.name, '')::text AS city, COALESCE(st.name, '')::text AS state, COALESCE(co.name, '')::text AS country,
+    COALESCE((SELECT ac.send_rate FROM accounts ac WHERE ac.id = s.user_id), 0)::int AS send_rate
 FROM single_sends s
 LEFT JOIN automation_schedules sc ON sc.id = s.automation_schedule_id -- a run's template is its schedule's
 LEFT JOIN senders se ON se.id = s.sender_id

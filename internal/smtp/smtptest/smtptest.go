@@ -24,6 +24,7 @@ type Message struct {
 	From string
 	To   []string
 	Data []byte
+	At   time.Time // when its DATA ended
 }
 
 // Options say how the server misbehaves.
@@ -173,7 +174,7 @@ func (se *session) Data(r io.Reader) error {
 	} else if _, err := io.Copy(&b, r); err != nil {
 		return err
 	}
-	se.s.keep(Message{From: se.from, To: se.to, Data: b.Bytes()})
+	se.s.keep(Message{From: se.from, To: se.to, Data: b.Bytes(), At: time.Now()})
 	return nil
 }
 
