@@ -182,7 +182,9 @@ func (d Deps) runRange(ctx context.Context, cs *compiledSend, k, from, to int64)
 // goes on with the same range after wait.
 type throttled struct{ wait time.Duration }
 
-func (t *throttled) Error() string { return "jobs: the account's sending rate is spent for " + t.wait.String() }
+func (t *throttled) Error() string {
+	return "jobs: the account's sending rate is spent for " + t.wait.String()
+}
 
 // deliver makes and sends the claimed mails, Engine.Concurrency at a
 // time, and answers their outcomes in claim order; once lost is set, the
