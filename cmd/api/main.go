@@ -13,7 +13,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"net/http"
 	"os"
 	"os/signal"
@@ -26,6 +25,7 @@ import (
 
 	"github.com/mailroom/mailroom/internal/config"
 	"github.com/mailroom/mailroom/internal/geo"
+	healthcheck "github.com/mailroom/mailroom/internal/health"
 	"github.com/mailroom/mailroom/internal/httpapi"
 	"github.com/mailroom/mailroom/internal/logging"
 	"github.com/mailroom/mailroom/internal/mail"
@@ -320,23 +320,8 @@ func rateLimit(cfg config.Config, rdb redis.UniversalClient) func(context.Contex
 // health asks the API listening on HTTP_ADDR on this host for /healthz: the
 // container health check (the image has no shell or curl).
 func health(ctx context.Context, cfg config.Config) error {
-	_, port, err := net.SplitHostPort(cfg.HTTPAddr)
-	if err != nil {
-		return fmt.Errorf("HTTP_ADDR: %w", err)
-	}
-	ctx, cancel := context.WithTimeout(ctx, 3*time.Second)
-	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+net.JoinHostPort("127.0.0.1", port)+"/healthz", nil)
-	if err != nil {
-		return err
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return err
-	}
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("health: %s", resp.Status)
+	if err := healthcheck.Probe(ctx, cfg.HTTPAddr); err != nil {
+		return fmt.Errorf("HTTP_ADDR %s: %w", cfg.HTTPAddr, err)
 	}
 	return nil
 }

@@ -9,8 +9,6 @@ import (
 	"io"
 	"log/slog"
 	"maps"
-	"net"
-	"net/http"
 	"os"
 	"os/signal"
 	"runtime/pprof"
@@ -22,6 +20,7 @@ import (
 
 	"github.com/mailroom/mailroom/internal/config"
 	"github.com/mailroom/mailroom/internal/dkim"
+	healthcheck "github.com/mailroom/mailroom/internal/health"
 	"github.com/mailroom/mailroom/internal/logging"
 	"github.com/mailroom/mailroom/internal/mail"
 	"github.com/mailroom/mailroom/internal/metrics"
@@ -195,23 +194,8 @@ func health(ctx context.Context, getenv func(string) string) error {
 	if cfg.WorkerMetricsAddr == "" {
 		return errors.New("health: WORKER_METRICS_ADDR is off: the worker has no listener to ask")
 	}
-	_, port, err := net.SplitHostPort(cfg.WorkerMetricsAddr)
-	if err != nil {
-		return fmt.Errorf("WORKER_METRICS_ADDR: %w", err)
-	}
-	ctx, cancel := context.WithTimeout(ctx, 3*time.Second)
-	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+net.JoinHostPort("127.0.0.1", port)+"/healthz", nil)
-	if err != nil {
-		return err
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return err
-	}
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("health: %s", resp.Status)
+	if err := healthcheck.Probe(ctx, cfg.WorkerMetricsAddr); err != nil {
+		return fmt.Errorf("WORKER_METRICS_ADDR %s: %w", cfg.WorkerMetricsAddr, err)
 	}
 	return nil
 }
