@@ -1,9 +1,9 @@
 package main
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"net/url"
 	"os/exec"
@@ -52,12 +52,9 @@ func startDrill(o options, c *client, base string, listC, group, sender int64) *
 			time.Sleep(2 * time.Second)
 			// /readyz says what is down.
 			if resp, err := http.Get(base + "/readyz"); err == nil {
-				var b strings.Builder
-				buf := make([]byte, 512)
-				n, _ := resp.Body.Read(buf)
-				b.Write(buf[:n])
+				b, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
 				resp.Body.Close()
-				d.note("/readyz while Redis is down: %d %s", resp.StatusCode, strings.TrimSpace(b.String()))
+				d.note("/readyz while Redis is down: %d %s", resp.StatusCode, strings.TrimSpace(string(b)))
 			}
 			// The API still takes and stores a send.
 			res, err := c.call("POST", "/single/send/create", url.Values{
@@ -91,7 +88,7 @@ func startDrill(o options, c *client, base string, listC, group, sender int64) *
 // check waits for the drill's own send, then holds the sink to the
 // counters: every expected address exactly once, no suppressed address,
 // the delivered counters equal to what the sink took.
-func (d *drill) check(ctx context.Context, o options, c *client, sink *smtptest.Sink, delivered int64, _ any) error {
+func (d *drill) check(o options, c *client, sink *smtptest.Sink, delivered int64) error {
 	<-d.done
 	if d.err != nil {
 		return d.err
@@ -100,16 +97,9 @@ func (d *drill) check(ctx context.Context, o options, c *client, sink *smtptest.
 	if d.utr != "" {
 		deadline := time.Now().Add(2 * time.Minute)
 		for {
-			b, err := c.call("GET", "/single-send/details?utr="+d.utr, nil)
-			var det struct {
-				SingleSend []struct {
-					Status    int   `json:"status"`
-					Delivered int64 `json:"delivered"`
-				} `json:"singleSend"`
-			}
-			if err == nil && json.Unmarshal(b, &det) == nil && len(det.SingleSend) == 1 && det.SingleSend[0].Status == 3 {
-				total += det.SingleSend[0].Delivered
-				d.note("the send made while Redis was down completed: %d delivered", det.SingleSend[0].Delivered)
+			if st, err := c.sendState(d.utr); err == nil && st.Status == 3 {
+				total += st.Delivered
+				d.note("the send made while Redis was down completed: %d delivered", st.Delivered)
 				break
 			}
 			if time.Now().After(deadline) {
@@ -120,8 +110,8 @@ func (d *drill) check(ctx context.Context, o options, c *client, sink *smtptest.
 	}
 	got := sink.Recipients()
 	suppressed := map[string]bool{}
-	for i := 0; i < o.n && len(suppressed) < 100; i += max(1, o.n/100) {
-		suppressed[address(i)] = true
+	for _, a := range suppressedAddresses(o.n) {
+		suppressed[a] = true
 	}
 	var missing, twice, toSuppressed, sum int
 	want := map[string]bool{}

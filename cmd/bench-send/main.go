@@ -132,11 +132,7 @@ func run(ctx context.Context, o options) error {
 	if err != nil {
 		return err
 	}
-	var suppressed []string
-	for i := 0; i < o.n && len(suppressed) < 100; i += max(1, o.n/100) {
-		suppressed = append(suppressed, address(i))
-	}
-	if _, err := c.call("POST", "/global-unsubscribes/save", url.Values{"email_address": {strings.Join(suppressed, ",")}}); err != nil {
+	if _, err := c.call("POST", "/global-unsubscribes/save", url.Values{"email_address": {strings.Join(suppressedAddresses(o.n), ",")}}); err != nil {
 		return err
 	}
 	fmt.Printf("  import of %d + %d contacts: %v\n", o.n, o.n/10*2, time.Since(t0).Round(time.Millisecond))
@@ -181,12 +177,7 @@ func run(ctx context.Context, o options) error {
 	if err := json.Unmarshal(res, &made); err != nil || made.UTR == "" {
 		return fmt.Errorf("create answered %s", res)
 	}
-	var send struct {
-		Status    int   `json:"status"`
-		Triggered int64 `json:"triggered"`
-		Delivered int64 `json:"delivered"`
-		Bounces   int64 `json:"bounces"`
-	}
+	var send sendState
 	deadline := time.Now().Add(time.Duration(o.n/500+120) * time.Second)
 	var fault *drill
 	for send.Status != 3 {
@@ -197,24 +188,18 @@ func run(ctx context.Context, o options) error {
 		if o.drill != "" && fault == nil && sink.Mails() >= int64(o.n/3) {
 			fault = startDrill(o, c, base, listC, group, sender)
 		}
-		b, err := c.call("GET", "/single-send/details?utr="+made.UTR, nil)
+		now, err := c.sendState(made.UTR)
 		if err != nil && fault != nil {
 			continue // the fault: the API answers again once it is over
 		}
 		if err != nil {
 			return err
 		}
-		var d struct {
-			SingleSend []json.RawMessage `json:"singleSend"`
-		}
-		if err := json.Unmarshal(b, &d); err != nil || len(d.SingleSend) != 1 {
-			return fmt.Errorf("details answered %s", b)
-		}
-		json.Unmarshal(d.SingleSend[0], &send)
+		send = now
 	}
 	done := time.Now()
 	if fault != nil {
-		return fault.check(ctx, o, c, sink, send.Delivered, workers)
+		return fault.check(o, c, sink, send.Delivered)
 	}
 	mails, size := sink.Mails(), sink.Bytes()/max(1, sink.Mails())
 	elapsed := done.Sub(created)
@@ -321,6 +306,39 @@ func (c *client) listWithContacts(ctx context.Context, name string, from, n int)
 }
 
 func address(i int) string { return fmt.Sprintf("user%07d@bench.example", i) }
+
+// suppressedAddresses are the 100 addresses of the main list (of n) the
+// benchmark unsubscribes globally before its send.
+func suppressedAddresses(n int) []string {
+	var out []string
+	for i := 0; i < n && len(out) < 100; i += max(1, n/100) {
+		out = append(out, address(i))
+	}
+	return out
+}
+
+// sendState is what the benchmark reads of a send's details.
+type sendState struct {
+	Status    int   `json:"status"`
+	Triggered int64 `json:"triggered"`
+	Delivered int64 `json:"delivered"`
+	Bounces   int64 `json:"bounces"`
+}
+
+// sendState reads the send of utr through /single-send/details.
+func (c *client) sendState(utr string) (sendState, error) {
+	b, err := c.call("GET", "/single-send/details?utr="+utr, nil)
+	if err != nil {
+		return sendState{}, err
+	}
+	var d struct {
+		SingleSend []sendState `json:"singleSend"`
+	}
+	if err := json.Unmarshal(b, &d); err != nil || len(d.SingleSend) != 1 {
+		return sendState{}, fmt.Errorf("details answered %s", b)
+	}
+	return d.SingleSend[0], nil
+}
 
 // template is a ~4 KB personalized HTML mail.
 var template = `<!doctype html><html><head><meta charset="utf-8"><title>Picks</title></head><body style="margin:0;background:#f4f5f7">
