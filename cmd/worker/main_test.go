@@ -43,6 +43,28 @@ func TestMain(m *testing.M) {
 // redisDB is the Redis database of this package's tests, flushed by each.
 const redisDB = "redis://127.0.0.1:6379/12"
 
+// redisClient is a client of the package's Redis database (redisDB),
+// closed when the test ends.
+func redisClient(t *testing.T) *redis.Client {
+	t.Helper()
+	opt, err := redis.ParseURL(redisDB)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rdb := redis.NewClient(opt)
+	t.Cleanup(func() { rdb.Close() })
+	return rdb
+}
+
+// flushRedis empties the package's Redis database: no task or rate bucket
+// of an earlier test is left.
+func flushRedis(t *testing.T) {
+	t.Helper()
+	if err := redisClient(t).FlushDB(context.Background()).Err(); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // worker starts a worker process with the package's database, Redis db
 // 12, the SMTP server at smtpAddr and a quick engine: small batches, short
 // leases, a sweeper every second.
@@ -146,11 +168,7 @@ func TestWorkerKilledMidSend(t *testing.T) {
 		t.Skip("starts worker processes")
 	}
 	d := testdb.New(t)
-	rdb := redis.NewClient(&redis.Options{Addr: "127.0.0.1:6379", DB: 12})
-	defer rdb.Close()
-	if err := rdb.FlushDB(context.Background()).Err(); err != nil {
-		t.Fatal(err)
-	}
+	flushRedis(t)
 	const n = 1500
 	const inFlight = 2 * 50 // SEND_WINDOW × SEND_BATCH_SIZE of the killed worker
 	s := smtptest.New(t, smtptest.Options{Reply: func(string) error { time.Sleep(2 * time.Millisecond); return nil }})
@@ -193,8 +211,7 @@ func TestRedisFlushedMidSend(t *testing.T) {
 		t.Skip("starts worker processes")
 	}
 	d := testdb.New(t)
-	rdb := redis.NewClient(&redis.Options{Addr: "127.0.0.1:6379", DB: 12})
-	defer rdb.Close()
+	rdb := redisClient(t)
 	s := smtptest.New(t, smtptest.Options{Reply: func(string) error { time.Sleep(2 * time.Millisecond); return nil }})
 	send := readySend(t, d, 1000)
 	worker(t, s.Addr, "worker")
@@ -220,11 +237,7 @@ func TestRedisFlushedMidSend(t *testing.T) {
 // the port it took.
 func TestWorkerMetrics(t *testing.T) {
 	d := testdb.New(t)
-	rdb := redis.NewClient(&redis.Options{Addr: "127.0.0.1:6379", DB: 12})
-	defer rdb.Close()
-	if err := rdb.FlushDB(context.Background()).Err(); err != nil {
-		t.Fatal(err)
-	}
+	flushRedis(t)
 	s := smtptest.New(t, smtptest.Options{})
 	send := readySend(t, d, 120)
 	env := map[string]string{"DATABASE_URL": testdb.DSN(t), "REDIS_URL": redisDB, "SMTP_URL": "smtp://" + s.Addr + "?pool=4",
@@ -328,11 +341,7 @@ func TestScaleOutThreeWorkers(t *testing.T) {
 		t.Skip("starts worker processes")
 	}
 	d := testdb.New(t)
-	rdb := redis.NewClient(&redis.Options{Addr: "127.0.0.1:6379", DB: 12})
-	defer rdb.Close()
-	if err := rdb.FlushDB(context.Background()).Err(); err != nil {
-		t.Fatal(err)
-	}
+	flushRedis(t)
 	const n = 3000
 	s := smtptest.New(t, smtptest.Options{Reply: func(string) error { time.Sleep(time.Millisecond); return nil }})
 	send := readySend(t, d, n)
@@ -411,11 +420,7 @@ func TestAccountSendRate(t *testing.T) {
 		t.Skip("starts worker processes")
 	}
 	d := testdb.New(t)
-	rdb := redis.NewClient(&redis.Options{Addr: "127.0.0.1:6379", DB: 12})
-	defer rdb.Close()
-	if err := rdb.FlushDB(context.Background()).Err(); err != nil {
-		t.Fatal(err)
-	}
+	flushRedis(t)
 	const n, rate = 150, 50
 	s := smtptest.New(t, smtptest.Options{})
 	send := readySend(t, d, n)
