@@ -80,33 +80,21 @@ type Step struct {
 //
 // Pass.More says another pass would find work at once (it took a full
 // batch).
-func (d *DB) StepAutomations(ctx context.Context, st Step) (Pass, error) {
-	runs, stepped, more, err := d.stepAutomations(ctx, st)
-	return Pass{Runs: runs, Stepped: stepped, More: more}, err
-}
-
-// Pass is what one stepping pass did.
-type Pass struct {
-	Runs    []Run // the runs made, with deliveries
-	Stepped int   // enrollments moved on (to their next schedule, done, or left)
-	More    bool  // the pass took a full batch: another would find work at once
-}
-
-func (d *DB) stepAutomations(ctx context.Context, st Step) (runs []Run, stepped int, more bool, err error) {
+func (d *DB) StepAutomations(ctx context.Context, st Step) (pass Pass, err error) {
 	// Most passes find nothing due: one indexed question, no id drawn.
 	// Else the partitions the runs' ids will land in (this one and the
 	// next) are made beforehand: the DDL must not wait inside the
 	// transaction.
-	p, err := d.q.StepPending(ctx, st.Now)
-	if err != nil || !p.Due {
-		return nil, 0, false, translate(err)
+	pending, err := d.q.StepPending(ctx, st.Now)
+	if err != nil || !pending.Due {
+		return Pass{}, translate(err)
 	}
-	if err := d.ensurePartition(ctx, p.NextID); err != nil {
-		return nil, 0, false, err
+	if err := d.ensurePartition(ctx, pending.NextID); err != nil {
+		return Pass{}, err
 	}
 	var held, blocked []int64 // schedules that made a small run; schedules whose sender stopped them
 	err = d.InTx(ctx, func(_ pgx.Tx, q *db.Queries) error {
-		runs, stepped, more, held, blocked = nil, 0, false, nil, nil
+		pass, held, blocked = Pass{}, nil, nil
 		if mine, err := q.TryStepLock(ctx); err != nil || !mine {
 			return err // another pass is under way: it goes on while work is due
 		}
@@ -114,7 +102,7 @@ func (d *DB) stepAutomations(ctx context.Context, st Step) (runs []Run, stepped 
 		if err != nil {
 			return err
 		}
-		more = len(due) >= st.Enrollments
+		pass.More = len(due) >= st.Enrollments
 		bySchedule := map[int64][]int64{}
 		var order []int64
 		for _, e := range due {
@@ -150,7 +138,7 @@ func (d *DB) stepAutomations(ctx context.Context, st Step) (runs []Run, stepped 
 				if err := q.SkipDeletedStep(ctx, db.SkipDeletedStepParams{EnrollmentIds: ids, Now: st.Now}); err != nil {
 					return err
 				}
-				stepped += len(ids)
+				pass.Stepped += len(ids)
 				continue
 			}
 			if len(ids) < st.Enrollments/5 {
@@ -163,7 +151,7 @@ func (d *DB) stepAutomations(ctx context.Context, st Step) (runs []Run, stepped 
 			if err := q.AdvanceEnrollments(ctx, db.AdvanceEnrollmentsParams{RunID: runID, EnrollmentIds: ids, Now: st.Now}); err != nil {
 				return err
 			}
-			stepped += len(ids)
+			pass.Stepped += len(ids)
 			if sent == 0 {
 				if err := q.DeleteRun(ctx, runID); err != nil {
 					return err
@@ -179,12 +167,12 @@ func (d *DB) stepAutomations(ctx context.Context, st Step) (runs []Run, stepped 
 			if err != nil {
 				return err
 			}
-			runs = append(runs, Run{ID: runID, First: first, Last: last, Triggered: sent})
+			pass.Runs = append(pass.Runs, Run{ID: runID, First: first, Last: last, Triggered: sent})
 		}
 		return nil
 	})
 	if err != nil {
-		return nil, 0, false, translate(err)
+		return Pass{}, translate(err)
 	}
 	// After the transaction (a schedule's or an automation's row is never
 	// locked while enrollments are): the holds, then the totals. A crash
@@ -193,25 +181,32 @@ func (d *DB) stepAutomations(ctx context.Context, st Step) (runs []Run, stepped 
 	if len(held) > 0 {
 		if err := d.q.NoteSmallRuns(ctx, db.NoteSmallRunsParams{Now: st.Now, EverySeconds: st.RunEvery.Seconds(),
 			StreakFrom: st.Now.Add(-2 * st.RunEvery), Ids: held}); err != nil {
-			return runs, stepped, more, translate(err)
+			return pass, translate(err)
 		}
 	}
 	if len(blocked) > 0 {
 		if err := d.q.HoldSchedules(ctx, db.HoldSchedulesParams{Until: st.Now.Add(st.RunEvery), Ids: blocked}); err != nil {
-			return runs, stepped, more, translate(err)
+			return pass, translate(err)
 		}
 	}
 	for _, s := range blocked {
 		d.log.WarnContext(ctx, "automation schedule not sent: its sender is deleted or not verified; its contacts wait", "schedule_id", s)
 	}
-	if len(runs) == 0 {
-		return nil, stepped, more, nil
+	if len(pass.Runs) == 0 {
+		return pass, nil
 	}
-	ids := make([]int64, len(runs))
-	for i, r := range runs {
+	ids := make([]int64, len(pass.Runs))
+	for i, r := range pass.Runs {
 		ids[i] = r.ID
 	}
-	return runs, stepped, more, translate(d.q.AddAutomationTriggered(ctx, ids))
+	return pass, translate(d.q.AddAutomationTriggered(ctx, ids))
+}
+
+// Pass is what one stepping pass did.
+type Pass struct {
+	Runs    []Run // the runs made, with deliveries
+	Stepped int   // enrollments moved on (to their next schedule, done, or left)
+	More    bool  // the pass took a full batch: another would find work at once
 }
 
 // firstSchedule is f, automation a's first live schedule: where an
