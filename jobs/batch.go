@@ -145,7 +145,7 @@ func (d Deps) runRange(ctx context.Context, cs *compiledSend, k, from, to int64)
 	// through counts nothing twice.
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 	defer cancel()
-	for wait := 100 * time.Millisecond; ; wait = min(2*wait, 2*time.Second) {
+	for backoff := 100 * time.Millisecond; ; backoff = min(2*backoff, 2*time.Second) {
 		completed, err = d.DB.RecordBatch(rctx, lease, cs.send.UserID, outcomes)
 		var domain *mail.Error
 		if err == nil || rctx.Err() != nil || errors.As(err, &domain) {
@@ -154,7 +154,7 @@ func (d Deps) runRange(ctx context.Context, cs *compiledSend, k, from, to int64)
 		d.Log.WarnContext(ctx, "recording a range failed; trying again", "send_id", cs.send.ID, "k", k, "err", err)
 		select {
 		case <-rctx.Done():
-		case <-time.After(wait):
+		case <-time.After(backoff):
 		}
 	}
 	if completed {
