@@ -304,7 +304,7 @@ func (s *Server) authenticate(c *gin.Context) {
 // seconds, at least 1) once the account has spent its allowance
 // (API_RATE_LIMIT, API_RATE_BURST; docs/operations.md).
 func (s *Server) limitRate(c *gin.Context) {
-	if s.rateLimit == nil || c.IsAborted() {
+	if s.rateLimit == nil {
 		return
 	}
 	ok, wait, err := s.rateLimit(c.Request.Context(), userID(c))
@@ -314,8 +314,7 @@ func (s *Server) limitRate(c *gin.Context) {
 	}
 	if !ok {
 		c.Header("Retry-After", strconv.FormatInt(max(1, int64(math.Ceil(wait.Seconds()))), 10))
-		s.fail(c, &mail.Error{Code: mail.ETOOMANY})
-		c.Abort()
+		s.fail(c, &mail.Error{Code: mail.ETOOMANY}) // the envelope aborts the chain
 	}
 }
 
