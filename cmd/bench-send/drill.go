@@ -57,7 +57,7 @@ func startDrill(o options, c *client, base string, listC, group, sender int64) *
 				d.note("/readyz while Redis is down: %d %s", resp.StatusCode, strings.TrimSpace(string(b)))
 			}
 			// The API still takes and stores a send.
-			res, err := c.call("POST", "/single/send/create", url.Values{
+			res, err := c.Call("POST", "/single/send/create", url.Values{
 				"template_id": {"1"}, "template_html": {"<p>Hi ((first_name)), sent while Redis was down</p>"},
 				"sender_id": {strconv.FormatInt(sender, 10)}, "unsubscribe_group_id": {strconv.FormatInt(group, 10)},
 				"single_send_name": {"Drill"}, "subject": {"Drill"}, "preheader": {"p"},

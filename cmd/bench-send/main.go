@@ -18,8 +18,6 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"io"
-	"mime/multipart"
 	"net"
 	"net/http"
 	"net/url"
@@ -33,6 +31,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/mailroom/mailroom/internal/apiclient"
 	"github.com/mailroom/mailroom/internal/smtp/smtptest"
 )
 
@@ -115,7 +114,7 @@ func run(ctx context.Context, o options) error {
 	if err := json.Unmarshal(out, &keys); err != nil {
 		return err
 	}
-	c := &client{base: base + "/api", public: keys.Public, secret: keys.Secret}
+	c := &client{&apiclient.Client{Base: base + "/api", Public: keys.Public, Secret: keys.Secret}}
 
 	if o.automation {
 		return runAutomation(ctx, o, c, env, dir, sink)
@@ -132,7 +131,7 @@ func run(ctx context.Context, o options) error {
 	if err != nil {
 		return err
 	}
-	if _, err := c.call("POST", "/global-unsubscribes/save", url.Values{"email_address": {strings.Join(suppressedAddresses(o.n), ",")}}); err != nil {
+	if _, err := c.Call("POST", "/global-unsubscribes/save", url.Values{"email_address": {strings.Join(suppressedAddresses(o.n), ",")}}); err != nil {
 		return err
 	}
 	fmt.Printf("  import of %d + %d contacts: %v\n", o.n, o.n/10*2, time.Since(t0).Round(time.Millisecond))
@@ -161,7 +160,7 @@ func run(ctx context.Context, o options) error {
 
 	sink.Reset()
 	created := time.Now()
-	res, err := c.call("POST", "/single/send/create", url.Values{
+	res, err := c.Call("POST", "/single/send/create", url.Values{
 		"template_id": {"1"}, "template_html": {template}, "sender_id": {strconv.FormatInt(sender, 10)},
 		"unsubscribe_group_id": {strconv.FormatInt(group, 10)}, "single_send_name": {"Bench"},
 		"subject": {"Hello ((first_name)), this week's picks"}, "preheader": {"Fresh picks for ((first_name))"},
@@ -233,76 +232,12 @@ func run(ctx context.Context, o options) error {
 }
 
 // client calls the API with an account's keys.
-type client struct {
-	base, public, secret string
-}
-
-func (c *client) do(req *http.Request) ([]byte, error) {
-	req.Header.Set("PublicKey", c.public)
-	req.Header.Set("SecretKey", c.secret)
-	res, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return nil, err
-	}
-	defer res.Body.Close()
-	b, err := io.ReadAll(res.Body)
-	if err != nil {
-		return nil, err
-	}
-	var env struct {
-		Status  string          `json:"status"`
-		Message json.RawMessage `json:"message"`
-	}
-	if res.StatusCode != 200 || json.Unmarshal(b, &env) != nil || env.Status != "success" {
-		return nil, fmt.Errorf("%s %s: %d %.300s", req.Method, req.URL.Path, res.StatusCode, b)
-	}
-	return env.Message, nil
-}
-
-func (c *client) call(method, path string, form url.Values) ([]byte, error) {
-	var body io.Reader
-	if form != nil {
-		body = strings.NewReader(form.Encode())
-	}
-	req, err := http.NewRequest(method, c.base+path, body)
-	if err != nil {
-		return nil, err
-	}
-	if form != nil {
-		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-	}
-	return c.do(req)
-}
-
-// lastID is the id of the last item of a list answer's field.
-func (c *client) lastID(path, field string) (int64, error) {
-	b, err := c.call("GET", path, nil)
-	if err != nil {
-		return 0, err
-	}
-	var m map[string][]struct {
-		ID int64 `json:"id"`
-	}
-	if err := json.Unmarshal(b, &m); err != nil || len(m[field]) == 0 {
-		return 0, fmt.Errorf("%s: no %s in %.200s", path, field, b)
-	}
-	return m[field][len(m[field])-1].ID, nil
-}
+type client struct{ *apiclient.Client }
 
 // listWithContacts makes a contact type and imports contacts from..from+n
 // into it by CSV upload, streamed.
 func (c *client) listWithContacts(ctx context.Context, name string, from, n int) (int64, error) {
-	if _, err := c.call("POST", "/contacts-type/add", url.Values{"name": {name}}); err != nil {
-		return 0, err
-	}
-	id, err := c.lastID("/contacts-type", "contactTypes")
-	if err != nil {
-		return 0, err
-	}
-	if err := c.importInto(ctx, id, from, n); err != nil {
-		return 0, err
-	}
-	return id, nil
+	return c.ContactType(ctx, name, contactRows(from, n))
 }
 
 func address(i int) string { return fmt.Sprintf("user%07d@bench.example", i) }
@@ -327,7 +262,7 @@ type sendState struct {
 
 // sendState reads the send of utr through /single-send/details.
 func (c *client) sendState(utr string) (sendState, error) {
-	b, err := c.call("GET", "/single-send/details?utr="+utr, nil)
+	b, err := c.Call("GET", "/single-send/details?utr="+utr, nil)
 	if err != nil {
 		return sendState{}, err
 	}
@@ -545,14 +480,14 @@ func runAutomation(ctx context.Context, o options, c *client, env []string, dir 
 	if err != nil {
 		return err
 	}
-	if _, err := c.call("POST", "/contacts-type/add", url.Values{"name": {"welcome list"}}); err != nil {
+	if _, err := c.Call("POST", "/contacts-type/add", url.Values{"name": {"welcome list"}}); err != nil {
 		return err
 	}
-	typ, err := c.lastID("/contacts-type", "contactTypes")
+	typ, err := c.LastID("/contacts-type", "contactTypes")
 	if err != nil {
 		return err
 	}
-	b, err := c.call("POST", "/automations/create", url.Values{"type": {"welcome"}, "automation_name": {"Welcome"},
+	b, err := c.Call("POST", "/automations/create", url.Values{"type": {"welcome"}, "automation_name": {"Welcome"},
 		"automation_for": {"contacts_" + strconv.FormatInt(typ, 10)}, "unsubscribe_group_id": {strconv.FormatInt(group, 10)}})
 	if err != nil {
 		return err
@@ -563,12 +498,12 @@ func runAutomation(ctx context.Context, o options, c *client, env []string, dir 
 	if err := json.Unmarshal(b, &made); err != nil || made.UTR == "" {
 		return fmt.Errorf("automation create answered %s", b)
 	}
-	if _, err := c.call("POST", "/automations/schedule/create", url.Values{"utr": {made.UTR}, "sender_id": {strconv.FormatInt(sender, 10)},
+	if _, err := c.Call("POST", "/automations/schedule/create", url.Values{"utr": {made.UTR}, "sender_id": {strconv.FormatInt(sender, 10)},
 		"subject": {"Welcome, ((first_name))"}, "waiting_period": {"1"}, "waiting_type": {"instantly"}, "template_id": {"1"},
 		"preview_img": {"blank.png"}, "template_html": {template}}); err != nil {
 		return err
 	}
-	if _, err := c.call("GET", "/automations/set-live?utr="+made.UTR, nil); err != nil {
+	if _, err := c.Call("GET", "/automations/set-live?utr="+made.UTR, nil); err != nil {
 		return err
 	}
 	workers, err := startWorkers(ctx, o, env, dir)
@@ -583,7 +518,7 @@ func runAutomation(ctx context.Context, o options, c *client, env []string, dir 
 	time.Sleep(time.Second)
 	sink.Reset()
 	t1 := time.Now()
-	if err := c.importInto(ctx, typ, 0, o.n); err != nil {
+	if err := c.ImportCSV(ctx, typ, contactRows(0, o.n)); err != nil {
 		return err
 	}
 	withAutomation := time.Since(t1)
@@ -596,7 +531,7 @@ func runAutomation(ctx context.Context, o options, c *client, env []string, dir 
 			return fmt.Errorf("%d of %d welcome mails delivered after the deadline", delivered, o.n)
 		}
 		time.Sleep(20 * time.Millisecond)
-		b, err := c.call("GET", "/automations/details?utr="+made.UTR, nil)
+		b, err := c.Call("GET", "/automations/details?utr="+made.UTR, nil)
 		if err != nil {
 			return err
 		}
@@ -626,32 +561,14 @@ func runAutomation(ctx context.Context, o options, c *client, env []string, dir 
 	return nil
 }
 
-// importInto imports contacts from..from+n into an existing contact type.
-func (c *client) importInto(ctx context.Context, id int64, from, n int) error {
-	pr, pw := io.Pipe()
-	mw := multipart.NewWriter(pw)
-	go func() {
-		mw.WriteField("contact_type_id", strconv.FormatInt(id, 10))
-		fw, err := mw.CreateFormFile("file", "contacts.csv")
-		if err != nil {
-			pw.CloseWithError(err)
-			return
-		}
-		w := bufio.NewWriterSize(fw, 1<<16)
+// contactRows writes the CSV of contacts from..from+n.
+func contactRows(from, n int) func(w *bufio.Writer) {
+	return func(w *bufio.Writer) {
 		w.WriteString("email,first_name,last_name,city,postal_code\n")
 		for i := from; i < from+n; i++ {
 			fmt.Fprintf(w, "%s,First%d,Last%d,Munich,%05d\n", address(i), i, i, i%100000)
 		}
-		w.Flush()
-		pw.CloseWithError(mw.Close())
-	}()
-	req, err := http.NewRequestWithContext(ctx, "POST", c.base+"/contacts/upload-csv", pr)
-	if err != nil {
-		return err
 	}
-	req.Header.Set("Content-Type", mw.FormDataContentType())
-	_, err = c.do(req)
-	return err
 }
 
 // startWorkers starts o.workers worker processes; the first writes a CPU
@@ -678,16 +595,16 @@ func startWorkers(ctx context.Context, o options, env []string, dir string) ([]*
 // groupAndSender makes an unsubscribe group and a sender (unverified: the
 // benchmark's API runs with ALLOW_UNVERIFIED_SENDERS).
 func (c *client) groupAndSender() (group, sender int64, err error) {
-	if _, err := c.call("POST", "/unsubscribes-groups/save", url.Values{"group_name": {"News"}, "description": {"News"}, "is_display": {"1"}}); err != nil {
+	if _, err := c.Call("POST", "/unsubscribes-groups/save", url.Values{"group_name": {"News"}, "description": {"News"}, "is_display": {"1"}}); err != nil {
 		return 0, 0, err
 	}
-	if group, err = c.lastID("/unsubscribes-groups", "unsubscribesGroups"); err != nil {
+	if group, err = c.LastID("/unsubscribes-groups", "unsubscribesGroups"); err != nil {
 		return 0, 0, err
 	}
-	if _, err := c.call("POST", "/sender/save", url.Values{"from_name": {"Bench Shop"}, "from_email": {"news@bench.example"},
+	if _, err := c.Call("POST", "/sender/save", url.Values{"from_name": {"Bench Shop"}, "from_email": {"news@bench.example"},
 		"reply_to_email": {"help@bench.example"}, "country_id": {"276"}, "company_address": {"Marienplatz 1"}, "nickname": {"bench"}}); err != nil {
 		return 0, 0, err
 	}
-	sender, err = c.lastID("/senders", "senders")
+	sender, err = c.LastID("/senders", "senders")
 	return group, sender, err
 }

@@ -10,12 +10,10 @@
 package main
 
 import (
-	"bytes"
+	"bufio"
 	"context"
-	"encoding/json"
 	"flag"
 	"fmt"
-	"io"
 	"net/http"
 	"net/url"
 	"os"
@@ -24,41 +22,15 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/mailroom/mailroom/internal/apiclient"
 )
-
-type client struct {
-	base, public, secret string
-	http                 *http.Client
-}
-
-func (c *client) do(ctx context.Context, method, path string, form url.Values) (int, []byte, error) {
-	var body io.Reader
-	if form != nil {
-		body = strings.NewReader(form.Encode())
-	}
-	req, err := http.NewRequestWithContext(ctx, method, c.base+path, body)
-	if err != nil {
-		return 0, nil, err
-	}
-	if form != nil {
-		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-	}
-	req.Header.Set("PublicKey", c.public)
-	req.Header.Set("SecretKey", c.secret)
-	resp, err := c.http.Do(req)
-	if err != nil {
-		return 0, nil, err
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	return resp.StatusCode, b, err
-}
 
 // op is one kind of request the load makes.
 type op struct {
 	name  string
 	write bool
-	run   func(ctx context.Context, c *client, i int64) (int, error)
+	run   func(ctx context.Context, c *apiclient.Client, i int64) (int, error)
 }
 
 func main() {
@@ -74,8 +46,8 @@ func main() {
 		fmt.Fprintln(os.Stderr, "load: -public and -secret are required (bin/api accounts create --name load)")
 		os.Exit(2)
 	}
-	c := &client{base: strings.TrimRight(*base, "/"), public: *public, secret: *secret,
-		http: &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: *conns, MaxConnsPerHost: *conns}}}
+	c := &apiclient.Client{Base: strings.TrimRight(*base, "/") + "/api", Public: *public, Secret: *secret,
+		HTTP: &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: *conns, MaxConnsPerHost: *conns}}}
 	ctx := context.Background()
 	typeID, err := seed(ctx, c, *contacts)
 	if err != nil {
@@ -83,14 +55,14 @@ func main() {
 		os.Exit(1)
 	}
 	reads := []op{
-		{name: "GET /contacts-type", run: get("/api/contacts-type")},
-		{name: "GET /contacts/list?per_page=50", run: get("/api/contacts/list?per_page=50")},
-		{name: "GET /contacts-type/view", run: get(fmt.Sprintf("/api/contacts-type/view?contact_type_id=%d", typeID))},
-		{name: "GET /automations", run: get("/api/automations")},
+		{name: "GET /contacts-type", run: get("/contacts-type")},
+		{name: "GET /contacts/list?per_page=50", run: get("/contacts/list?per_page=50")},
+		{name: "GET /contacts-type/view", run: get(fmt.Sprintf("/contacts-type/view?contact_type_id=%d", typeID))},
+		{name: "GET /automations", run: get("/automations")},
 	}
 	writes := []op{
-		{name: "POST /contacts/add", write: true, run: func(ctx context.Context, c *client, i int64) (int, error) {
-			code, _, err := c.do(ctx, "POST", "/api/contacts/add", url.Values{"contact_type_id": {fmt.Sprint(typeID)},
+		{name: "POST /contacts/add", write: true, run: func(ctx context.Context, c *apiclient.Client, i int64) (int, error) {
+			code, _, err := c.Raw(ctx, "POST", "/contacts/add", url.Values{"contact_type_id": {fmt.Sprint(typeID)},
 				"email": {fmt.Sprintf("load%d-%d@load.example", time.Now().UnixNano(), i)}, "first_name": {"Load"}, "country": {"276"}})
 			return code, err
 		}},
@@ -154,62 +126,19 @@ func main() {
 	fmt.Printf("%-32s %8d %9.0f\n", "all", total, float64(total)/dur.Seconds())
 }
 
-func get(path string) func(context.Context, *client, int64) (int, error) {
-	return func(ctx context.Context, c *client, _ int64) (int, error) {
-		code, _, err := c.do(ctx, "GET", path, nil)
+func get(path string) func(context.Context, *apiclient.Client, int64) (int, error) {
+	return func(ctx context.Context, c *apiclient.Client, _ int64) (int, error) {
+		code, _, err := c.Raw(ctx, "GET", path, nil)
 		return code, err
 	}
 }
 
 // seed makes a contact type with n contacts by CSV upload and answers its id.
-func seed(ctx context.Context, c *client, n int) (int64, error) {
-	name := fmt.Sprintf("load %d", time.Now().UnixNano())
-	if code, b, err := c.do(ctx, "POST", "/api/contacts-type/add", url.Values{"name": {name}}); err != nil || code != 200 {
-		return 0, fmt.Errorf("contact type: %d %s %v", code, b, err)
-	}
-	code, b, err := c.do(ctx, "GET", "/api/contacts-type", nil)
-	if err != nil || code != 200 {
-		return 0, fmt.Errorf("contact types: %d %v", code, err)
-	}
-	var list struct {
-		Message struct {
-			ContactTypes []struct {
-				ID   int64  `json:"id"`
-				Name string `json:"name"`
-			} `json:"contactTypes"`
-		} `json:"message"`
-	}
-	if err := json.Unmarshal(b, &list); err != nil {
-		return 0, err
-	}
-	var id int64
-	for _, t := range list.Message.ContactTypes {
-		if t.Name == name {
-			id = t.ID
+func seed(ctx context.Context, c *apiclient.Client, n int) (int64, error) {
+	return c.ContactType(ctx, fmt.Sprintf("load %d", time.Now().UnixNano()), func(w *bufio.Writer) {
+		w.WriteString("email,first_name\n")
+		for i := range n {
+			fmt.Fprintf(w, "seed%d@load.example,Seed%d\n", i, i)
 		}
-	}
-	if id == 0 {
-		return 0, fmt.Errorf("the new contact type is not listed: %s", b)
-	}
-	var csv bytes.Buffer
-	csv.WriteString("email,first_name\n")
-	for i := range n {
-		fmt.Fprintf(&csv, "seed%d@load.example,Seed%d\n", i, i)
-	}
-	var body bytes.Buffer
-	w := multipartWriter(&body, id, csv.Bytes())
-	req, _ := http.NewRequestWithContext(ctx, "POST", c.base+"/api/contacts/upload-csv", &body)
-	req.Header.Set("Content-Type", w)
-	req.Header.Set("PublicKey", c.public)
-	req.Header.Set("SecretKey", c.secret)
-	resp, err := c.http.Do(req)
-	if err != nil {
-		return 0, err
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != 200 {
-		b, _ := io.ReadAll(resp.Body)
-		return 0, fmt.Errorf("csv upload: %d %s", resp.StatusCode, b)
-	}
-	return id, nil
+	})
 }
