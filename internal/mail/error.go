@@ -20,11 +20,14 @@ const (
 )
 
 // Error is mailroom's error. Message is safe to show to the API user.
-// Fields, when set, maps a field name to its validation messages.
+// Fields, when set, maps a field name to its validation messages. Err, when
+// set, is the cause it was translated from (a database error): it shows in
+// logs through Error, never to the API user, and errors.Is/As reach it.
 type Error struct {
 	Code    string
 	Message string
 	Fields  map[string][]string
+	Err     error
 
 	order []string // field names in the order they were reported
 }
@@ -51,11 +54,18 @@ func (e *Error) FieldNames() []string {
 }
 
 func (e *Error) Error() string {
-	if len(e.Fields) == 0 {
-		return fmt.Sprintf("mail: %s: %s", e.Code, e.Message)
+	s := fmt.Sprintf("mail: %s: %s", e.Code, e.Message)
+	if len(e.Fields) > 0 {
+		s = fmt.Sprintf("mail: %s: %v", e.Code, e.FieldNames())
 	}
-	return fmt.Sprintf("mail: %s: %v", e.Code, e.FieldNames())
+	if e.Err != nil {
+		s += ": " + e.Err.Error()
+	}
+	return s
 }
+
+// Unwrap is the cause, nil when the error is the domain's own.
+func (e *Error) Unwrap() error { return e.Err }
 
 // Message is a validation message for the API user, carried as an error:
 // it is shown as it is, capitalized and with its final period, under the

@@ -1,6 +1,8 @@
 package mail
 
 import (
+	"errors"
+	"fmt"
 	"reflect"
 	"strings"
 	"testing"
@@ -107,5 +109,22 @@ func TestEventNotice(t *testing.T) {
 		if subject != want || text == "" {
 			t.Errorf("%s: %q %q", kind, subject, text)
 		}
+	}
+}
+
+// A translated error keeps its cause for errors.Is/As and for the logs; the
+// API user sees only Message.
+func TestErrorCause(t *testing.T) {
+	t.Parallel()
+	cause := errors.New("ERROR: duplicate key (SQLSTATE 23505)")
+	e := &Error{Code: ECONFLICT, Message: "The record already exists.", Err: fmt.Errorf("wrapped: %w", cause)}
+	if !errors.Is(e, cause) || ErrorCode(e) != ECONFLICT {
+		t.Fatalf("%v does not reach its cause", e)
+	}
+	if got := e.Error(); got != "mail: conflict: The record already exists.: wrapped: ERROR: duplicate key (SQLSTATE 23505)" {
+		t.Fatalf("Error() = %q", got)
+	}
+	if got := (&Error{Code: ENOTFOUND}).Error(); got != "mail: not_found: " {
+		t.Fatalf("Error() = %q", got)
 	}
 }

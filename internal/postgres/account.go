@@ -18,7 +18,7 @@ func (d *DB) CreateAccount(ctx context.Context, name string) (int64, mail.Keys, 
 		SecretHash: mail.SecretHash(keys.Secret),
 	})
 	if err != nil {
-		return 0, mail.Keys{}, translate(err)
+		return 0, mail.Keys{}, err
 	}
 	return id, keys, nil
 }
@@ -28,7 +28,7 @@ func (d *DB) CreateAccount(ctx context.Context, name string) (int64, mail.Keys, 
 func (d *DB) Authenticate(ctx context.Context, public, secret string) (mail.Account, error) {
 	row, err := d.q.AccountByKeys(ctx, public)
 	if err != nil {
-		if mail.ErrorCode(translate(err)) == mail.ENOTFOUND {
+		if mail.ErrorCode(err) == mail.ENOTFOUND {
 			// Spend the same hashing work as a found key.
 			subtle.ConstantTimeCompare(mail.SecretHash(secret), mail.SecretHash(""))
 			return mail.Account{}, unauthorized
@@ -53,7 +53,7 @@ var (
 func (d *DB) Accounts(ctx context.Context) ([]mail.Account, error) {
 	rows, err := d.q.ListAccounts(ctx)
 	if err != nil {
-		return nil, translate(err)
+		return nil, err
 	}
 	out := make([]mail.Account, len(rows))
 	for i, r := range rows {
@@ -69,7 +69,7 @@ func (d *DB) RotateKeys(ctx context.Context, id int64) (mail.Keys, error) {
 	keys := mail.NewKeys()
 	n, err := d.q.RotateAccountKeys(ctx, db.RotateAccountKeysParams{ID: id, PublicKey: keys.Public, SecretHash: mail.SecretHash(keys.Secret)})
 	if err != nil {
-		return mail.Keys{}, translate(err)
+		return mail.Keys{}, err
 	}
 	if n == 0 {
 		return mail.Keys{}, mail.NotFound()
@@ -84,7 +84,7 @@ func (d *DB) SetDisabled(ctx context.Context, id int64, disabled bool) error {
 	if err == nil && n == 0 {
 		return mail.NotFound()
 	}
-	return translate(err)
+	return err
 }
 
 // SetSendRate limits account id's sending to perSecond mails a second
@@ -99,5 +99,5 @@ func (d *DB) SetSendRate(ctx context.Context, id int64, perSecond int) error {
 	if err == nil && n == 0 {
 		return mail.NotFound()
 	}
-	return translate(err)
+	return err
 }

@@ -21,7 +21,7 @@ func (d *DB) CreateAutomation(ctx context.Context, userID int64, in mail.Automat
 	_, err := d.q.CreateAutomation(ctx, db.CreateAutomationParams{UserID: userID, Utr: utr, AutomationName: in.Name,
 		AutomationType: in.Type, AutomationFor: in.Target.ID, AutomationForTable: in.Target.Table,
 		ExitCriteria: in.ExitCriteria, UnsubscribeGroupID: in.GroupID})
-	return utr, translate(err)
+	return utr, err
 }
 
 // DuplicateAutomation copies a live automation of the account and its
@@ -32,7 +32,7 @@ func (d *DB) DuplicateAutomation(ctx context.Context, userID int64, utr string) 
 	err := d.InTx(ctx, func(_ pgx.Tx, q *db.Queries) error {
 		src, err := q.LockAutomationForCopy(ctx, db.LockAutomationForCopyParams{Utr: utr, UserID: userID})
 		if err != nil {
-			return translate(err)
+			return err
 		}
 		dst, err := q.DuplicateAutomation(ctx, db.DuplicateAutomationParams{Utr: copyUTR, ID: src})
 		if err != nil {
@@ -40,7 +40,7 @@ func (d *DB) DuplicateAutomation(ctx context.Context, userID int64, utr string) 
 		}
 		return q.DuplicateAutomationSchedules(ctx, db.DuplicateAutomationSchedulesParams{DstID: dst, SrcID: src})
 	})
-	return copyUTR, translate(err)
+	return copyUTR, err
 }
 
 // SetAutomationLive sets a draft or paused automation of the account live
@@ -53,7 +53,7 @@ func (d *DB) SetAutomationLive(ctx context.Context, userID int64, utr string) (m
 	err := d.InTx(ctx, func(_ pgx.Tx, q *db.Queries) error {
 		a, err := q.LockAutomation(ctx, db.LockAutomationParams{Utr: utr, UserID: userID})
 		if err != nil {
-			return translate(err)
+			return err
 		}
 		out = mail.SetLive{ID: a.ID}
 		if a.Status == mail.AutomationLive {
@@ -73,14 +73,14 @@ func (d *DB) SetAutomationLive(ctx context.Context, userID int64, utr string) (m
 		out.Changed = true
 		return q.SetAutomationLive(ctx, a.ID)
 	})
-	return out, translate(err)
+	return out, err
 }
 
 // PauseAutomation sets a live automation of the account back to 0 and
 // records the automation.paused event. ENOTFOUND when there is no such
 // automation; ECONFLICT when it is not live.
 func (d *DB) PauseAutomation(ctx context.Context, userID int64, utr string) error {
-	return translate(d.InTx(ctx, func(_ pgx.Tx, q *db.Queries) error {
+	return d.InTx(ctx, func(_ pgx.Tx, q *db.Queries) error {
 		a, err := q.LockAutomation(ctx, db.LockAutomationParams{Utr: utr, UserID: userID})
 		if err != nil {
 			return translate(err)
@@ -89,26 +89,26 @@ func (d *DB) PauseAutomation(ctx context.Context, userID int64, utr string) erro
 			return mail.Errorf(mail.ECONFLICT, "Only live automations can be paused.")
 		}
 		return q.PauseAutomation(ctx, a.ID)
-	}))
+	})
 }
 
 // DeleteAutomation soft-deletes a live automation of the account, live or
 // not; its active enrollments leave. ENOTFOUND when there is none.
 func (d *DB) DeleteAutomation(ctx context.Context, userID int64, utr string) error {
-	return translate(d.InTx(ctx, func(_ pgx.Tx, q *db.Queries) error {
+	return d.InTx(ctx, func(_ pgx.Tx, q *db.Queries) error {
 		a, err := q.LockAutomation(ctx, db.LockAutomationParams{Utr: utr, UserID: userID})
 		if err != nil {
 			return translate(err)
 		}
 		return q.DeleteAutomations(ctx, []int64{a.ID})
-	}))
+	})
 }
 
 // DeleteAutomations soft-deletes automations of the account, all or
 // none: ENOTFOUND when an id is not a live automation of the account.
 func (d *DB) DeleteAutomations(ctx context.Context, userID int64, ids []int64) error {
 	ids = sortedUnique(ids)
-	return translate(d.InTx(ctx, func(tx pgx.Tx, q *db.Queries) error {
+	return d.InTx(ctx, func(tx pgx.Tx, q *db.Queries) error {
 		if err := probeByID(ctx, tx, len(ids)); err != nil {
 			return err
 		}
@@ -120,7 +120,7 @@ func (d *DB) DeleteAutomations(ctx context.Context, userID int64, ids []int64) e
 			return mail.NotFound()
 		}
 		return q.DeleteAutomations(ctx, ids)
-	}))
+	})
 }
 
 // automationColumns are an automation as the API shows it, with the number
@@ -152,8 +152,8 @@ func scanAutomation(row pgx.Row, a *mail.Automation) error {
 // ENOTFOUND.
 func (d *DB) Automation(ctx context.Context, userID int64, utr string) (mail.Automation, error) {
 	var a mail.Automation
-	err := scanAutomation(d.Pool.QueryRow(ctx, automationByUTRSQL, userID, utr), &a)
-	return a, translate(err)
+	err := scanAutomation(d.conn.QueryRow(ctx, automationByUTRSQL, userID, utr), &a)
+	return a, err
 }
 
 // ListAutomations calls fn with each live automation of the account, in
@@ -174,7 +174,7 @@ func (d *DB) ListAutomations(ctx context.Context, userID int64, page *mail.Page,
 // account, after its others. ENOTFOUND when there is no such automation;
 // ECONFLICT when it has MaxAutomationSchedules already.
 func (d *DB) CreateAutomationSchedule(ctx context.Context, userID int64, utr string, in mail.ScheduleInput) error {
-	return translate(d.InTx(ctx, func(_ pgx.Tx, q *db.Queries) error {
+	return d.InTx(ctx, func(_ pgx.Tx, q *db.Queries) error {
 		a, err := q.LockAutomation(ctx, db.LockAutomationParams{Utr: utr, UserID: userID})
 		if err != nil {
 			return translate(err)
@@ -190,7 +190,7 @@ func (d *DB) CreateAutomationSchedule(ctx context.Context, userID int64, utr str
 			Utr: mail.NewUTR(), SenderID: in.SenderID, TemplateID: in.TemplateID, Subject: in.Subject,
 			WaitingPeriod: in.WaitingPeriod, WaitingType: in.WaitingType, PreviewImg: in.PreviewImg,
 			TemplateJson: &in.TemplateJSON, TemplateHtml: &in.TemplateHTML})
-	}))
+	})
 }
 
 // DeleteAutomationSchedule soft-deletes a live schedule (by its utr) of a
@@ -200,7 +200,7 @@ func (d *DB) DeleteAutomationSchedule(ctx context.Context, userID int64, utr str
 	if err == nil && n == 0 {
 		err = mail.NotFound()
 	}
-	return translate(err)
+	return err
 }
 
 // scheduleListChunk is how many schedules a list reads per query: one, as
@@ -224,7 +224,7 @@ func (d *DB) ListAutomationSchedules(ctx context.Context, userID int64, utr stri
 	fn func(*mail.AutomationSchedule) error) (total int64, err error) {
 	id, err := d.q.AutomationIDByUTR(ctx, db.AutomationIDByUTRParams{Utr: utr, UserID: userID})
 	if err != nil {
-		return 0, translate(err)
+		return 0, err
 	}
 	if page != nil {
 		if total, err = d.q.CountAutomationSchedules(ctx, id); err != nil {

@@ -67,7 +67,7 @@ func (d *DB) AddContact(ctx context.Context, userID int64, in mail.ContactInput)
 			return errUnknownContactType
 		}
 		if err != nil {
-			return translate(err)
+			return err
 		}
 		if err := checkCustomFields(ctx, q, userID, in.CustomFieldIDs); err != nil {
 			return err
@@ -106,7 +106,7 @@ func (d *DB) UpdateContact(ctx context.Context, userID, id int64, in mail.Contac
 		}
 		oldType, err := q.LockContact(ctx, db.LockContactParams{ID: id, UserID: userID})
 		if err != nil {
-			return translate(err)
+			return err
 		}
 		if oldType != types[0] {
 			return errContactMoved
@@ -165,7 +165,7 @@ func checkCustomFields(ctx context.Context, q *db.Queries, userID int64, ids []i
 func (d *DB) ContactDetails(ctx context.Context, userID, id int64) (Contact, error) {
 	r, err := d.q.ContactDetails(ctx, db.ContactDetailsParams{ID: id, UserID: userID})
 	if err != nil {
-		return Contact{}, translate(err)
+		return Contact{}, err
 	}
 	c := Contact{
 		ID: r.ID, UserID: r.UserID, ContactTypeID: r.ContactTypeID, FirstName: r.FirstName, LastName: r.LastName,

@@ -10,7 +10,6 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
-	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/mailroom/mailroom/internal/mail"
 	"github.com/mailroom/mailroom/internal/postgres/db"
@@ -157,22 +156,23 @@ type ImportResult struct {
 // ContactImport is a CSV import in progress.
 type ContactImport struct {
 	tx     pgx.Tx
-	pool   *pgxpool.Pool
+	conn   conn
 	userID int64
 	now    time.Time // when the import began: enrollments start there
 }
 
 // BeginContactImport opens the import's transaction and staging table.
 func (d *DB) BeginContactImport(ctx context.Context, userID int64) (*ContactImport, error) {
-	tx, err := d.Pool.Begin(ctx)
+	ptx, err := d.Pool.Begin(ctx)
 	if err != nil {
 		return nil, err
 	}
+	tx := txConn{ptx}
 	if _, err := tx.Exec(ctx, createStagingSQL+"; "+createChangedSQL); err != nil {
 		tx.Rollback(ctx)
 		return nil, err
 	}
-	return &ContactImport{tx: tx, pool: d.Pool, userID: userID, now: d.now()}, nil
+	return &ContactImport{tx: tx, conn: d.conn, userID: userID, now: d.now()}, nil
 }
 
 // Rollback abandons the import; harmless after Commit.
@@ -245,7 +245,7 @@ func (im *ContactImport) Commit(ctx context.Context, typeID int64, src *mail.Con
 	if hasContacts {
 		tag, err := im.tx.Exec(ctx, update, append([]any{typeID}, columns...)...)
 		if err != nil {
-			return ImportResult{}, fmt.Errorf("postgres: update imported contacts: %w", translate(err))
+			return ImportResult{}, fmt.Errorf("postgres: update imported contacts: %w", err)
 		}
 		res.Updated = tag.RowsAffected()
 	}
@@ -253,7 +253,7 @@ func (im *ContactImport) Commit(ctx context.Context, typeID int64, src *mail.Con
 		var raced int64
 		args := append(append([]any{im.userID, typeID, hasContacts}, columns...), collect)
 		if err := im.tx.QueryRow(ctx, insertRacedSQL, args...).Scan(&res.Added, &raced); err != nil {
-			return ImportResult{}, fmt.Errorf("postgres: insert imported contacts: %w", translate(err))
+			return ImportResult{}, fmt.Errorf("postgres: insert imported contacts: %w", err)
 		}
 		res.Updated += raced
 	} else if err != nil {
@@ -296,7 +296,7 @@ func (im *ContactImport) Commit(ctx context.Context, typeID int64, src *mail.Con
 		if hasSegments {
 			tables += ", segment_recipients"
 		}
-		im.pool.Exec(context.WithoutCancel(ctx), "ANALYZE (SKIP_LOCKED) "+tables)
+		im.conn.Exec(context.WithoutCancel(ctx), "ANALYZE (SKIP_LOCKED) "+tables)
 	}
 	return res, nil
 }
@@ -328,7 +328,7 @@ func (im *ContactImport) insert(ctx context.Context, typeID int64, hasContacts, 
 		return 0, errRaced
 	}
 	if err != nil {
-		return 0, fmt.Errorf("postgres: insert imported contacts: %w", translate(err))
+		return 0, fmt.Errorf("postgres: insert imported contacts: %w", err)
 	}
 	_, err = im.tx.Exec(ctx, "RELEASE SAVEPOINT import_insert")
 	return tag.RowsAffected(), err

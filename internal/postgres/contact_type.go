@@ -19,7 +19,7 @@ func (d *DB) ContactTypes(ctx context.Context, userID int64, page *mail.Page) ([
 	}
 	rows, err := d.q.ListContactTypes(ctx, arg)
 	if err != nil {
-		return nil, 0, translate(err)
+		return nil, 0, err
 	}
 	out := make([]mail.ContactType, len(rows))
 	for i, r := range rows {
@@ -29,7 +29,7 @@ func (d *DB) ContactTypes(ctx context.Context, userID int64, page *mail.Page) ([
 	total := int64(len(out))
 	if page != nil {
 		if total, err = d.q.CountContactTypes(ctx, userID); err != nil {
-			return nil, 0, translate(err)
+			return nil, 0, err
 		}
 	}
 	return out, total, nil
@@ -39,7 +39,7 @@ func (d *DB) ContactTypes(ctx context.Context, userID int64, page *mail.Page) ([
 func (d *DB) ContactType(ctx context.Context, userID, id int64) (mail.ContactType, error) {
 	r, err := d.q.ContactType(ctx, db.ContactTypeParams{ID: id, UserID: userID})
 	if err != nil {
-		return mail.ContactType{}, translate(err)
+		return mail.ContactType{}, err
 	}
 	return mail.ContactType{ID: r.ID, UserID: r.UserID, Name: r.Name, DeletedAt: r.DeletedAt,
 		CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt}, nil
@@ -48,14 +48,14 @@ func (d *DB) ContactType(ctx context.Context, userID, id int64) (mail.ContactTyp
 // CreateContactType stores a contact type with a parsed name and returns its id.
 func (d *DB) CreateContactType(ctx context.Context, userID int64, name string) (int64, error) {
 	id, err := d.q.CreateContactType(ctx, db.CreateContactTypeParams{UserID: userID, Name: name})
-	return id, translate(err)
+	return id, err
 }
 
 // RenameContactType sets a live contact type's name, or answers ENOTFOUND.
 func (d *DB) RenameContactType(ctx context.Context, userID, id int64, name string) error {
 	n, err := d.q.UpdateContactType(ctx, db.UpdateContactTypeParams{ID: id, UserID: userID, Name: name})
 	if err != nil {
-		return translate(err)
+		return err
 	}
 	if n == 0 {
 		return mail.NotFound()
@@ -66,7 +66,7 @@ func (d *DB) RenameContactType(ctx context.Context, userID, id int64, name strin
 // DeleteContactType soft-deletes a live contact type and its live contacts
 // in one transaction, or answers ENOTFOUND.
 func (d *DB) DeleteContactType(ctx context.Context, userID, id int64) error {
-	return translate(d.InTx(ctx, func(_ pgx.Tx, q *db.Queries) error {
+	return d.InTx(ctx, func(_ pgx.Tx, q *db.Queries) error {
 		if err := q.LockTypesForWriting(ctx, []int64{id}); err != nil {
 			return err
 		}
@@ -94,5 +94,5 @@ func (d *DB) DeleteContactType(ctx context.Context, userID, id int64) error {
 			delta[r.SegmentID] = -r.N
 		}
 		return addCounts(ctx, q, userID, countSegment, delta)
-	}))
+	})
 }

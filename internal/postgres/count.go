@@ -72,8 +72,7 @@ func (d *DB) count(ctx context.Context, userID int64, kind string, key int64) (i
 func (d *DB) Recount(ctx context.Context, userID int64) error {
 	var err error
 	for attempt := 0; attempt < 5; attempt++ {
-		err = pgx.BeginTxFunc(ctx, d.Pool, pgx.TxOptions{IsoLevel: pgx.RepeatableRead}, func(tx pgx.Tx) error {
-			q := d.q.WithTx(tx)
+		err = begin(ctx, d.Pool, pgx.TxOptions{IsoLevel: pgx.RepeatableRead}, func(_ pgx.Tx, q *db.Queries) error {
 			if err := q.ClearCounts(ctx, userID); err != nil {
 				return err
 			}
@@ -83,5 +82,5 @@ func (d *DB) Recount(ctx context.Context, userID int64) error {
 			return err
 		}
 	}
-	return translate(err)
+	return err
 }

@@ -98,7 +98,7 @@ func (d *DB) DispatchSend(ctx context.Context, id int64, version int32, batchSiz
 		}
 		return err
 	})
-	return out, translate(err)
+	return out, err
 }
 
 // ensurePartition makes the deliveries partitions of send id and of the
@@ -122,10 +122,10 @@ func (d *DB) ensurePartition(ctx context.Context, sendID int64) error {
 func (d *DB) makePartition(ctx context.Context, n int64) error {
 	name := "deliveries_p" + strconv.FormatInt(n, 10)
 	var exists bool
-	if err := d.Pool.QueryRow(ctx, "SELECT to_regclass($1) IS NOT NULL", name).Scan(&exists); err != nil || exists {
+	if err := d.conn.QueryRow(ctx, "SELECT to_regclass($1) IS NOT NULL", name).Scan(&exists); err != nil || exists {
 		return err
 	}
-	return pgx.BeginFunc(ctx, d.Pool, func(tx pgx.Tx) error {
+	return begin(ctx, d.Pool, pgx.TxOptions{}, func(tx pgx.Tx, _ *db.Queries) error {
 		if _, err := tx.Exec(ctx, "SET LOCAL lock_timeout = '2s'"); err != nil {
 			return err
 		}
@@ -199,7 +199,7 @@ type BatchSend struct {
 func (d *DB) SendForBatch(ctx context.Context, id int64) (BatchSend, error) {
 	r, err := d.q.SendForBatch(ctx, id)
 	if err != nil {
-		return BatchSend{}, translate(err)
+		return BatchSend{}, err
 	}
 	s := BatchSend{ID: r.ID, UserID: r.UserID, Version: r.Version, Status: r.Status, TemplateID: r.TemplateID,
 		TemplateHTML: r.TemplateHtml, Subject: r.Subject, Preheader: r.Preheader, GroupID: r.UnsubscribeGroupID,
@@ -229,7 +229,7 @@ func (d *DB) ClaimDeliveries(ctx context.Context, sendID, groupID, k, from, to i
 	l := &Lease{SendID: sendID, K: k, owner: pgtype.UUID{Bytes: uuid.New(), Valid: true}}
 	n, err := d.q.LeaseRange(ctx, db.LeaseRangeParams{SendID: sendID, K: k, LeaseSeconds: int32(lease / time.Second), Owner: l.owner})
 	if err != nil || n == 0 {
-		return nil, nil, translate(err)
+		return nil, nil, err
 	}
 	err = d.InTx(ctx, func(_ pgx.Tx, q *db.Queries) error {
 		n, err := q.SkipSuppressed(ctx, db.SkipSuppressedParams{SendID: sendID, FromID: from, ToID: to, GroupID: groupID})
@@ -243,11 +243,11 @@ func (d *DB) ClaimDeliveries(ctx context.Context, sendID, groupID, k, from, to i
 		return err
 	})
 	if err != nil {
-		return nil, nil, errors.Join(translate(err), translate(d.q.ReleaseRange(ctx, db.ReleaseRangeParams{SendID: sendID, K: k, Owner: l.owner})))
+		return nil, nil, errors.Join(err, d.q.ReleaseRange(ctx, db.ReleaseRangeParams{SendID: sendID, K: k, Owner: l.owner}))
 	}
 	rows, err := d.q.ClaimDeliveries(ctx, db.ClaimDeliveriesParams{SendID: sendID, FromID: from, ToID: to})
 	if err != nil || len(rows) == 0 { // nothing due here: give the range back at once
-		return nil, nil, errors.Join(translate(err), translate(d.q.ReleaseRange(ctx, db.ReleaseRangeParams{SendID: sendID, K: k, Owner: l.owner})))
+		return nil, nil, errors.Join(err, d.q.ReleaseRange(ctx, db.ReleaseRangeParams{SendID: sendID, K: k, Owner: l.owner}))
 	}
 	out := make([]mail.Claimed, len(rows))
 	for i, r := range rows {
@@ -270,7 +270,7 @@ func (d *DB) ClaimDeliveries(ctx context.Context, sendID, groupID, k, from, to i
 // (it stalled past its lease and another batch took it over).
 func (d *DB) RenewLease(ctx context.Context, l *Lease, lease time.Duration) (bool, error) {
 	n, err := d.q.RenewRange(ctx, db.RenewRangeParams{SendID: l.SendID, K: l.K, Owner: l.owner, LeaseSeconds: int32(lease / time.Second)})
-	return n > 0, translate(err)
+	return n > 0, err
 }
 
 // RecordBatch records the outcomes of a leased range in one transaction
@@ -322,7 +322,7 @@ func (d *DB) RecordBatch(ctx context.Context, l *Lease, userID int64, outcomes [
 		completed, err = completeSend(ctx, q, sendID)
 		return err
 	})
-	return completed, translate(err)
+	return completed, err
 }
 
 // CompleteSend completes send id when nothing is left open (a sweeper's
@@ -334,7 +334,7 @@ func (d *DB) CompleteSend(ctx context.Context, id int64) (bool, error) {
 		done, err = completeSend(ctx, q, id)
 		return err
 	})
-	return done, translate(err)
+	return done, err
 }
 
 // LastDeliveryID is the highest delivery id of send id (0: none).
@@ -404,7 +404,7 @@ func (d *DB) RecordOpen(ctx context.Context, sendID, id int64, listToken string)
 		}
 		return nil
 	})
-	return counted, translate(err)
+	return counted, err
 }
 
 // DropExpiredDeliveries drops the deliveries partitions whose sends are
@@ -414,7 +414,7 @@ func (d *DB) RecordOpen(ctx context.Context, sendID, id int64, listToken string)
 // sends' counters. A send scheduled later into a dropped range gets its
 // partition made again. It answers the partitions dropped.
 func (d *DB) DropExpiredDeliveries(ctx context.Context, retention time.Duration) ([]string, error) {
-	rows, err := d.Pool.Query(ctx, `
+	rows, err := d.conn.Query(ctx, `
 		SELECT c.relname FROM pg_inherits i
 		JOIN pg_class c ON c.oid = i.inhrelid
 		JOIN pg_class p ON p.oid = i.inhparent
@@ -435,7 +435,7 @@ func (d *DB) DropExpiredDeliveries(ctx context.Context, retention time.Duration)
 		}
 		lo, hi := n*PartitionSends, (n+1)*PartitionSends
 		var expired bool
-		err = d.Pool.QueryRow(ctx, `
+		err = d.conn.QueryRow(ctx, `
 			SELECT EXISTS (SELECT 1 FROM single_sends WHERE id >= $2)
 			   AND NOT EXISTS (SELECT 1 FROM single_sends
 			                   WHERE id >= $1 AND id < $2 AND deleted_at IS NULL
@@ -450,13 +450,13 @@ func (d *DB) DropExpiredDeliveries(ctx context.Context, retention time.Duration)
 		// DETACH … CONCURRENTLY waits for the partition's readers without
 		// blocking the other partitions' (a plain DROP would lock the
 		// parent table behind any open delivery transaction).
-		if _, err := d.Pool.Exec(ctx, "ALTER TABLE deliveries DETACH PARTITION "+pgx.Identifier{name}.Sanitize()+" CONCURRENTLY"); err != nil {
+		if _, err := d.conn.Exec(ctx, "ALTER TABLE deliveries DETACH PARTITION "+pgx.Identifier{name}.Sanitize()+" CONCURRENTLY"); err != nil {
 			return dropped, err
 		}
-		if _, err := d.Pool.Exec(ctx, "DELETE FROM delivery_ranges WHERE send_id >= $1 AND send_id < $2", lo, hi); err != nil {
+		if _, err := d.conn.Exec(ctx, "DELETE FROM delivery_ranges WHERE send_id >= $1 AND send_id < $2", lo, hi); err != nil {
 			return dropped, err
 		}
-		if _, err := d.Pool.Exec(ctx, "DROP TABLE IF EXISTS "+pgx.Identifier{name}.Sanitize()); err != nil {
+		if _, err := d.conn.Exec(ctx, "DROP TABLE IF EXISTS "+pgx.Identifier{name}.Sanitize()); err != nil {
 			return dropped, err
 		}
 		dropped = append(dropped, name)

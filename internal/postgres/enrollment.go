@@ -23,13 +23,13 @@ const membersChunk = 20000
 // ended. It answers how many were enrolled.
 func (d *DB) EnrollMembers(ctx context.Context, id int64, now time.Time) (int64, error) {
 	if err := d.q.StartMembersEnrollment(ctx, db.StartMembersEnrollmentParams{Now: now, AutomationID: id}); err != nil {
-		return 0, translate(err)
+		return 0, err
 	}
 	var total int64
 	for {
 		r, err := d.q.EnrollMembersChunk(ctx, db.EnrollMembersChunkParams{Now: now, AutomationID: id, N: membersChunk})
 		if err != nil {
-			return total, translate(err)
+			return total, err
 		}
 		total += r.Enrolled
 		if !r.More {
@@ -42,7 +42,7 @@ func (d *DB) EnrollMembers(ctx context.Context, id int64, now time.Time) (int64,
 // enrollment has not finished (its task lost, or a worker stopped).
 func (d *DB) MembersToEnroll(ctx context.Context) ([]int64, error) {
 	ids, err := d.q.MembersToEnroll(ctx)
-	return ids, translate(err)
+	return ids, err
 }
 
 // Run is a run a stepping pass made: a row of single_sends the batches
@@ -87,7 +87,7 @@ func (d *DB) StepAutomations(ctx context.Context, st Step) (pass Pass, err error
 	// transaction.
 	pending, err := d.q.StepPending(ctx, st.Now)
 	if err != nil || !pending.Due {
-		return Pass{}, translate(err)
+		return Pass{}, err
 	}
 	if err := d.ensurePartition(ctx, pending.NextID); err != nil {
 		return Pass{}, err
@@ -172,7 +172,7 @@ func (d *DB) StepAutomations(ctx context.Context, st Step) (pass Pass, err error
 		return nil
 	})
 	if err != nil {
-		return Pass{}, translate(err)
+		return Pass{}, err
 	}
 	// After the transaction (a schedule's or an automation's row is never
 	// locked while enrollments are): the holds, then the totals. A crash
@@ -181,12 +181,12 @@ func (d *DB) StepAutomations(ctx context.Context, st Step) (pass Pass, err error
 	if len(held) > 0 {
 		if err := d.q.NoteSmallRuns(ctx, db.NoteSmallRunsParams{Now: st.Now, EverySeconds: st.RunEvery.Seconds(),
 			StreakFrom: st.Now.Add(-2 * st.RunEvery), Ids: held}); err != nil {
-			return pass, translate(err)
+			return pass, err
 		}
 	}
 	if len(blocked) > 0 {
 		if err := d.q.HoldSchedules(ctx, db.HoldSchedulesParams{Until: st.Now.Add(st.RunEvery), Ids: blocked}); err != nil {
-			return pass, translate(err)
+			return pass, err
 		}
 	}
 	for _, s := range blocked {
@@ -199,7 +199,7 @@ func (d *DB) StepAutomations(ctx context.Context, st Step) (pass Pass, err error
 	for i, r := range pass.Runs {
 		ids[i] = r.ID
 	}
-	return pass, translate(d.q.AddAutomationTriggered(ctx, ids))
+	return pass, d.q.AddAutomationTriggered(ctx, ids)
 }
 
 // Pass is what one stepping pass did.

@@ -20,7 +20,7 @@ func (d *DB) CustomFields(ctx context.Context, userID int64, page *mail.Page) ([
 	}
 	rows, err := d.q.ListCustomFields(ctx, arg)
 	if err != nil {
-		return nil, 0, translate(err)
+		return nil, 0, err
 	}
 	out := make([]mail.CustomFieldRecord, len(rows))
 	for i, r := range rows {
@@ -32,7 +32,7 @@ func (d *DB) CustomFields(ctx context.Context, userID int64, page *mail.Page) ([
 	total := int64(len(out))
 	if page != nil {
 		if total, err = d.q.CountCustomFields(ctx, userID); err != nil {
-			return nil, 0, translate(err)
+			return nil, 0, err
 		}
 	}
 	return out, total, nil
@@ -50,14 +50,14 @@ func (d *DB) CreateCustomField(ctx context.Context, userID int64, f mail.CustomF
 	if errors.As(err, &pgErr) && pgErr.Code == "23505" && pgErr.ConstraintName == "custom_fields_name" {
 		return 0, fieldNameTaken
 	}
-	return id, translate(err)
+	return id, err
 }
 
 // DeleteCustomField deletes one of the account's custom fields and, in the
 // same transaction, its value from every contact of the account; an unknown
 // id is ENOTFOUND.
 func (d *DB) DeleteCustomField(ctx context.Context, userID, id int64) error {
-	return translate(d.InTx(ctx, func(tx pgx.Tx, q *db.Queries) error {
+	return d.InTx(ctx, func(tx pgx.Tx, q *db.Queries) error {
 		if err := q.LockAccountTypesForWriting(ctx, userID); err != nil {
 			return err
 		}
@@ -73,5 +73,5 @@ func (d *DB) DeleteCustomField(ctx context.Context, userID, id int64) error {
 		}
 		// The values are gone: segments with conditions on the field change.
 		return rebuildSegmentsUsingField(ctx, tx, userID, id, d.now())
-	}))
+	})
 }

@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/jackc/pgx/v5"
@@ -25,7 +26,7 @@ func (d *DB) SyncGeo(ctx context.Context, s *geo.Set) error {
 		if err == nil && v == s.Version {
 			return nil
 		}
-		if err != nil && err != pgx.ErrNoRows {
+		if err != nil && !errors.Is(err, pgx.ErrNoRows) {
 			return err
 		}
 		if _, err := tx.Exec(ctx, "TRUNCATE countries, states, cities"); err != nil {

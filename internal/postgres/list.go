@@ -51,7 +51,7 @@ func streamChunks[T any](ctx context.Context, d *DB, query string, args []any, p
 		if left >= 0 && left < limit {
 			limit = left
 		}
-		rows, err := d.Pool.Query(ctx, query, append(args, after, limit, offset)...)
+		rows, err := d.conn.Query(ctx, query, append(args, after, limit, offset)...)
 		if err != nil {
 			return err
 		}

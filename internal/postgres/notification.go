@@ -18,7 +18,7 @@ func (d *DB) NotificationRecipients(ctx context.Context, userID int64, page *mai
 	}
 	rows, err := d.q.ListNotificationRecipients(ctx, arg)
 	if err != nil {
-		return nil, 0, translate(err)
+		return nil, 0, err
 	}
 	out := make([]mail.NotificationRecipient, len(rows))
 	for i, r := range rows {
@@ -28,7 +28,7 @@ func (d *DB) NotificationRecipients(ctx context.Context, userID int64, page *mai
 	total := int64(len(out))
 	if page != nil {
 		if total, err = d.count(ctx, userID, countNotifications, 0); err != nil {
-			return nil, 0, translate(err)
+			return nil, 0, err
 		}
 	}
 	return out, total, nil
@@ -50,7 +50,7 @@ func (d *DB) SaveNotificationRecipient(ctx context.Context, userID int64, in mai
 		}
 		return addCounts(ctx, q, userID, countNotifications, map[int64]int64{0: 1})
 	})
-	return id, translate(err)
+	return id, err
 }
 
 // DeleteNotificationRecipients deletes the given notification recipients
@@ -58,7 +58,7 @@ func (d *DB) SaveNotificationRecipient(ctx context.Context, userID int64, in mai
 // the answer is ENOTFOUND.
 func (d *DB) DeleteNotificationRecipients(ctx context.Context, userID int64, ids []int64) error {
 	ids = sortedUnique(ids)
-	return translate(d.InTx(ctx, func(tx pgx.Tx, q *db.Queries) error {
+	return d.InTx(ctx, func(tx pgx.Tx, q *db.Queries) error {
 		if err := probeByID(ctx, tx, len(ids)); err != nil {
 			return err
 		}
@@ -70,5 +70,5 @@ func (d *DB) DeleteNotificationRecipients(ctx context.Context, userID int64, ids
 			return mail.NotFound()
 		}
 		return addCounts(ctx, q, userID, countNotifications, map[int64]int64{0: -n})
-	}))
+	})
 }

@@ -32,8 +32,11 @@ const defaultMaxConns = 20
 const connectTimeout = 10 * time.Second
 
 // DB is the storage handle: one pool shared by every request and task.
+// The package's statements go through conn (errors.go), which translates
+// their errors; Pool is for tests and tools that reach around the domain.
 type DB struct {
 	Pool *pgxpool.Pool
+	conn conn
 	q    *db.Queries
 	log  *slog.Logger
 	// Now is the clock enrollments start from (an automation's wait counts
@@ -76,7 +79,8 @@ func Open(ctx context.Context, dsn string, log *slog.Logger) (*DB, error) {
 		pool.Close()
 		return nil, fmt.Errorf("postgres: ping %s: %w", cfg.ConnConfig.Host, err)
 	}
-	return &DB{Pool: pool, q: db.New(pool), log: log}, nil
+	c := conn{pool}
+	return &DB{Pool: pool, conn: c, q: db.New(c), log: log}, nil
 }
 
 // Close releases the pool.
@@ -176,15 +180,13 @@ func (d *DB) Migrate(ctx context.Context) error {
 func (d *DB) InTx(ctx context.Context, fn func(tx pgx.Tx, q *db.Queries) error) error {
 	var err error
 	for attempt := 0; attempt < 3; attempt++ {
-		err = pgx.BeginFunc(ctx, d.Pool, func(tx pgx.Tx) error {
-			return fn(tx, d.q.WithTx(tx))
-		})
+		err = begin(ctx, d.Pool, pgx.TxOptions{}, fn)
 		if !retryable(err) {
 			return err
 		}
 		d.log.WarnContext(ctx, "transaction retried", "attempt", attempt+1, "err", err)
 	}
-	return translate(err) // still failing: a 409 asking to try again
+	return err // still failing: a 409 asking to try again
 }
 
 // retryable reports a failure that running the transaction again can cure.

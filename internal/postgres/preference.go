@@ -30,13 +30,13 @@ func (d *DB) Preferences(ctx context.Context, t mail.UnsubscribeToken) (mail.Pre
 	p := mail.Preferences{Email: t.Email}
 	rows, err := d.q.PreferenceGroups(ctx, db.PreferenceGroupsParams{UserID: t.UserID, Email: string(t.Email), GroupID: t.GroupID})
 	if err != nil {
-		return p, translate(err)
+		return p, err
 	}
 	for _, r := range rows {
 		p.Groups = append(p.Groups, mail.PreferenceGroup{ID: r.ID, Name: r.GroupName, Description: r.Description, Left: r.HasLeft})
 	}
 	p.Global, err = d.q.GloballyUnsubscribed(ctx, db.GloballyUnsubscribedParams{UserID: t.UserID, Email: string(t.Email)})
-	return p, translate(err)
+	return p, err
 }
 
 // UnsubscribeRecipient puts a token's address on the account's global

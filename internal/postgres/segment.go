@@ -92,7 +92,7 @@ func (d *DB) updateSegment(ctx context.Context, userID, id int64, in mail.Segmen
 	return d.InTx(ctx, func(tx pgx.Tx, q *db.Queries) error {
 		old, err := q.LockSegment(ctx, db.LockSegmentParams{ID: id, UserID: userID})
 		if err != nil {
-			return translate(err)
+			return err
 		}
 		if sameConditions(old, in) {
 			n, err := q.RenameSegment(ctx, db.RenameSegmentParams{SegmentName: in.Name, ID: id, UserID: userID})
@@ -246,7 +246,7 @@ func (d *DB) ResumeSegmentRebuilds(ctx context.Context) error {
 func (d *DB) SegmentDetails(ctx context.Context, userID, id int64) (mail.Segment, error) {
 	r, err := d.q.SegmentByID(ctx, db.SegmentByIDParams{ID: id, UserID: userID})
 	if err != nil {
-		return mail.Segment{}, translate(err)
+		return mail.Segment{}, err
 	}
 	return mail.Segment{ID: r.ID, UserID: r.UserID, ContactTypeID: r.ContactTypeID, Name: r.SegmentName,
 		Fields: r.SelectField, Operators: r.SelectOperator, Values: r.Value, QueryType: r.QueryType,
@@ -300,7 +300,7 @@ func (d *DB) DeleteSegment(ctx context.Context, userID, id int64) error {
 // StoreSegmentRecipient adds an address to a segment by hand (or renames
 // the one stored with that address).
 func (d *DB) StoreSegmentRecipient(ctx context.Context, userID int64, in mail.SegmentRecipientInput) error {
-	return translate(d.InTx(ctx, func(_ pgx.Tx, q *db.Queries) error {
+	return d.InTx(ctx, func(_ pgx.Tx, q *db.Queries) error {
 		r, err := q.StoreSegmentRecipient(ctx, db.StoreSegmentRecipientParams{
 			FirstName: in.FirstName, LastName: in.LastName, Email: string(in.Email), SegmentID: in.SegmentID, UserID: userID,
 		})
@@ -308,7 +308,7 @@ func (d *DB) StoreSegmentRecipient(ctx context.Context, userID int64, in mail.Se
 			return err
 		}
 		return addCounts(ctx, q, userID, countSegment, map[int64]int64{in.SegmentID: 1})
-	}))
+	})
 }
 
 // DeleteSegmentRecipient removes one recipient of a live segment.

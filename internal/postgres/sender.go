@@ -51,7 +51,7 @@ func (d *DB) DeleteSender(ctx context.Context, userID, id int64) error {
 func (d *DB) Sender(ctx context.Context, userID, id int64) (mail.SenderRecord, error) {
 	r, err := d.q.SenderByID(ctx, db.SenderByIDParams{ID: id, UserID: userID})
 	if err != nil {
-		return mail.SenderRecord{}, translate(err)
+		return mail.SenderRecord{}, err
 	}
 	return senderRecord(db.ListSendersRow(r)), nil
 }

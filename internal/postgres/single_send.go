@@ -47,7 +47,7 @@ func (d *DB) CreateSingleSend(ctx context.Context, userID int64, in mail.SingleS
 		SingleSendName: in.Name, Subject: in.Subject, Preheader: in.Preheader, RecipientID: recipients,
 		ExcludeSpecificRecipientID: excluded, ScheduleType: scheduleType(in), ScheduleAt: in.Schedule, UniqueOpenToken: tokens})
 	if err != nil {
-		return mail.Queued{}, translate(err)
+		return mail.Queued{}, err
 	}
 	return mail.Queued{ID: r.ID, UTR: utr, Version: r.Version, DueAt: r.DueAt}, nil
 }
@@ -61,7 +61,7 @@ func (d *DB) UpdateSingleSend(ctx context.Context, userID int64, utr string, in 
 	err := d.InTx(ctx, func(_ pgx.Tx, q *db.Queries) error {
 		s, err := q.LockSingleSend(ctx, db.LockSingleSendParams{Utr: utr, UserID: userID})
 		if err != nil {
-			return translate(err)
+			return err
 		}
 		if err := changeable(s.Status, "updated"); err != nil {
 			return err
@@ -84,7 +84,7 @@ func (d *DB) UpdateSingleSend(ctx context.Context, userID int64, utr string, in 
 		out.ID, out.Version, out.DueAt = s.ID, r.Version, r.DueAt
 		return nil
 	})
-	return out, translate(err)
+	return out, err
 }
 
 // changeable is nil for a draft or ready send, else the conflict of
@@ -112,7 +112,7 @@ func (d *DB) DuplicateSingleSend(ctx context.Context, userID int64, utr string) 
 	err := d.InTx(ctx, func(_ pgx.Tx, q *db.Queries) error {
 		src, err := q.LockSingleSendForCopy(ctx, db.LockSingleSendForCopyParams{Utr: utr, UserID: userID})
 		if err != nil {
-			return translate(err)
+			return err
 		}
 		lists, err := decodeLists(src.RecipientID)
 		if err != nil {
@@ -125,13 +125,13 @@ func (d *DB) DuplicateSingleSend(ctx context.Context, userID int64, utr string) 
 		_, err = q.DuplicateSingleSend(ctx, db.DuplicateSingleSendParams{Utr: copyUTR, UniqueOpenToken: tokens, ID: src.ID})
 		return err
 	})
-	return copyUTR, translate(err)
+	return copyUTR, err
 }
 
 // DeleteSingleSend soft-deletes a live send of the account: ENOTFOUND
 // when there is none, ECONFLICT when it is running or completed.
 func (d *DB) DeleteSingleSend(ctx context.Context, userID int64, utr string) error {
-	return translate(d.InTx(ctx, func(_ pgx.Tx, q *db.Queries) error {
+	return d.InTx(ctx, func(_ pgx.Tx, q *db.Queries) error {
 		s, err := q.LockSingleSend(ctx, db.LockSingleSendParams{Utr: utr, UserID: userID})
 		if err != nil {
 			return translate(err)
@@ -140,7 +140,7 @@ func (d *DB) DeleteSingleSend(ctx context.Context, userID int64, utr string) err
 			return err
 		}
 		return q.DeleteSingleSends(ctx, []int64{s.ID})
-	}))
+	})
 }
 
 // DeleteSingleSends soft-deletes sends of the account, all or none:
@@ -148,7 +148,7 @@ func (d *DB) DeleteSingleSend(ctx context.Context, userID int64, utr string) err
 // one is running or completed.
 func (d *DB) DeleteSingleSends(ctx context.Context, userID int64, ids []int64) error {
 	ids = sortedUnique(ids)
-	return translate(d.InTx(ctx, func(tx pgx.Tx, q *db.Queries) error {
+	return d.InTx(ctx, func(tx pgx.Tx, q *db.Queries) error {
 		if err := probeByID(ctx, tx, len(ids)); err != nil {
 			return err
 		}
@@ -166,7 +166,7 @@ func (d *DB) DeleteSingleSends(ctx context.Context, userID int64, ids []int64) e
 			}
 		}
 		return q.DeleteSingleSends(ctx, ids)
-	}))
+	})
 }
 
 // singleSendColumns are a send as the API shows it, with its sender's
@@ -235,8 +235,8 @@ func scanSingleSend(row pgx.Row, s *mail.SingleSend) error {
 // SingleSend returns a live send of the account by utr, or ENOTFOUND.
 func (d *DB) SingleSend(ctx context.Context, userID int64, utr string) (mail.SingleSend, error) {
 	var s mail.SingleSend
-	err := scanSingleSend(d.Pool.QueryRow(ctx, singleSendByUTRSQL, userID, utr), &s)
-	return s, translate(err)
+	err := scanSingleSend(d.conn.QueryRow(ctx, singleSendByUTRSQL, userID, utr), &s)
+	return s, err
 }
 
 // ListSingleSends calls fn with each live send of the account, in id

@@ -60,7 +60,7 @@ func (d *DB) unsubscribe(ctx context.Context, userID int64, groupID *int64, emai
 		}
 		return addCounts(ctx, q, userID, countUnsubscribes, map[int64]int64{list: n})
 	})
-	return n, translate(err)
+	return n, err
 }
 
 // DeleteUnsubscribes deletes entries of the account's global list (global
@@ -68,7 +68,7 @@ func (d *DB) unsubscribe(ctx context.Context, userID int64, groupID *int64, emai
 // such an entry, nothing changes and the answer is ENOTFOUND.
 func (d *DB) DeleteUnsubscribes(ctx context.Context, userID int64, global bool, ids []int64) error {
 	ids = sortedUnique(ids)
-	return translate(d.InTx(ctx, func(tx pgx.Tx, q *db.Queries) error {
+	return d.InTx(ctx, func(tx pgx.Tx, q *db.Queries) error {
 		if err := probeByID(ctx, tx, len(ids)); err != nil {
 			return err
 		}
@@ -86,7 +86,7 @@ func (d *DB) DeleteUnsubscribes(ctx context.Context, userID int64, global bool, 
 			return mail.NotFound()
 		}
 		return addCounts(ctx, q, userID, countUnsubscribes, left)
-	}))
+	})
 }
 
 // listUnsubscribesSQL reads a list of unsubscribes in id order: the page's
@@ -138,7 +138,7 @@ func (d *DB) UnsubscribeGroups(ctx context.Context, userID int64, page *mail.Pag
 	}
 	rows, err := d.q.ListUnsubscribeGroups(ctx, arg)
 	if err != nil {
-		return nil, 0, translate(err)
+		return nil, 0, err
 	}
 	out := make([]mail.UnsubscribeGroup, len(rows))
 	for i, r := range rows {
@@ -149,7 +149,7 @@ func (d *DB) UnsubscribeGroups(ctx context.Context, userID int64, page *mail.Pag
 	total := int64(len(out))
 	if page != nil {
 		if total, err = d.q.CountUnsubscribeGroups(ctx, userID); err != nil {
-			return nil, 0, translate(err)
+			return nil, 0, err
 		}
 	}
 	return out, total, nil
@@ -159,7 +159,7 @@ func (d *DB) UnsubscribeGroups(ctx context.Context, userID int64, page *mail.Pag
 func (d *DB) UnsubscribeGroup(ctx context.Context, userID, id int64) (mail.UnsubscribeGroup, error) {
 	r, err := d.q.UnsubscribeGroup(ctx, db.UnsubscribeGroupParams{ID: id, UserID: userID})
 	if err != nil {
-		return mail.UnsubscribeGroup{}, translate(err)
+		return mail.UnsubscribeGroup{}, err
 	}
 	return mail.UnsubscribeGroup{ID: r.ID, UserID: r.UserID, RandID: r.RandID, Name: r.GroupName,
 		Description: r.Description, Display: r.IsDisplay == 1, CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt}, nil
@@ -175,7 +175,7 @@ func (d *DB) CreateUnsubscribeGroup(ctx context.Context, userID int64, in mail.U
 		if attempt < 5 && errors.As(err, &pgErr) && pgErr.Code == "23505" && pgErr.ConstraintName == "unsubscribe_groups_rand_id" {
 			continue
 		}
-		return id, translate(err)
+		return id, err
 	}
 }
 
@@ -185,7 +185,7 @@ func (d *DB) UpdateUnsubscribeGroup(ctx context.Context, userID, id int64, in ma
 	n, err := d.q.UpdateUnsubscribeGroup(ctx, db.UpdateUnsubscribeGroupParams{ID: id, UserID: userID,
 		GroupName: in.Name, Description: in.Description, IsDisplay: smallBool(in.Display)})
 	if err != nil {
-		return translate(err)
+		return err
 	}
 	if n == 0 {
 		return mail.NotFound()
