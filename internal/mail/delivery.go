@@ -25,6 +25,10 @@ type Outcome struct {
 	// connection, the login or the sender was refused, or the worker
 	// stopped): the attempt does not count.
 	NotTried bool
+	// Deferred: put off because the recipient's domain is throttled or
+	// answered "try later" (pending, NextAt set); counted as deferred in
+	// the statistics, as is any tried mail left pending.
+	Deferred bool
 }
 
 // Claimed is a delivery a batch leased, with its recipient.

@@ -57,6 +57,9 @@ func (d *DB) unsubscribe(ctx context.Context, userID int64, groupID *int64, emai
 			if err := q.CountSendUnsubscribe(ctx, db.CountSendUnsubscribeParams{SendID: sendID, UserID: userID, N: n}); err != nil {
 				return err
 			}
+			if err := bumpSend(ctx, q, sendID, mail.Counts{Unsubscribes: n}); err != nil {
+				return err
+			}
 		}
 		return addCounts(ctx, q, userID, countUnsubscribes, map[int64]int64{list: n})
 	})
