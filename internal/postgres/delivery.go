@@ -73,9 +73,13 @@ func (d *DB) DispatchSend(ctx context.Context, id int64, version int32, batchSiz
 			out.DueAt = new(time.Now().Add(2 * time.Second))
 			return err
 		}
-		n, err := q.ExpandSend(ctx, db.ExpandSendParams{SendID: id, UserID: s.UserID, TypeIds: types, SegmentIds: segments,
-			GroupID: s.UnsubscribeGroupID, ExcludeTypeIds: exTypes, ExcludeSegmentIds: exSegments})
+		audience := db.ExpandSendParams{SendID: id, UserID: s.UserID, TypeIds: types, SegmentIds: segments,
+			GroupID: s.UnsubscribeGroupID, ExcludeTypeIds: exTypes, ExcludeSegmentIds: exSegments}
+		n, err := q.ExpandSend(ctx, audience)
 		if err != nil {
+			return err
+		}
+		if err := d.emitDroppedAudience(ctx, q, id, audience); err != nil {
 			return err
 		}
 		bs := int32(batchSize)
@@ -235,11 +239,14 @@ func (d *DB) ClaimDeliveries(ctx context.Context, sendID, groupID, k, from, to i
 		return nil, nil, err
 	}
 	err = d.InTx(ctx, func(_ pgx.Tx, q *db.Queries) error {
-		n, err := q.SkipSuppressed(ctx, db.SkipSuppressedParams{SendID: sendID, FromID: from, ToID: to, GroupID: groupID})
-		if err != nil || n == 0 {
+		skipped, err := q.SkipSuppressed(ctx, db.SkipSuppressedParams{SendID: sendID, FromID: from, ToID: to, GroupID: groupID})
+		if err != nil || len(skipped) == 0 {
 			return err
 		}
-		if err := q.TakeRemaining(ctx, db.TakeRemainingParams{N: n, ID: sendID}); err != nil {
+		if err := q.TakeRemaining(ctx, db.TakeRemainingParams{N: int64(len(skipped)), ID: sendID}); err != nil {
+			return err
+		}
+		if err := emitSkipped(ctx, q, sendID, skipped); err != nil {
 			return err
 		}
 		_, err = completeSend(ctx, q, sendID)
@@ -280,7 +287,8 @@ func (d *DB) RenewLease(ctx context.Context, l *Lease, lease time.Duration) (boo
 // (even when the lease was lost: the mails went out): the rows (one
 // statement; only rows still pending change),
 // the send's counters and deliveries left (once), hard bounces suppressed
-// with address.bounced, the range's lease given back, and the send
+// with address.bounced, the webhooks' events (one outbox row naming the
+// rows), the range's lease given back, and the send
 // completed when no delivery is left. It answers whether this batch
 // completed the send.
 func (d *DB) RecordBatch(ctx context.Context, l *Lease, userID int64, outcomes []mail.Outcome) (completed bool, err error) {
@@ -312,6 +320,9 @@ func (d *DB) RecordBatch(ctx context.Context, l *Lease, userID int64, outcomes [
 			return err
 		}
 		if err := bumpSend(ctx, q, sendID, mail.Counts{Delivered: r.Delivered, Bounces: r.Bounced, SoftBounces: r.Failed, Deferred: r.Deferred}); err != nil {
+			return err
+		}
+		if err := d.emitOutcomes(ctx, q, userID, sendID, outcomes, r.Finals > 0); err != nil {
 			return err
 		}
 		if len(bounceEmails) > 0 {

@@ -42,6 +42,9 @@ type DB struct {
 	// Now is the clock enrollments start from (an automation's wait counts
 	// from it); nil is time.Now. Tests set it to drive schedules.
 	Now func() time.Time
+	// hooks remembers which event kinds each account's webhooks want
+	// (webhook_emit.go).
+	hooks *hookCache
 }
 
 // now is d's clock.
@@ -80,7 +83,7 @@ func Open(ctx context.Context, dsn string, log *slog.Logger) (*DB, error) {
 		return nil, fmt.Errorf("postgres: ping %s: %w", cfg.ConnConfig.Host, err)
 	}
 	c := conn{pool}
-	return &DB{Pool: pool, conn: c, q: db.New(c), log: log}, nil
+	return &DB{Pool: pool, conn: c, q: db.New(c), log: log, hooks: &hookCache{}}, nil
 }
 
 // Close releases the pool.

@@ -137,15 +137,17 @@ func linkTable(rows []db.SendLinksRow) []string {
 
 // RecordActivity records a flush of the open and click recorder: the
 // deliveries' own counts, their sends' and automations' counters, the
-// statistics and the clicks by link, in one transaction. Opens and clicks
-// of deliveries that do not exist (or whose list token is not the send's)
-// count nothing.
+// statistics, the clicks by link and the webhooks' events, in one
+// transaction. Opens and clicks of deliveries that do not exist (or whose
+// list token is not the send's) count nothing.
 func (d *DB) RecordActivity(ctx context.Context, opens []mail.Open, clicks []mail.Click) error {
 	if len(opens) == 0 && len(clicks) == 0 {
 		return nil
 	}
 	return d.InTx(ctx, func(_ pgx.Tx, q *db.Queries) error {
 		counts := map[int64]mail.Counts{}
+		var opened []db.RecordOpensRow
+		var clicked []db.RecordClicksRow
 		if len(opens) > 0 {
 			p := db.RecordOpensParams{SendIds: make([]int64, len(opens)), Ids: make([]int64, len(opens)), ListTokens: make([]string, len(opens))}
 			for i, o := range opens {
@@ -155,6 +157,7 @@ func (d *DB) RecordActivity(ctx context.Context, opens []mail.Open, clicks []mai
 			if err != nil {
 				return err
 			}
+			opened = rows
 			for _, r := range rows {
 				c := counts[r.SendID]
 				c.TotalOpens += r.Opens
@@ -182,6 +185,7 @@ func (d *DB) RecordActivity(ctx context.Context, opens []mail.Open, clicks []mai
 			if err != nil {
 				return err
 			}
+			clicked = rows
 			type delivery struct{ send, id int64 }
 			clickers := map[delivery]bool{}
 			var links db.BumpLinkStatsParams
@@ -205,6 +209,9 @@ func (d *DB) RecordActivity(ctx context.Context, opens []mail.Open, clicks []mai
 					return err
 				}
 			}
+		}
+		if err := d.emitActivity(ctx, q, opened, clicked); err != nil {
+			return err
 		}
 		return bumpStats(ctx, q, time.Now(), counts)
 	})

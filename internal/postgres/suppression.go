@@ -51,6 +51,11 @@ func (d *DB) unsubscribe(ctx context.Context, userID int64, groupID *int64, emai
 		if n, err = q.AddUnsubscribes(ctx, arg); err != nil {
 			return err
 		}
+		if n > 0 && origin != nil { // a recipient's own, from a mail: the webhooks hear of it
+			if err := d.emitUnsubscribes(ctx, q, userID, groupID, sendID, addresses); err != nil {
+				return err
+			}
+		}
 		if n > 0 && sendID > 0 && !counted {
 			// A send of another account (a forged id cannot pass the
 			// token's MAC) or a deleted one is left alone by the WHERE.

@@ -720,7 +720,7 @@ func (q *Queries) SendForBatch(ctx context.Context, id int64) (SendForBatchRow, 
 	return i, err
 }
 
-const skipSuppressed = `-- name: SkipSuppressed :execrows
+const skipSuppressed = `-- name: SkipSuppressed :many
 UPDATE deliveries d
 SET status = 5, error = 'suppressed after the send started'
 WHERE d.send_id = $1 AND d.id >= $2 AND d.id < $3 AND d.status = 0
@@ -728,6 +728,7 @@ WHERE d.send_id = $1 AND d.id >= $2 AND d.id < $3 AND d.status = 0
                WHERE u.user_id = d.user_id AND u.email_lc = lower(d.email)
                  AND COALESCE(u.unsubscribe_groups_id, 0) IN (0, $4::bigint))
        OR EXISTS (SELECT 1 FROM bounces b WHERE b.user_id = d.user_id AND b.email_lc = lower(d.email)))
+RETURNING d.id
 `
 
 type SkipSuppressedParams struct {
@@ -740,18 +741,30 @@ type SkipSuppressedParams struct {
 // The pending rows of a range whose address was suppressed since the
 // dispatch (a global unsubscribe, the send's group, a hard bounce) are
 // skipped (5): no mail goes to a suppressed address, however long the
-// send runs.
-func (q *Queries) SkipSuppressed(ctx context.Context, arg SkipSuppressedParams) (int64, error) {
-	result, err := q.db.Exec(ctx, skipSuppressed,
+// send runs. Answers their ids (dropped webhook events).
+func (q *Queries) SkipSuppressed(ctx context.Context, arg SkipSuppressedParams) ([]int64, error) {
+	rows, err := q.db.Query(ctx, skipSuppressed,
 		arg.SendID,
 		arg.FromID,
 		arg.ToID,
 		arg.GroupID,
 	)
 	if err != nil {
-		return 0, err
+		return nil, err
 	}
-	return result.RowsAffected(), nil
+	defer rows.Close()
+	var items []int64
+	for rows.Next() {
+		var id int64
+		if err := rows.Scan(&id); err != nil {
+			return nil, err
+		}
+		items = append(items, id)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
 }
 
 const stalledSends = `-- name: StalledSends :many

@@ -365,3 +365,39 @@ type UnsubscribeGroup struct {
 	CreatedAt   time.Time
 	UpdatedAt   time.Time
 }
+
+type Webhook struct {
+	ID        int64
+	UserID    int64
+	Url       string
+	Events    int32
+	Secret    string
+	CreatedAt time.Time
+	UpdatedAt time.Time
+	DeletedAt *time.Time
+}
+
+type WebhookAttempt struct {
+	ID          int64
+	WebhookID   int64
+	AttemptedAt time.Time
+	StatusCode  *int32
+	LatencyMs   int32
+	Error       string
+	Events      int32
+	Result      int16
+}
+
+type WebhookBatch struct {
+	ID          int64
+	WebhookID   int64
+	SendID      *int64
+	DeliveryIds []int64
+	Kinds       []int16
+	Events      []byte
+	N           int32
+	State       int16
+	Attempts    int32
+	CreatedAt   time.Time
+	FailedAt    *time.Time
+}

@@ -291,7 +291,7 @@ SET opens = dl.opens + o.n, opened_at = COALESCE(dl.opened_at, now())
 FROM o, single_sends s
 WHERE dl.send_id = o.send_id AND dl.id = o.id AND dl.status IN (0, 2)
   AND s.id = o.send_id AND s.unique_open_token ->> dl.list_key = o.list_token
-RETURNING dl.send_id, o.n::bigint AS opens, (dl.opens = o.n) AS first
+RETURNING dl.send_id, dl.id AS delivery_id, o.n::bigint AS opens, (dl.opens = o.n) AS first
 `
 
 type RecordOpensParams struct {
@@ -301,16 +301,17 @@ type RecordOpensParams struct {
 }
 
 type RecordOpensRow struct {
-	SendID int64
-	Opens  int64
-	First  bool
+	SendID     int64
+	DeliveryID int64
+	Opens      int64
+	First      bool
 }
 
 // A flush of the open recorder: each (send, delivery, list token) with its
 // opens. Only a delivery whose send gave its list that token counts (a
 // pending row too: a signed pixel proves the mail arrived, and proxies
 // fetch it before its batch is recorded). Answers, per delivery counted,
-// its send, the opens and whether they were its first.
+// its send, its id, the opens and whether they were its first.
 func (q *Queries) RecordOpens(ctx context.Context, arg RecordOpensParams) ([]RecordOpensRow, error) {
 	rows, err := q.db.Query(ctx, recordOpens, arg.Ids, arg.ListTokens, arg.SendIds)
 	if err != nil {
@@ -320,7 +321,12 @@ func (q *Queries) RecordOpens(ctx context.Context, arg RecordOpensParams) ([]Rec
 	var items []RecordOpensRow
 	for rows.Next() {
 		var i RecordOpensRow
-		if err := rows.Scan(&i.SendID, &i.Opens, &i.First); err != nil {
+		if err := rows.Scan(
+			&i.SendID,
+			&i.DeliveryID,
+			&i.Opens,
+			&i.First,
+		); err != nil {
 			return nil, err
 		}
 		items = append(items, i)

@@ -102,18 +102,19 @@ WHERE send_id = @send_id AND k = @k AND owner = @owner;
 -- name: ReleaseRange :exec
 DELETE FROM delivery_ranges WHERE send_id = @send_id AND k = @k AND owner = @owner;
 
--- name: SkipSuppressed :execrows
+-- name: SkipSuppressed :many
 -- The pending rows of a range whose address was suppressed since the
 -- dispatch (a global unsubscribe, the send's group, a hard bounce) are
 -- skipped (5): no mail goes to a suppressed address, however long the
--- send runs.
+-- send runs. Answers their ids (dropped webhook events).
 UPDATE deliveries d
 SET status = 5, error = 'suppressed after the send started'
 WHERE d.send_id = @send_id AND d.id >= @from_id AND d.id < @to_id AND d.status = 0
   AND (EXISTS (SELECT 1 FROM unsubscribes u
                WHERE u.user_id = d.user_id AND u.email_lc = lower(d.email)
                  AND COALESCE(u.unsubscribe_groups_id, 0) IN (0, @group_id::bigint))
-       OR EXISTS (SELECT 1 FROM bounces b WHERE b.user_id = d.user_id AND b.email_lc = lower(d.email)));
+       OR EXISTS (SELECT 1 FROM bounces b WHERE b.user_id = d.user_id AND b.email_lc = lower(d.email)))
+RETURNING d.id;
 
 -- name: TakeRemaining :exec
 UPDATE single_sends SET remaining = remaining - @n::bigint WHERE id = @id;

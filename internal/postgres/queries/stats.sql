@@ -72,7 +72,7 @@ FROM p, fresh, base;
 -- opens. Only a delivery whose send gave its list that token counts (a
 -- pending row too: a signed pixel proves the mail arrived, and proxies
 -- fetch it before its batch is recorded). Answers, per delivery counted,
--- its send, the opens and whether they were its first.
+-- its send, its id, the opens and whether they were its first.
 WITH o AS (
     SELECT t.send_id, (@ids::bigint[])[t.i] AS id, (@list_tokens::text[])[t.i] AS list_token, count(*)::int AS n
     FROM unnest(@send_ids::bigint[]) WITH ORDINALITY AS t(send_id, i)
@@ -84,7 +84,7 @@ SET opens = dl.opens + o.n, opened_at = COALESCE(dl.opened_at, now())
 FROM o, single_sends s
 WHERE dl.send_id = o.send_id AND dl.id = o.id AND dl.status IN (0, 2)
   AND s.id = o.send_id AND s.unique_open_token ->> dl.list_key = o.list_token
-RETURNING dl.send_id, o.n::bigint AS opens, (dl.opens = o.n) AS first;
+RETURNING dl.send_id, dl.id AS delivery_id, o.n::bigint AS opens, (dl.opens = o.n) AS first;
 
 -- name: BumpOpens :exec
 -- The sends' and automations' open counters shown by their details.

@@ -1,0 +1,123 @@
+package mail
+
+import (
+	"bytes"
+	"encoding/json"
+	"reflect"
+	"strings"
+	"testing"
+)
+
+func TestParseWebhook(t *testing.T) {
+	tests := []struct {
+		name         string
+		url          string
+		events       []string
+		allowPrivate bool
+		want         WebhookInput
+		fields       map[string][]string
+	}{
+		{"all events when none given", " https://hooks.example.com/mailroom ", nil, false,
+			WebhookInput{URL: "https://hooks.example.com/mailroom", Events: HookAll}, nil},
+		{"some events", "http://hooks.example.com:8080/x?a=1", []string{"delivered", " Bounce ", "click", "delivered"}, false,
+			WebhookInput{URL: "http://hooks.example.com:8080/x?a=1", Events: HookDelivered | HookBounce | HookClick}, nil},
+		{"missing url", "  ", []string{"open"}, false, WebhookInput{Events: HookOpen},
+			map[string][]string{"url": {"The url field is required."}}},
+		{"not http", "ftp://example.com/x", nil, false, WebhookInput{Events: HookAll},
+			map[string][]string{"url": {"The url must be a valid http or https URL."}}},
+		{"relative", "/hooks", nil, false, WebhookInput{Events: HookAll},
+			map[string][]string{"url": {"The url must be a valid http or https URL."}}},
+		{"space inside", "https://example.com/a b", nil, false, WebhookInput{Events: HookAll},
+			map[string][]string{"url": {"The url must be a valid http or https URL."}}},
+		{"fragment", "https://example.com/a#b", nil, false, WebhookInput{Events: HookAll},
+			map[string][]string{"url": {"The url must be a valid http or https URL."}}},
+		{"bad port", "https://example.com:99999999/", nil, false, WebhookInput{Events: HookAll},
+			map[string][]string{"url": {"The url must be a valid http or https URL."}}},
+		{"too long", "https://example.com/" + strings.Repeat("a", 2048), nil, false, WebhookInput{Events: HookAll},
+			map[string][]string{"url": {"The url may not be greater than 2048 characters."}}},
+		{"loopback", "http://127.0.0.1:9000/hook", nil, false, WebhookInput{Events: HookAll},
+			map[string][]string{"url": {"The url may not point to a private or loopback address."}}},
+		{"localhost", "http://LOCALHOST./hook", nil, false, WebhookInput{Events: HookAll},
+			map[string][]string{"url": {"The url may not point to a private or loopback address."}}},
+		{"private v6", "http://[fd00::1]/hook", nil, false, WebhookInput{Events: HookAll},
+			map[string][]string{"url": {"The url may not point to a private or loopback address."}}},
+		{"shared space", "http://100.64.1.2/hook", nil, false, WebhookInput{Events: HookAll},
+			map[string][]string{"url": {"The url may not point to a private or loopback address."}}},
+		{"loopback allowed", "http://127.0.0.1:9000/hook", nil, true,
+			WebhookInput{URL: "http://127.0.0.1:9000/hook", Events: HookAll}, nil},
+		{"unknown event", "https://example.com/h", []string{"open", "sent"}, false, WebhookInput{URL: "https://example.com/h", Events: HookOpen},
+			map[string][]string{"events": {"The selected events is invalid."}}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := ParseWebhook(tt.url, tt.events, tt.allowPrivate)
+			var fields map[string][]string
+			if e, ok := err.(*Error); ok {
+				fields = e.Fields
+			} else if err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(fields, tt.fields) {
+				t.Errorf("fields %v, want %v", fields, tt.fields)
+			}
+			if got != tt.want {
+				t.Errorf("got %+v, want %+v", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestHookKindNames(t *testing.T) {
+	if got := strings.Join(HookAll.Names(), ","); got != "delivered,deferred,bounce,dropped,open,click,unsubscribe,complaint" {
+		t.Errorf("names %s", got)
+	}
+	if got := (HookBounce | HookOpen).Names(); !reflect.DeepEqual(got, []string{"bounce", "open"}) {
+		t.Errorf("names %v", got)
+	}
+	if HookAll.Name() != "" || HookComplaint.Name() != "complaint" {
+		t.Error("Name")
+	}
+	if s := NewWebhookSecret(); !strings.HasPrefix(s, "whsec_") || len(s) != 49 || s == NewWebhookSecret() {
+		t.Errorf("secret %q", s)
+	}
+}
+
+// The hand-written encoder says what encoding/json would (HTML left
+// unescaped), for any text.
+func TestAppendWebhookEvents(t *testing.T) {
+	events := []WebhookEvent{
+		{Email: "ann@example.com", Timestamp: 1700000000, Event: "delivered", SingleSendUTR: "6f1c1a7e-0000-4000-8000-000000000000", DeliveryID: 42},
+		{Email: "b\"o\\b@example.com", Timestamp: 1, Event: "bounce", AutomationUTR: "u", Type: "blocked",
+			Reason: "550 5.7.1 <tab>\there\r\n\x00\x1f bad \xff\xfe utf8 \u2028 é 日本", Attempt: 3},
+		{Email: "c@example.com", Event: "click", URL: "https://shop.example/?a=1&b=<2>", GroupID: 7},
+	}
+	got := AppendWebhookEvents(nil, events)
+	type ev struct {
+		Email         string `json:"email"`
+		Timestamp     int64  `json:"timestamp"`
+		Event         string `json:"event"`
+		SingleSendUTR string `json:"single_send_utr,omitempty"`
+		AutomationUTR string `json:"automation_utr,omitempty"`
+		DeliveryID    int64  `json:"delivery_id,omitempty"`
+		Type          string `json:"type,omitempty"`
+		Reason        string `json:"reason,omitempty"`
+		URL           string `json:"url,omitempty"`
+		GroupID       int64  `json:"unsubscribe_group_id,omitempty"`
+		Attempt       int    `json:"attempt,omitempty"`
+	}
+	want := make([]ev, len(events))
+	for i, e := range events {
+		want[i] = ev(e)
+	}
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	enc.Encode(want)
+	wantJSON := bytes.TrimSuffix(buf.Bytes(), []byte("\n"))
+	if string(got) != string(wantJSON) {
+		t.Errorf("got\n%s\nwant\n%s", got, wantJSON)
+	}
+	if string(AppendWebhookEvents(nil, nil)) != "[]" {
+		t.Error("empty")
+	}
+}
