@@ -18,6 +18,8 @@ import (
 
 // Queue names and their weights: of every 10 tasks a worker picks, about 6
 // come from critical, 3 from default and 1 from bulk while all are busy.
+// Webhook tasks have a queue of their own (QueueWebhooks), served by a
+// second server with its own slots (webhook.go).
 const (
 	QueueCritical = "critical" // notifications, verification mails
 	QueueDefault  = "default"  // dispatch, sweeps
@@ -54,6 +56,8 @@ type Deps struct {
 	// Now is the automation stepper's clock; time.Now when nil (tests
 	// move it instead of sleeping).
 	Now func() time.Time
+	// Webhooks is the tuning of webhook delivery (webhook.go).
+	Webhooks Webhooks
 	// Metrics counts the engine's work (NewMetrics); NewMux makes an
 	// unregistered set when nil.
 	Metrics *Metrics
@@ -71,6 +75,7 @@ func NewMux(d Deps) *asynq.ServeMux {
 		d.Metrics = NewMetrics(nil)
 	}
 	d.Engine = d.Engine.withDefaults()
+	d.Webhooks = d.Webhooks.withDefaults()
 	mux.Handle(TypeNotifyEvents, boundary(d.Log, NotifyEvents(d)))
 	mux.Handle(TypeVerifySenders, boundary(d.Log, VerifySenders(d)))
 	mux.Handle(TypeDispatchSend, boundary(d.Log, DispatchSend(d)))
@@ -79,6 +84,9 @@ func NewMux(d Deps) *asynq.ServeMux {
 	mux.Handle(TypeDropDeliveries, boundary(d.Log, DropDeliveries(d)))
 	mux.Handle(TypeStepAutomations, boundary(d.Log, StepAutomations(d)))
 	mux.Handle(TypeEnrollMembers, boundary(d.Log, EnrollMembers(d)))
+	mux.Handle(TypeDeliverWebhook, boundary(d.Log, DeliverWebhook(d)))
+	mux.Handle(TypeSweepWebhooks, boundary(d.Log, SweepWebhooks(d)))
+	mux.Handle(TypeDropWebhookBatches, boundary(d.Log, DropWebhookBatches(d)))
 	return mux
 }
 

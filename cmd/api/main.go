@@ -265,6 +265,7 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger) error {
 		MonitoringPassword:     cfg.MonitoringPassword,
 		AllowUnverifiedSenders: cfg.AllowUnverifiedSenders,
 		PublicURL:              cfg.PublicURL,
+		AllowPrivateWebhooks:   cfg.WebhookAllowPrivate,
 	}, deps)
 
 	go resumeRebuilds(ctx, d, log)

@@ -1,5 +1,6 @@
-// Command worker runs mailroom's asynq server: it takes tasks from the
-// critical, default and bulk queues and runs the handlers of package jobs.
+// Command worker runs mailroom's asynq servers: one takes tasks from the
+// critical, default and bulk queues, the other from the webhooks queue
+// with slots of its own, and both run the handlers of package jobs.
 package main
 
 import (
@@ -93,6 +94,23 @@ func run(ctx context.Context, getenv func(string) string, stderr io.Writer) erro
 			log.ErrorContext(ctx, "task failed", "type", t.Type(), "task_id", id, "err", err)
 		}),
 	})
+	// Webhook POSTs have a server of their own: their own slots
+	// (WEBHOOK_CONCURRENCY) on their own queue, so a slow or dead endpoint
+	// never takes a send's, and their own retry schedule (docs/webhooks.md).
+	hooks := jobs.Webhooks{Timeout: cfg.WebhookTimeout, RetryMin: cfg.WebhookRetryMin, RetryMax: cfg.WebhookRetryMax,
+		RetryFor: cfg.WebhookRetryFor, AllowPrivate: cfg.WebhookAllowPrivate}
+	hookServer := asynq.NewServer(redisOpt, asynq.Config{
+		Concurrency:              cfg.WebhookConcurrency,
+		TaskCheckInterval:        cfg.WorkerPollInterval,
+		DelayedTaskCheckInterval: time.Second, // a retry is due to the second
+		Queues:                   map[string]int{jobs.QueueWebhooks: 1},
+		RetryDelayFunc:           jobs.WebhookRetryDelay(hooks),
+		ShutdownTimeout:          cfg.WorkerShutdownTimeout,
+		Logger:                   asynqLogger{log},
+		// A failing endpoint is the handler's to log (once per attempt, as
+		// a warning): asynq's retries of it are not the worker's errors.
+		ErrorHandler: asynq.ErrorHandlerFunc(func(context.Context, *asynq.Task, error) {}),
+	})
 	keys, err := dkim.Parse(cfg.DKIMKeys, os.ReadFile)
 	if err != nil {
 		return fmt.Errorf("DKIM_KEYS: %w", err)
@@ -120,7 +138,7 @@ func run(ctx context.Context, getenv func(string) string, stderr io.Writer) erro
 		}
 		inspector := asynq.NewInspector(redisOpt)
 		defer inspector.Close()
-		reg.MustRegister(jobs.NewQueueCollector(inspector, slices.Collect(maps.Keys(jobs.Queues)), 2*time.Second))
+		reg.MustRegister(jobs.NewQueueCollector(inspector, append(slices.Collect(maps.Keys(jobs.Queues)), jobs.QueueWebhooks), 2*time.Second))
 		l, err := metrics.Listen(cfg.WorkerMetricsAddr, metrics.Handler(reg, log, cfg.MetricsUser, cfg.MetricsPassword))
 		if err != nil {
 			return fmt.Errorf("WORKER_METRICS_ADDR: %w", err)
@@ -128,7 +146,7 @@ func run(ctx context.Context, getenv func(string) string, stderr io.Writer) erro
 		defer l.Close()
 		log.Info("metrics listening", "addr", l.Addr.String())
 	}
-	if err := server.Start(jobs.NewMux(jobs.Deps{DB: d, Log: log, Transport: transport, NotifyFrom: cfg.NotifyFrom,
+	mux := jobs.NewMux(jobs.Deps{DB: d, Log: log, Transport: transport, NotifyFrom: cfg.NotifyFrom,
 		PublicURL: cfg.PublicURL, DKIM: keys, AllowUnverifiedSenders: cfg.AllowUnverifiedSenders,
 		SendRate:          ratelimit.NewSender(rdb, "mailroom:rate:send:").Take,
 		Links:             mail.Links{Base: cfg.PublicURL, Signer: mail.NewTokenSigner(key)},
@@ -140,21 +158,32 @@ func run(ctx context.Context, getenv func(string) string, stderr io.Writer) erro
 		Engine: jobs.Engine{BatchSize: cfg.SendBatchSize, Window: cfg.SendWindow, Concurrency: cfg.SendConcurrency, Lease: cfg.SendLease,
 			StallAfter: cfg.SendStallAfter, Slice: cfg.SendSlice, Retention: cfg.DeliveryRetention,
 			RunEvery: cfg.AutomationRunEvery},
-		Metrics: engineMetrics,
-	})); err != nil {
+		Webhooks: hooks,
+		Metrics:  engineMetrics,
+	})
+	if err := server.Start(mux); err != nil {
+		return err
+	}
+	if err := hookServer.Start(mux); err != nil {
+		server.Shutdown()
 		return err
 	}
 	scheduler := asynq.NewScheduler(redisOpt, &asynq.SchedulerOpts{Logger: asynqLogger{log}})
 	if err := jobs.Schedule(scheduler, cfg.SendSweepEvery); err != nil {
 		return err
 	}
+	if err := jobs.ScheduleWebhooks(scheduler, hooks); err != nil {
+		return err
+	}
 	if err := scheduler.Start(); err != nil {
 		return err
 	}
-	log.Info("worker running", "queues", jobs.Queues, "concurrency", cfg.WorkerConcurrency)
+	log.Info("worker running", "queues", jobs.Queues, "concurrency", cfg.WorkerConcurrency,
+		"webhook_concurrency", cfg.WebhookConcurrency)
 	<-ctx.Done()
 	log.Info("worker shutting down", "timeout", cfg.WorkerShutdownTimeout)
 	scheduler.Shutdown()
+	hookServer.Shutdown()
 	server.Shutdown()
 	return nil
 }

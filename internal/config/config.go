@@ -54,6 +54,12 @@ type Config struct {
 	HTTPWriteTimeout       time.Duration // HTTP_WRITE_TIMEOUT: an answer (long lists and the CSV upload extend it)
 	HTTPIdleTimeout        time.Duration // HTTP_IDLE_TIMEOUT: a kept-alive connection between requests
 	WorkerShutdownTimeout  time.Duration // WORKER_SHUTDOWN_TIMEOUT: how long a stopping worker lets running tasks finish
+	WebhookConcurrency     int           // WEBHOOK_CONCURRENCY: webhook POSTs a worker makes at once, in slots of their own
+	WebhookTimeout         time.Duration // WEBHOOK_TIMEOUT: one webhook POST, connection to answer
+	WebhookRetryMin        time.Duration // WEBHOOK_RETRY_MIN: the first retry's delay after a failed POST (doubling)
+	WebhookRetryMax        time.Duration // WEBHOOK_RETRY_MAX: the longest delay between two tries
+	WebhookRetryFor        time.Duration // WEBHOOK_RETRY_FOR: how long events are retried before they are given up
+	WebhookAllowPrivate    bool          // WEBHOOK_ALLOW_PRIVATE: webhooks may post to loopback, private and link-local addresses
 	LogLevel               string        // LOG_LEVEL: debug, info, warn, error
 }
 
@@ -114,6 +120,7 @@ func Load(getenv func(string) string) (Config, error) {
 		SendWindow:         integer("SEND_WINDOW", 4),
 		SendConcurrency:    integer("SEND_CONCURRENCY", 16),
 		MaxImports:         integer("MAX_CONCURRENT_IMPORTS", 4),
+		WebhookConcurrency: integer("WEBHOOK_CONCURRENCY", 4),
 		LogLevel:           strings.ToLower(str("LOG_LEVEL", "info")),
 	}
 
@@ -131,6 +138,7 @@ func Load(getenv func(string) string) (Config, error) {
 	}
 	c.AllowUnverifiedSenders = boolean("ALLOW_UNVERIFIED_SENDERS", false)
 	c.APIMetrics = boolean("API_METRICS", true)
+	c.WebhookAllowPrivate = boolean("WEBHOOK_ALLOW_PRIVATE", false)
 	// An empty variable reads as unset (the default), so the listener is
 	// turned off by name.
 	if strings.EqualFold(c.WorkerMetricsAddr, "off") {
@@ -167,6 +175,10 @@ func Load(getenv func(string) string) (Config, error) {
 	c.SendSlice = duration("SEND_SLICE", time.Second)
 	c.AutomationRunEvery = duration("AUTOMATION_RUN_EVERY", 30*time.Second)
 	c.WorkerPollInterval = duration("WORKER_POLL_INTERVAL", 100*time.Millisecond)
+	c.WebhookTimeout = duration("WEBHOOK_TIMEOUT", 10*time.Second)
+	c.WebhookRetryMin = duration("WEBHOOK_RETRY_MIN", 30*time.Second)
+	c.WebhookRetryMax = duration("WEBHOOK_RETRY_MAX", time.Hour)
+	c.WebhookRetryFor = duration("WEBHOOK_RETRY_FOR", 24*time.Hour)
 	if v := str("DELIVERY_RETENTION", ""); v != "" && v != "0" {
 		c.DeliveryRetention = duration("DELIVERY_RETENTION", 0)
 	}
@@ -222,6 +234,9 @@ func (c Config) validate() []error {
 	}
 	if (c.MetricsUser == "") != (c.MetricsPassword == "") {
 		errs = append(errs, errors.New("METRICS_USER and METRICS_PASSWORD: set both to put /metrics behind basic auth, or neither"))
+	}
+	if c.WebhookRetryMin > c.WebhookRetryMax {
+		errs = append(errs, fmt.Errorf("WEBHOOK_RETRY_MIN: %s is longer than WEBHOOK_RETRY_MAX %s", c.WebhookRetryMin, c.WebhookRetryMax))
 	}
 	switch c.LogLevel {
 	case "debug", "info", "warn", "error":

@@ -19,7 +19,9 @@ func TestDefaults(t *testing.T) {
 		c.PublicURL != "http://localhost:8080" || c.SMTPURL != "" || c.AllowUnverifiedSenders ||
 		c.ShutdownTimeout != 30*time.Second || c.WorkerShutdownTimeout != 2*time.Minute || c.MaxBodyBytes != 10<<20 ||
 		c.NotifyFrom != "mailroom <notifications@localhost>" || c.UnsubscribeMailto != "unsubscribe@localhost" || c.DKIMKeys != "" ||
-		!c.APIMetrics || c.WorkerMetricsAddr != "127.0.0.1:9091" || c.MetricsUser != "" {
+		!c.APIMetrics || c.WorkerMetricsAddr != "127.0.0.1:9091" || c.MetricsUser != "" ||
+		c.WebhookConcurrency != 4 || c.WebhookTimeout != 10*time.Second || c.WebhookRetryMin != 30*time.Second ||
+		c.WebhookRetryMax != time.Hour || c.WebhookRetryFor != 24*time.Hour || c.WebhookAllowPrivate {
 		t.Fatalf("defaults: %+v", c)
 	}
 }
@@ -39,9 +41,19 @@ func TestValues(t *testing.T) {
 		"WORKER_METRICS_ADDR":      ":9100",
 		"METRICS_USER":             "prom",
 		"METRICS_PASSWORD":         "scrape",
+		"WEBHOOK_CONCURRENCY":      "8",
+		"WEBHOOK_TIMEOUT":          "3s",
+		"WEBHOOK_RETRY_MIN":        "1s",
+		"WEBHOOK_RETRY_MAX":        "10m",
+		"WEBHOOK_RETRY_FOR":        "72h",
+		"WEBHOOK_ALLOW_PRIVATE":    "true",
 	}))
 	if err != nil {
 		t.Fatal(err)
+	}
+	if c.WebhookConcurrency != 8 || c.WebhookTimeout != 3*time.Second || c.WebhookRetryMin != time.Second ||
+		c.WebhookRetryMax != 10*time.Minute || c.WebhookRetryFor != 72*time.Hour || !c.WebhookAllowPrivate {
+		t.Fatalf("webhooks: %+v", c)
 	}
 	if !c.AllowUnverifiedSenders || c.MaxUploadBytes != 512<<20 || c.PublicURL != "https://mail.example.com" || c.ShutdownTimeout != 90*time.Second ||
 		c.WorkerShutdownTimeout != 5*time.Minute || c.NotifyFrom != "Acme <ops@acme.example>" ||
@@ -84,6 +96,7 @@ func TestBadValues(t *testing.T) {
 		"API_METRICS":              "sometimes",
 		"WORKER_METRICS_ADDR":      "9091",
 		"METRICS_PASSWORD":         "hunter2",
+		"WEBHOOK_RETRY_MIN":        "2h",
 	}))
 	if err == nil {
 		t.Fatal("no error")
@@ -91,7 +104,7 @@ func TestBadValues(t *testing.T) {
 	msg := err.Error()
 	for _, name := range []string{"DATABASE_URL", "REDIS_URL", "HTTP_ADDR", "ALLOW_UNVERIFIED_SENDERS", "MAX_BODY_BYTES",
 		"SMTP_URL", "MONITORING_USER", "WORKER_CONCURRENCY", "SHUTDOWN_TIMEOUT", "WORKER_SHUTDOWN_TIMEOUT", "NOTIFY_FROM", "LOG_LEVEL", "UNSUBSCRIBE_MAILTO",
-		"API_METRICS", "WORKER_METRICS_ADDR", "METRICS_USER"} {
+		"API_METRICS", "WORKER_METRICS_ADDR", "METRICS_USER", "WEBHOOK_RETRY_MIN"} {
 		if !strings.Contains(msg, name+":") && !strings.Contains(msg, name+" and") {
 			t.Errorf("%s not reported in:\n%s", name, msg)
 		}
@@ -99,8 +112,8 @@ func TestBadValues(t *testing.T) {
 	if strings.Contains(msg, "hunter2") {
 		t.Errorf("password leaked: %s", msg)
 	}
-	if n := strings.Count(msg, "\n") + 1; n != 16 {
-		t.Errorf("%d lines, want 16:\n%s", n, msg)
+	if n := strings.Count(msg, "\n") + 1; n != 17 {
+		t.Errorf("%d lines, want 17:\n%s", n, msg)
 	}
 	for _, v := range []string{"localhost", ":http", "127.0.0.1:70000", "127.0.0.1:-1"} {
 		if _, err := Load(env(map[string]string{"WORKER_METRICS_ADDR": v})); err == nil || !strings.Contains(err.Error(), "WORKER_METRICS_ADDR:") {

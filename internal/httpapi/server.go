@@ -39,6 +39,9 @@ type Config struct {
 	// PublicURL is the service's public address (PUBLIC_URL, no final
 	// slash): the base of the addresses a schedule shows.
 	PublicURL string
+	// AllowPrivateWebhooks lets a webhook's URL name a loopback, private
+	// or link-local address (WEBHOOK_ALLOW_PRIVATE; docs/webhooks.md).
+	AllowPrivateWebhooks bool
 }
 
 // Server holds the API's dependencies.
@@ -167,6 +170,7 @@ func (s *Server) routes(api *gin.RouterGroup) {
 	s.senderRoutes(api)
 	s.singleSendRoutes(api)
 	s.automationRoutes(api)
+	s.webhookRoutes(api)
 }
 
 // recover turns a panic into a logged 500, except http.ErrAbortHandler,

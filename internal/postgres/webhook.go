@@ -325,14 +325,15 @@ func (b *hookBuilder) resolve(ctx context.Context, q *db.Queries) error {
 }
 
 // WebhookPosted records a POST the webhook answered with a 2xx: the rows it
-// carried are done, the attempt logged.
-func (d *DB) WebhookPosted(ctx context.Context, webhookID int64, batches []int64, a mail.WebhookAttempt) error {
+// carried are done, the attempt logged. A nil attempt: rows holding nothing
+// the webhook wants, done without a POST.
+func (d *DB) WebhookPosted(ctx context.Context, webhookID int64, batches []int64, a *mail.WebhookAttempt) error {
 	return d.InTx(ctx, func(_ pgx.Tx, q *db.Queries) error {
-		if err := q.WebhookPosted(ctx, batches); err != nil {
+		if err := q.WebhookPosted(ctx, batches); err != nil || a == nil {
 			return err
 		}
 		a.Result = mail.WebhookDelivered
-		return recordAttempt(ctx, q, webhookID, a)
+		return recordAttempt(ctx, q, webhookID, *a)
 	})
 }
 

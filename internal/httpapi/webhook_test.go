@@ -1,0 +1,190 @@
+package httpapi_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/url"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/mailroom/mailroom/internal/httpapi"
+	"github.com/mailroom/mailroom/internal/testdb"
+)
+
+const webhookList = "/api/webhooks"
+
+func webhookRow(id, userID int64, u string, events string) string {
+	return fmt.Sprintf(`{"id":%d,"user_id":%d,"url":%q,"events":%s,"created_at":"<timestamp>","updated_at":"<timestamp>"}`,
+		id, userID, u, events)
+}
+
+const allEvents = `["delivered","deferred","bounce","dropped","open","click","unsubscribe","complaint"]`
+
+var secretRE = regexp.MustCompile(`^\{"status":"success","message":\{"id":(\d+),"secret":"(whsec_[A-Za-z0-9_-]{43})"\}\}$`)
+
+// saveWebhook saves a webhook and answers its id and secret.
+func saveWebhook(t *testing.T, a *api, acct account, body any) (int64, string) {
+	t.Helper()
+	r := a.do(req{method: "POST", path: "/api/webhooks/save", acct: &acct, body: body})
+	m := secretRE.FindStringSubmatch(r.body)
+	if r.code != 200 || m == nil {
+		t.Fatalf("save: %d %s", r.code, r.body)
+	}
+	var id int64
+	fmt.Sscan(m[1], &id)
+	return id, m[2]
+}
+
+func TestWebhooks(t *testing.T) {
+	t.Parallel()
+	a := newAPI(t)
+	acct := a.account()
+	list := req{method: "GET", path: webhookList, acct: &acct}
+	a.do(list).expect(t, 200, `{"status":"success","message":{"webhooks":[]}}`)
+
+	id1, secret1 := saveWebhook(t, a, acct, url.Values{"url": {" https://hooks.example.com/mailroom "}})
+	id2, secret2 := saveWebhook(t, a, acct, multipartBody{"url": "http://hooks.example.com:8080/b?x=1", "events[0]": "bounce", "events[1]": "delivered"})
+	id3, _ := saveWebhook(t, a, acct, jsonBody(`{"url":"https://other.example/c","events":["click","open","click"]}`))
+	if !(id1 < id2 && id2 < id3) || secret1 == secret2 {
+		t.Fatalf("ids %d %d %d, secrets %s %s", id1, id2, id3, secret1, secret2)
+	}
+	rows := []string{
+		webhookRow(id1, acct.id, "https://hooks.example.com/mailroom", allEvents),
+		webhookRow(id2, acct.id, "http://hooks.example.com:8080/b?x=1", `["delivered","bounce"]`),
+		webhookRow(id3, acct.id, "https://other.example/c", `["open","click"]`),
+	}
+	a.do(list).expectNormalized(t, 200, listOf("webhooks", "", rows...))
+	a.do(req{method: "GET", path: webhookList + "?page=2&per_page=2", acct: &acct}).expectNormalized(t, 200,
+		listOf("webhooks", `,"pagination":{"page":2,"per_page":2,"total":3}`, rows[2]))
+
+	// The secret is stored as shown: it is what signs.
+	var stored string
+	if err := testdb.New(t).Pool.QueryRow(context.Background(), "SELECT secret FROM webhooks WHERE id = $1", id1).Scan(&stored); err != nil || stored != secret1 {
+		t.Fatalf("stored secret %q (%v), shown %q", stored, err, secret1)
+	}
+
+	// An update replaces the URL and the events (all when absent); the
+	// secret stays.
+	a.do(req{method: "POST", path: "/api/webhooks/update", acct: &acct,
+		body: url.Values{"id": {fmt.Sprint(id2)}, "url": {"https://hooks.example.com/b2"}, "events[]": {"unsubscribe", "dropped"}}}).expect(t, 200, updatedOK)
+	a.do(req{method: "POST", path: "/api/webhooks/update", acct: &acct,
+		body: jsonBody(fmt.Sprintf(`{"id":%d,"url":"https://other.example/c"}`, id3))}).expect(t, 200, updatedOK)
+	rows[1] = webhookRow(id2, acct.id, "https://hooks.example.com/b2", `["dropped","unsubscribe"]`)
+	rows[2] = webhookRow(id3, acct.id, "https://other.example/c", allEvents)
+	a.do(list).expectNormalized(t, 200, listOf("webhooks", "", rows...))
+	if err := testdb.New(t).Pool.QueryRow(context.Background(), "SELECT secret FROM webhooks WHERE id = $1", id2).Scan(&stored); err != nil || stored != secret2 {
+		t.Fatalf("the update changed the secret: %q (%v)", stored, err)
+	}
+
+	// A URL the account has already is refused, on save and update.
+	a.do(req{method: "POST", path: "/api/webhooks/save", acct: &acct, body: url.Values{"url": {"https://other.example/c"}}}).expect(t, 422,
+		`{"status":"failed","errors":{"url":["The url has already been taken."]}}`)
+	a.do(req{method: "POST", path: "/api/webhooks/update", acct: &acct,
+		body: url.Values{"id": {fmt.Sprint(id1)}, "url": {"https://other.example/c"}}}).expect(t, 422,
+		`{"status":"failed","errors":{"url":["The url has already been taken."]}}`)
+
+	// Attempts: none yet.
+	a.do(req{method: "GET", path: fmt.Sprintf("/api/webhooks/deliveries?id=%d", id1), acct: &acct}).expect(t, 200,
+		`{"status":"success","message":{"deliveries":[]}}`)
+
+	del := req{method: "DELETE", path: fmt.Sprintf("/api/webhooks/delete?id=%d", id1), acct: &acct}
+	a.do(del).expect(t, 200, deletedOK)
+	a.do(del).expect(t, 404, notFound)
+	a.do(list).expectNormalized(t, 200, listOf("webhooks", "", rows[1:]...))
+	a.do(req{method: "GET", path: fmt.Sprintf("/api/webhooks/deliveries?id=%d", id1), acct: &acct}).expect(t, 404, notFound)
+	a.do(req{method: "POST", path: "/api/webhooks/update", acct: &acct,
+		body: url.Values{"id": {fmt.Sprint(id1)}, "url": {"https://x.example/"}}}).expect(t, 404, notFound)
+	// Its URL is free again.
+	saveWebhook(t, a, acct, url.Values{"url": {"https://hooks.example.com/mailroom"}})
+}
+
+func TestWebhookLimit(t *testing.T) {
+	t.Parallel()
+	a := newAPI(t)
+	acct := a.account()
+	for i := range 10 {
+		saveWebhook(t, a, acct, url.Values{"url": {fmt.Sprintf("https://hooks.example.com/%d", i)}})
+	}
+	a.do(req{method: "POST", path: "/api/webhooks/save", acct: &acct, body: url.Values{"url": {"https://hooks.example.com/10"}}}).expect(t, 409,
+		`{"status":"failed","errors":"An account may have at most 10 webhooks."}`)
+	ids := listIDs(t, a.do(req{method: "GET", path: webhookList, acct: &acct}), "webhooks")
+	a.do(req{method: "DELETE", path: fmt.Sprintf("/api/webhooks/delete?id=%d", ids[0]), acct: &acct}).expect(t, 200, deletedOK)
+	saveWebhook(t, a, acct, url.Values{"url": {"https://hooks.example.com/10"}})
+}
+
+func TestWebhookValidation(t *testing.T) {
+	t.Parallel()
+	a := newAPI(t)
+	acct := a.account()
+	id, _ := saveWebhook(t, a, acct, url.Values{"url": {"https://hooks.example.com/x"}})
+	tests := []struct {
+		name   string
+		method string
+		path   string
+		body   any
+		code   int
+		want   string
+	}{
+		{"save nothing", "POST", "/api/webhooks/save", url.Values{}, 422, `{"url":["The url field is required."]}`},
+		{"save not a URL", "POST", "/api/webhooks/save", url.Values{"url": {"hooks.example.com/x"}}, 422,
+			`{"url":["The url must be a valid http or https URL."]}`},
+		{"save ftp", "POST", "/api/webhooks/save", jsonBody(`{"url":"ftp://hooks.example.com/"}`), 422,
+			`{"url":["The url must be a valid http or https URL."]}`},
+		{"save too long", "POST", "/api/webhooks/save", url.Values{"url": {"https://hooks.example.com/" + strings.Repeat("x", 2030)}}, 422,
+			`{"url":["The url may not be greater than 2048 characters."]}`},
+		{"save loopback", "POST", "/api/webhooks/save", url.Values{"url": {"http://127.0.0.1:8080/hook"}}, 422,
+			`{"url":["The url may not point to a private or loopback address."]}`},
+		{"save private", "POST", "/api/webhooks/save", url.Values{"url": {"https://10.1.2.3/hook"}}, 422,
+			`{"url":["The url may not point to a private or loopback address."]}`},
+		{"save localhost", "POST", "/api/webhooks/save", url.Values{"url": {"http://localhost/hook"}}, 422,
+			`{"url":["The url may not point to a private or loopback address."]}`},
+		{"save unknown event", "POST", "/api/webhooks/save", jsonBody(`{"url":"https://h.example/","events":["open","sent"]}`), 422,
+			`{"events":["The selected events is invalid."]}`},
+		{"save url as array", "POST", "/api/webhooks/save", jsonBody(`{"url":["https://h.example/"]}`), 422,
+			`{"url":["The url must be a string."]}`},
+		{"update nothing", "POST", "/api/webhooks/update", url.Values{}, 422,
+			`{"id":["The id field is required."],"url":["The url field is required."]}`},
+		{"update bad id", "POST", "/api/webhooks/update", url.Values{"id": {"x"}, "url": {"https://h.example/"}}, 422,
+			`{"id":["The id must be an integer."]}`},
+		{"delete without id", "DELETE", "/api/webhooks/delete", nil, 422, `{"id":["The id field is required."]}`},
+		{"deliveries without id", "GET", "/api/webhooks/deliveries", nil, 422, `{"id":["The id field is required."]}`},
+		{"list bad page", "GET", webhookList + "?page=0", nil, 422, `{"page":["The page must be at least 1."]}`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			a.do(req{method: tt.method, path: tt.path, acct: &acct, body: tt.body}).
+				expect(t, tt.code, `{"status":"failed","errors":`+tt.want+`}`)
+		})
+	}
+	a.do(req{method: "DELETE", path: "/api/webhooks/delete?id=999999999", acct: &acct}).expect(t, 404, notFound)
+	a.do(req{method: "GET", path: "/api/webhooks/deliveries?id=999999999", acct: &acct}).expect(t, 404, notFound)
+	a.do(req{method: "GET", path: webhookList, acct: &acct}).expectNormalized(t, 200,
+		listOf("webhooks", "", webhookRow(id, acct.id, "https://hooks.example.com/x", allEvents)))
+
+	// WEBHOOK_ALLOW_PRIVATE: loopback and private targets are taken.
+	open := newAPIWith(t, httpapi.Config{MaxBodyBytes: 1 << 20, MaxUploadBytes: 1 << 20, AllowPrivateWebhooks: true})
+	saveWebhook(t, open, acct, url.Values{"url": {"http://127.0.0.1:8080/hook"}})
+	saveWebhook(t, open, acct, url.Values{"url": {"http://localhost/hook"}})
+}
+
+func TestWebhookIsolation(t *testing.T) {
+	t.Parallel()
+	a := newAPI(t)
+	owner, intruder := a.account(), a.account()
+	id, _ := saveWebhook(t, a, owner, url.Values{"url": {"https://hooks.example.com/x"}})
+	a.do(req{method: "DELETE", path: fmt.Sprintf("/api/webhooks/delete?id=%d", id), acct: &intruder}).expect(t, 404, notFound)
+	a.do(req{method: "POST", path: "/api/webhooks/update", acct: &intruder,
+		body: url.Values{"id": {fmt.Sprint(id)}, "url": {"https://evil.example/"}}}).expect(t, 404, notFound)
+	a.do(req{method: "GET", path: fmt.Sprintf("/api/webhooks/deliveries?id=%d", id), acct: &intruder}).expect(t, 404, notFound)
+	a.do(req{method: "GET", path: webhookList, acct: &intruder}).expect(t, 200, `{"status":"success","message":{"webhooks":[]}}`)
+	// The same URL is B's own webhook.
+	saveWebhook(t, a, intruder, url.Values{"url": {"https://hooks.example.com/x"}})
+	var got struct {
+		Message struct{ Webhooks []json.RawMessage }
+	}
+	if err := json.Unmarshal([]byte(a.do(req{method: "GET", path: webhookList, acct: &owner}).body), &got); err != nil || len(got.Message.Webhooks) != 1 {
+		t.Fatalf("owner's list: %v %s", err, got.Message.Webhooks)
+	}
+}
