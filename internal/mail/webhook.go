@@ -239,7 +239,6 @@ type WebhookEvent struct {
 	Reason        string // bounce, deferred, dropped: why
 	URL           string // click: the link followed
 	GroupID       int64  // unsubscribe: from this group (0: from every mail)
-	Attempt       int    // deferred: the attempts so far
 }
 
 // AppendWebhookEvents appends events as the JSON array a webhook is
@@ -285,10 +284,6 @@ func AppendWebhookEvents(b []byte, events []WebhookEvent) []byte {
 		if e.GroupID != 0 {
 			b = append(b, `,"unsubscribe_group_id":`...)
 			b = strconv.AppendInt(b, e.GroupID, 10)
-		}
-		if e.Attempt != 0 {
-			b = append(b, `,"attempt":`...)
-			b = strconv.AppendInt(b, int64(e.Attempt), 10)
 		}
 		b = append(b, '}')
 	}

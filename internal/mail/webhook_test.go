@@ -88,7 +88,7 @@ func TestAppendWebhookEvents(t *testing.T) {
 	events := []WebhookEvent{
 		{Email: "ann@example.com", Timestamp: 1700000000, Event: "delivered", SingleSendUTR: "6f1c1a7e-0000-4000-8000-000000000000", DeliveryID: 42},
 		{Email: "b\"o\\b@example.com", Timestamp: 1, Event: "bounce", AutomationUTR: "u", Type: "blocked",
-			Reason: "550 5.7.1 <tab>\there\r\n\x00\x1f bad \xff\xfe utf8 \u2028 é 日本", Attempt: 3},
+			Reason: "550 5.7.1 <tab>\there\r\n\x00\x1f bad \xff\xfe utf8 \u2028 é 日本"},
 		{Email: "c@example.com", Event: "click", URL: "https://shop.example/?a=1&b=<2>", GroupID: 7},
 	}
 	got := AppendWebhookEvents(nil, events)
@@ -103,7 +103,6 @@ func TestAppendWebhookEvents(t *testing.T) {
 		Reason        string `json:"reason,omitempty"`
 		URL           string `json:"url,omitempty"`
 		GroupID       int64  `json:"unsubscribe_group_id,omitempty"`
-		Attempt       int    `json:"attempt,omitempty"`
 	}
 	want := make([]ev, len(events))
 	for i, e := range events {

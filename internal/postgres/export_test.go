@@ -1,7 +1,23 @@
 package postgres
 
-import "github.com/mailroom/mailroom/internal/postgres/db"
+import (
+	"context"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/mailroom/mailroom/internal/mail"
+	"github.com/mailroom/mailroom/internal/postgres/db"
+)
 
 // Statements is d's translating boundary, for the external tests to run
 // raw statements through as the package does.
 func (d *DB) Statements() db.DBTX { return d.conn }
+
+// EmitWebhookEvents is emitWebhookEvents in a transaction of its own, as
+// bounce and complaint intake call it in theirs.
+func (d *DB) EmitWebhookEvents(ctx context.Context, userID int64, events []mail.HookEvent) error {
+	return d.InTx(ctx, func(_ pgx.Tx, q *db.Queries) error { return d.emitWebhookEvents(ctx, q, userID, events) })
+}
+
+// EnsurePartition makes the deliveries partition of send id.
+func (d *DB) EnsurePartition(ctx context.Context, id int64) error { return d.ensurePartition(ctx, id) }

@@ -248,8 +248,6 @@ func (b *hookBuilder) deliveries(ctx context.Context, q *db.Queries, wanted mail
 			if r.SentAt != nil {
 				ev.Timestamp = r.SentAt.Unix()
 			}
-		case mail.HookDeferred:
-			ev.Reason, ev.Attempt = r.Error, int(r.Attempts)
 		case mail.HookBounce:
 			ev.Reason, ev.Type = r.Error, "bounce"
 			if r.Status == int16(mail.DeliveryFailed) {

@@ -144,17 +144,21 @@ func (d *DB) emitWebhookEvents(ctx context.Context, q *db.Queries, userID int64,
 
 // emitOutcomes puts a recorded batch's events (delivered, deferred,
 // bounce) in the outbox of the account's webhooks that want them: one row
-// naming the deliveries, each with its kind. finals is whether the record
-// moved rows to a final state: a batch recorded a second time (its first
-// commit's answer lost) moves none, and only its deferred rows, recorded
-// again, are emitted again.
+// naming the final deliveries, each with its kind (their rows say no more
+// once final: the POST reads them), and carrying the deferred ones (a
+// deferred row changes again: its reason is the one of now). finals is
+// whether the record moved rows to a final state: a batch recorded a
+// second time (its first commit's answer lost) moves none, and only its
+// deferred rows, recorded again, are emitted again.
 func (d *DB) emitOutcomes(ctx context.Context, q *db.Queries, userID, sendID int64, outcomes []mail.Outcome, finals bool) error {
 	wanted, err := d.hookKinds(ctx, q, userID)
 	if err != nil || wanted&(mail.HookDelivered|mail.HookDeferred|mail.HookBounce) == 0 {
 		return err
 	}
 	ids, kinds := make([]int64, 0, len(outcomes)), make([]int16, 0, len(outcomes))
+	var deferred []mail.HookEvent
 	var present mail.HookKinds
+	at := time.Now().Unix()
 	for i := range outcomes {
 		o := &outcomes[i]
 		var k mail.HookKinds
@@ -169,14 +173,27 @@ func (d *DB) emitOutcomes(ctx context.Context, q *db.Queries, userID, sendID int
 		if k == 0 || wanted&k == 0 || (!finals && k != mail.HookDeferred) {
 			continue
 		}
-		ids, kinds = append(ids, o.ID), append(kinds, int16(k))
 		present |= k
+		if k == mail.HookDeferred {
+			deferred = append(deferred, mail.HookEvent{Kind: k, At: at, Email: string(o.Email), SendID: sendID, DeliveryID: o.ID,
+				Reason: o.Error})
+			continue
+		}
+		ids, kinds = append(ids, o.ID), append(kinds, int16(k))
 	}
-	if len(ids) == 0 {
+	if present == 0 {
 		return nil
 	}
-	_, err = q.EmitWebhookBatch(ctx, db.EmitWebhookBatchParams{SendID: &sendID, DeliveryIds: ids, Kinds: kinds, N: int32(len(ids)),
-		UserID: userID, KindsWanted: int32(present)})
+	p := db.EmitWebhookBatchParams{N: int32(len(ids) + len(deferred)), UserID: userID, KindsWanted: int32(present)}
+	if len(ids) > 0 {
+		p.SendID, p.DeliveryIds, p.Kinds = &sendID, ids, kinds
+	}
+	if len(deferred) > 0 {
+		if p.Events, err = json.Marshal(deferred); err != nil {
+			return err
+		}
+	}
+	_, err = q.EmitWebhookBatch(ctx, p)
 	return err
 }
 

@@ -1,0 +1,111 @@
+package postgres_test
+
+import (
+	"context"
+	"slices"
+	"testing"
+
+	"github.com/mailroom/mailroom/internal/mail"
+	"github.com/mailroom/mailroom/internal/testdb"
+)
+
+// Events go to the outbox of each webhook of their account that wants
+// some of them (one row per webhook and write), and a webhook's POST
+// carries only the kinds it wants, the address of an event naming a
+// delivery read from it, the send's utr looked up; an account without
+// webhooks writes nothing.
+func TestWebhookOutbox(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	d := testdb.New(t)
+	user, _, err := d.CreateAccount(ctx, "hooks")
+	if err != nil {
+		t.Fatal(err)
+	}
+	other, _, err := d.CreateAccount(ctx, "none")
+	if err != nil {
+		t.Fatal(err)
+	}
+	complaints, _, err := d.CreateWebhook(ctx, user, mail.WebhookInput{URL: "https://a.example/", Events: mail.HookComplaint | mail.HookBounce})
+	if err != nil {
+		t.Fatal(err)
+	}
+	opens, _, err := d.CreateWebhook(ctx, user, mail.WebhookInput{URL: "https://b.example/", Events: mail.HookOpen})
+	if err != nil {
+		t.Fatal(err)
+	}
+	unsubs, _, err := d.CreateWebhook(ctx, user, mail.WebhookInput{URL: "https://c.example/", Events: mail.HookUnsubscribe})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var send, delivery int64
+	var utr string
+	if err := d.Pool.QueryRow(ctx, `INSERT INTO single_sends (user_id, utr, template_id, sender_id, unsubscribe_group_id, single_send_name, subject, preheader)
+		VALUES ($1, gen_random_uuid(), 1, 0, 0, 's', 's', 'p') RETURNING id, utr::text`, user).Scan(&send, &utr); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.EnsurePartition(ctx, send); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Pool.QueryRow(ctx, `INSERT INTO deliveries (send_id, user_id, email, list_key, status) VALUES ($1, $2, 'Ann@example.com', 'contacts_1', 2) RETURNING id`,
+		send, user).Scan(&delivery); err != nil {
+		t.Fatal(err)
+	}
+	err = d.EmitWebhookEvents(ctx, user, []mail.HookEvent{
+		{Kind: mail.HookComplaint, At: 1700000000, SendID: send, DeliveryID: delivery},
+		{Kind: mail.HookBounce, At: 1700000001, Email: "gone@example.com", Type: "bounce", Reason: "550 5.1.1 unknown"},
+		{Kind: mail.HookOpen, At: 1700000002, SendID: send, DeliveryID: delivery},
+		{Kind: mail.HookComplaint, At: 1700000003, SendID: send, DeliveryID: delivery + 1000}, // no such delivery: left out
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := d.EmitWebhookEvents(ctx, other, []mail.HookEvent{{Kind: mail.HookComplaint, At: 1, Email: "x@example.com"}}); err != nil {
+		t.Fatal(err)
+	}
+	var rows []int64
+	if err := d.Pool.QueryRow(ctx, `SELECT array_agg(webhook_id ORDER BY webhook_id) FROM webhook_batches
+		WHERE webhook_id IN (SELECT id FROM webhooks WHERE user_id IN ($1, $2))`, user, other).Scan(&rows); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(rows, []int64{complaints, opens}) {
+		t.Fatalf("outbox rows for webhooks %v, want %v (not %d: no unsubscribe among them)", rows, []int64{complaints, opens}, unsubs)
+	}
+
+	post, err := d.NextWebhookPost(ctx, complaints, 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []mail.WebhookEvent{
+		{Email: "Ann@example.com", Timestamp: 1700000000, Event: "complaint", SingleSendUTR: utr, DeliveryID: delivery},
+		{Email: "gone@example.com", Timestamp: 1700000001, Event: "bounce", Type: "bounce", Reason: "550 5.1.1 unknown"},
+	}
+	if !slices.Equal(post.Events, want) || len(post.Batches) != 1 || post.Target.URL != "https://a.example/" {
+		t.Fatalf("post %+v\nwant events %+v", post, want)
+	}
+	post, err = d.NextWebhookPost(ctx, opens, 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []mail.WebhookEvent{{Email: "Ann@example.com", Timestamp: 1700000002, Event: "open", SingleSendUTR: utr, DeliveryID: delivery}}; !slices.Equal(post.Events, want) {
+		t.Fatalf("opens' post %+v", post.Events)
+	}
+	// A webhook that no longer wants opens: its row carries nothing now.
+	if err := d.UpdateWebhook(ctx, user, opens, mail.WebhookInput{URL: "https://b.example/", Events: mail.HookClick}); err != nil {
+		t.Fatal(err)
+	}
+	if post, err = d.NextWebhookPost(ctx, opens, 100); err != nil || len(post.Events) != 0 || len(post.Batches) != 1 {
+		t.Fatalf("after the update: %+v %v", post, err)
+	}
+	// A deleted webhook's rows go with it.
+	if err := d.DeleteWebhook(ctx, user, complaints); err != nil {
+		t.Fatal(err)
+	}
+	var left int
+	if err := d.Pool.QueryRow(ctx, "SELECT count(*) FROM webhook_batches WHERE webhook_id = $1", complaints).Scan(&left); err != nil || left != 0 {
+		t.Fatalf("%d rows left (%v)", left, err)
+	}
+	if _, err := d.NextWebhookPost(ctx, complaints, 100); mail.ErrorCode(err) != mail.ENOTFOUND {
+		t.Fatalf("a deleted webhook's post: %v", err)
+	}
+}
