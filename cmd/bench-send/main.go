@@ -42,6 +42,7 @@ type options struct {
 	noPipelining      bool
 	automation        bool
 	drill             string // "", "pg" or "redis"
+	webhook           bool   // a webhook wanting every event, to a receiver in this process
 }
 
 func main() {
@@ -55,6 +56,7 @@ func main() {
 	flag.BoolVar(&o.noPipelining, "no-pipelining", false, "the sink hides PIPELINING (the engine must still work)")
 	flag.BoolVar(&o.automation, "automation", false, "instead of a single send: N contacts imported into a live welcome automation with an instant mail")
 	flag.StringVar(&o.drill, "drill", "", "a fault mid-send (docs/operations.md): pg (restart PostgreSQL) or redis (stop Redis for 30 s)")
+	flag.BoolVar(&o.webhook, "webhook", false, "the account has a webhook wanting every event, posting to a receiver in this process that checks signatures")
 	flag.Parse()
 	if err := run(context.Background(), o); err != nil {
 		fmt.Fprintln(os.Stderr, "bench-send:", err)
@@ -84,7 +86,7 @@ func run(ctx context.Context, o options) error {
 	}
 	env := append(os.Environ(), "DATABASE_URL="+dsn, "REDIS_URL="+o.redis, "HTTP_ADDR="+o.addr,
 		"PUBLIC_URL=http://"+o.addr, "SMTP_URL=smtp://"+sink.Addr+"?pool="+strconv.Itoa(o.conns),
-		"ALLOW_UNVERIFIED_SENDERS=true", "LOG_LEVEL="+logLevel(), "MAX_UPLOAD_BYTES=4GB")
+		"ALLOW_UNVERIFIED_SENDERS=true", "LOG_LEVEL="+logLevel(), "MAX_UPLOAD_BYTES=4GB", "WEBHOOK_ALLOW_PRIVATE=true")
 	// Metrics are kept and served as in production: on any free port, so
 	// that workers never clash, unless WORKER_METRICS_ADDR names one (to
 	// watch a one-worker run in Prometheus).
@@ -119,7 +121,17 @@ func run(ctx context.Context, o options) error {
 	if o.automation {
 		return runAutomation(ctx, o, c, env, dir, sink)
 	}
-	fmt.Printf("bench-send: N=%d, workers=%d, conns=%d, pipelining=%v\n", o.n, o.workers, o.conns, !o.noPipelining)
+	fmt.Printf("bench-send: N=%d, workers=%d, conns=%d, pipelining=%v, webhook=%v\n", o.n, o.workers, o.conns, !o.noPipelining, o.webhook)
+	var hooks *hookReceiver
+	if o.webhook {
+		if hooks, err = startHookReceiver(); err != nil {
+			return err
+		}
+		defer hooks.Close()
+		if err := hooks.subscribe(c); err != nil {
+			return err
+		}
+	}
 	t0 := time.Now()
 	listA, err := c.listWithContacts(ctx, "main list", 0, o.n)
 	if err != nil {
@@ -202,6 +214,10 @@ func run(ctx context.Context, o options) error {
 	}
 	mails, size := sink.Mails(), sink.Bytes()/max(1, sink.Mails())
 	elapsed := done.Sub(created)
+	var hookReport string
+	if hooks != nil { // the workers post the last events after the send completed
+		hookReport = hooks.wait(send.Delivered, done, 2*time.Minute)
+	}
 	var peak []string
 	for _, w := range workers {
 		peak = append(peak, fmt.Sprintf("%d MB", vmHWM(w.Process.Pid)>>10))
@@ -218,6 +234,9 @@ func run(ctx context.Context, o options) error {
 	fmt.Printf("  expansion: %s\n", expansion)
 	fmt.Printf("  end to end (create -> status 3): %v, %.0f mails/s\n", elapsed.Round(time.Millisecond), float64(mails)/elapsed.Seconds())
 	fmt.Printf("  worker peak RSS: %s\n", strings.Join(peak, ", "))
+	if hooks != nil {
+		fmt.Printf("  webhook: %s\n", hookReport)
+	}
 
 	// The bare client, same sink, same connection count, same size.
 	sink.Reset()

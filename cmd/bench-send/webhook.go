@@ -1,0 +1,128 @@
+package main
+
+import (
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// hookReceiver is -webhook's endpoint: an HTTP server on loopback in this
+// process that checks each POST's signature, decodes its events and
+// counts them by kind, as a customer's receiver would.
+type hookReceiver struct {
+	srv    *http.Server
+	url    string
+	secret atomic.Pointer[string]
+
+	mu     sync.Mutex
+	posts  int
+	bad    int
+	events map[string]int
+	last   time.Time // the last POST accepted
+	max    int       // the most events one POST carried
+}
+
+func startHookReceiver() (*hookReceiver, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, err
+	}
+	r := &hookReceiver{url: "http://" + l.Addr().String() + "/hook", events: map[string]int{}}
+	r.srv = &http.Server{Handler: r, ReadHeaderTimeout: 5 * time.Second}
+	go r.srv.Serve(l)
+	return r, nil
+}
+
+func (r *hookReceiver) Close() { r.srv.Close() }
+
+func (r *hookReceiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
+	body, err := io.ReadAll(req.Body)
+	secret := r.secret.Load()
+	if err != nil || secret == nil || !signed(*secret, req.Header.Get("X-Mailroom-Signature"), body) {
+		r.mu.Lock()
+		r.bad++
+		r.mu.Unlock()
+		w.WriteHeader(http.StatusUnauthorized)
+		return
+	}
+	var evs []struct {
+		Event string `json:"event"`
+	}
+	if err := json.Unmarshal(body, &evs); err != nil {
+		w.WriteHeader(http.StatusBadRequest)
+		return
+	}
+	r.mu.Lock()
+	r.posts++
+	r.last = time.Now()
+	r.max = max(r.max, len(evs))
+	for _, e := range evs {
+		r.events[e.Event]++
+	}
+	r.mu.Unlock()
+	w.WriteHeader(http.StatusNoContent)
+}
+
+// signed checks X-Mailroom-Signature: t=<unix>,v1=<hex HMAC-SHA256 of
+// "<t>.<body>"> (docs/webhooks.md).
+func signed(secret, header string, body []byte) bool {
+	var ts, sig string
+	for _, part := range strings.Split(header, ",") {
+		k, v, _ := strings.Cut(part, "=")
+		switch k {
+		case "t":
+			ts = v
+		case "v1":
+			sig = v
+		}
+	}
+	m := hmac.New(sha256.New, []byte(secret))
+	m.Write([]byte(ts + "."))
+	m.Write(body)
+	return ts != "" && hmac.Equal([]byte(sig), []byte(hex.EncodeToString(m.Sum(nil))))
+}
+
+// subscribe saves the account's webhook for every event, to r.
+func (r *hookReceiver) subscribe(c *client) error {
+	b, err := c.Call("POST", "/webhooks/save", url.Values{"url": {r.url}})
+	if err != nil {
+		return err
+	}
+	var m struct {
+		Secret string `json:"secret"`
+	}
+	if err := json.Unmarshal(b, &m); err != nil || m.Secret == "" {
+		return fmt.Errorf("webhook save answered %s", b)
+	}
+	r.secret.Store(&m.Secret)
+	return nil
+}
+
+// wait waits until n delivered events came (or timeout) and reports them.
+func (r *hookReceiver) wait(n int64, done time.Time, timeout time.Duration) string {
+	deadline := time.Now().Add(timeout)
+	for {
+		r.mu.Lock()
+		got := int64(r.events["delivered"])
+		r.mu.Unlock()
+		if got >= n || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	lag := r.last.Sub(done)
+	return fmt.Sprintf("%d POSTs (at most %d events each), events %v, %d bad signatures; the last POST %v after the send completed",
+		r.posts, r.max, r.events, r.bad, lag.Round(time.Millisecond))
+}
