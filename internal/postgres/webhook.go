@@ -1,10 +1,12 @@
 package postgres
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -215,35 +217,39 @@ func (b *hookBuilder) add(e mail.HookEvent) {
 }
 
 // deliveries adds the events of a row naming deliveries of send sendID:
-// each id with its kind, those of the kinds wanted.
+// each id with its kind, those of the kinds wanted, in id order.
 func (b *hookBuilder) deliveries(ctx context.Context, q *db.Queries, wanted mail.HookKinds, sendID int64, ids []int64, kinds []int16, at time.Time) error {
-	want := make([]int64, 0, len(ids))
-	kindOf := make(map[int64]mail.HookKinds, len(ids))
+	type named struct {
+		id   int64
+		kind mail.HookKinds
+	}
+	want := make([]named, 0, len(ids))
 	for i, id := range ids {
 		if i < len(kinds) && wanted&mail.HookKinds(kinds[i]) != 0 {
-			want = append(want, id)
-			kindOf[id] = mail.HookKinds(kinds[i])
+			want = append(want, named{id, mail.HookKinds(kinds[i])})
 		}
 	}
 	if len(want) == 0 {
 		return nil
 	}
-	rows, err := q.HookDeliveries(ctx, db.HookDeliveriesParams{SendID: sendID, Ids: want})
+	slices.SortFunc(want, func(x, y named) int { return cmp.Compare(x.id, y.id) })
+	rows, err := q.HookDeliveries(ctx, db.HookDeliveriesParams{SendID: sendID, Lo: want[0].id, Hi: want[len(want)-1].id})
 	if err != nil {
 		return err
 	}
-	byID := make(map[int64]*db.HookDeliveriesRow, len(rows))
-	for i := range rows {
-		byID[rows[i].ID] = &rows[i]
-	}
-	for _, id := range want { // in the row's order
-		r := byID[id]
-		if r == nil {
+	b.out = slices.Grow(b.out, len(want))
+	b.sendOf = slices.Grow(b.sendOf, len(want))
+	j := 0
+	for _, w := range want { // both in id order: a merge
+		for j < len(rows) && rows[j].ID < w.id {
+			j++
+		}
+		if j == len(rows) || rows[j].ID != w.id {
 			continue // gone (retention dropped its send's partition)
 		}
-		k := kindOf[id]
-		ev := mail.WebhookEvent{Email: r.Email, Timestamp: at.Unix(), Event: k.Name(), DeliveryID: id}
-		switch k {
+		r := &rows[j]
+		ev := mail.WebhookEvent{Email: r.Email, Timestamp: at.Unix(), Event: w.kind.Name(), DeliveryID: w.id}
+		switch w.kind {
 		case mail.HookDelivered:
 			if r.SentAt != nil {
 				ev.Timestamp = r.SentAt.Unix()

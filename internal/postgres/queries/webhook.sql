@@ -120,10 +120,13 @@ WHERE o.before < @max_events::bigint
 ORDER BY b.id;
 
 -- name: HookDeliveries :many
--- The deliveries a batch of a send names, as its events need them.
-SELECT d.id, d.email, d.status, COALESCE(d.error, '')::text AS error, d.sent_at, d.attempts
+-- The deliveries of a send from lo to hi, by id, as events need them: an
+-- outbox row names ids of one batch range, and a walk of the range costs
+-- the database a fifth of a lookup per id (the caller keeps those named).
+SELECT d.id, d.email, d.status, COALESCE(d.error, '')::text AS error, d.sent_at
 FROM deliveries d
-WHERE d.send_id = @send_id AND d.id = ANY(@ids::bigint[]);
+WHERE d.send_id = @send_id AND d.id BETWEEN @lo::bigint AND @hi::bigint
+ORDER BY d.id;
 
 -- name: HookDeliveryEmails :many
 -- The addresses of deliveries named by (send, id).
