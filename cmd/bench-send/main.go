@@ -171,6 +171,11 @@ func run(ctx context.Context, o options) error {
 	time.Sleep(time.Second) // the workers connect and migrate (a no-op)
 
 	sink.Reset()
+	var workerPIDs []int
+	for _, w := range workers {
+		workerPIDs = append(workerPIDs, w.Process.Pid)
+	}
+	cpu0 := cpuNow(workerPIDs, api.Process.Pid, o.dbName)
 	created := time.Now()
 	res, err := c.Call("POST", "/single/send/create", url.Values{
 		"template_id": {"1"}, "template_html": {template}, "sender_id": {strconv.FormatInt(sender, 10)},
@@ -218,6 +223,7 @@ func run(ctx context.Context, o options) error {
 	if hooks != nil { // the workers post the last events after the send completed
 		hookReport = hooks.wait(send.Delivered, done, 2*time.Minute)
 	}
+	cpu := cpuNow(workerPIDs, api.Process.Pid, o.dbName).minus(cpu0)
 	var peak []string
 	for _, w := range workers {
 		peak = append(peak, fmt.Sprintf("%d MB", vmHWM(w.Process.Pid)>>10))
@@ -237,6 +243,8 @@ func run(ctx context.Context, o options) error {
 	if hooks != nil {
 		fmt.Printf("  webhook: %s\n", hookReport)
 	}
+	fmt.Printf("  CPU of the send (create -> status 3, and its webhook events posted): %v; %.1f ms per 1,000 mails\n",
+		cpu, cpu.total()*1e6/float64(max(1, mails)))
 
 	// The bare client, same sink, same connection count, same size.
 	sink.Reset()

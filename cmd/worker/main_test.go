@@ -6,17 +6,20 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"os/signal"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/mailroom/mailroom/internal/mail"
 	"github.com/mailroom/mailroom/internal/metrics/metricstest"
 	"github.com/mailroom/mailroom/internal/postgres"
 	"github.com/mailroom/mailroom/internal/smtp/smtptest"
@@ -457,5 +460,83 @@ func TestAccountSendRate(t *testing.T) {
 	// first (a faster send means the rate was not held).
 	if spread := last.Sub(first); spread < 1900*time.Millisecond {
 		t.Errorf("150 mails at %d a second went out within %v", rate, spread)
+	}
+}
+
+// A real worker with a webhook whose endpoint never answers, and one
+// webhook slot: the send goes out beside it, the endpoint is tried (one
+// POST at a time) and the failure logged as an attempt, and the send's
+// batches never wait for it (they have their own server's slots).
+func TestDeadWebhookDoesNotHoldASend(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts worker processes")
+	}
+	d := testdb.New(t)
+	flushRedis(t)
+	const n = 200
+	s := smtptest.New(t, smtptest.Options{})
+	send := readySend(t, d, n)
+	var user int64
+	if err := d.Pool.QueryRow(context.Background(), "SELECT user_id FROM single_sends WHERE id = $1", send).Scan(&user); err != nil {
+		t.Fatal(err)
+	}
+	release := make(chan struct{})
+	var calls, inflight, peak atomic.Int32
+	hang := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		calls.Add(1)
+		now := inflight.Add(1)
+		defer inflight.Add(-1)
+		for p := peak.Load(); now > p && !peak.CompareAndSwap(p, now); p = peak.Load() {
+		}
+		select {
+		case <-release:
+		case <-r.Context().Done():
+		}
+	}))
+	defer hang.Close()
+	defer close(release)
+	hook, _, err := d.CreateWebhook(context.Background(), user, mail.WebhookInput{URL: hang.URL, Events: mail.HookAll})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Hold the send until the worker's webhook slot is taken by a POST.
+	if _, err := d.Pool.Exec(context.Background(), "UPDATE single_sends SET status = 0 WHERE id = $1", send); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := d.UnsubscribeRecipient(context.Background(), mail.UnsubscribeToken{UserID: user, Email: "first@crash.example"}, nil, mail.ViaOneClick); err != nil {
+		t.Fatal(err)
+	}
+	worker(t, s.Addr, "worker", "WEBHOOK_ALLOW_PRIVATE=true", "WEBHOOK_CONCURRENCY=1", "WEBHOOK_TIMEOUT=3s",
+		"WEBHOOK_RETRY_MIN=1s", "WEBHOOK_RETRY_MAX=1s")
+	for deadline := time.Now().Add(15 * time.Second); calls.Load() == 0; time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the webhook was never posted to")
+		}
+	}
+	t0 := time.Now()
+	if _, err := d.Pool.Exec(context.Background(), "UPDATE single_sends SET status = 1 WHERE id = $1", send); err != nil {
+		t.Fatal(err)
+	}
+	if delivered := waitCompleted(t, d, send, 30*time.Second); delivered != n {
+		t.Errorf("delivered %d, want %d", delivered, n)
+	}
+	t.Logf("%d mails in %v beside a webhook that never answers", n, time.Since(t0).Round(time.Millisecond))
+	if p := peak.Load(); p != 1 {
+		t.Errorf("%d POSTs in flight at once to the dead endpoint, want 1", p)
+	}
+	for deadline := time.Now().Add(15 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		attempts, err := d.WebhookAttempts(context.Background(), user, hook)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(attempts) > 0 {
+			if a := attempts[len(attempts)-1]; a.StatusCode != nil || a.Result != mail.WebhookRetrying || !strings.Contains(a.Error, "Timeout") {
+				t.Errorf("the first attempt: %+v", a)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("no attempt logged")
+		}
 	}
 }

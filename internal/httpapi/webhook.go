@@ -25,6 +25,7 @@ type webhookJSON struct {
 	Events    []string `json:"events"`
 	CreatedAt string   `json:"created_at"`
 	UpdatedAt string   `json:"updated_at"`
+	DeletedAt *string  `json:"deleted_at"` // null: deleted webhooks are never listed
 }
 
 // listWebhooks answers GET /webhooks.

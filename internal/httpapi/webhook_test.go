@@ -16,7 +16,7 @@ import (
 const webhookList = "/api/webhooks"
 
 func webhookRow(id, userID int64, u string, events string) string {
-	return fmt.Sprintf(`{"id":%d,"user_id":%d,"url":%q,"events":%s,"created_at":"<timestamp>","updated_at":"<timestamp>"}`,
+	return fmt.Sprintf(`{"id":%d,"user_id":%d,"url":%q,"events":%s,"created_at":"<timestamp>","updated_at":"<timestamp>","deleted_at":null}`,
 		id, userID, u, events)
 }
 
