@@ -230,23 +230,23 @@ func DeliverWebhook(d Deps) asynq.HandlerFunc {
 		start := time.Now()
 		var body []byte
 		for {
-			post, err := d.DB.NextWebhookPost(ctx, p.WebhookID, w.MaxEvents)
+			post, err := d.DB.NextWebhookPost(ctx, p.WebhookID, w.MaxEvents, body)
 			if mail.ErrorCode(err) == mail.ENOTFOUND {
 				return nil // deleted: its events went with it
 			}
 			if err != nil || len(post.Batches) == 0 {
 				return err
 			}
-			if len(post.Events) == 0 { // nothing it wants any more
+			body = post.Body
+			if post.Events == 0 { // nothing it wants any more
 				if err := d.DB.WebhookPosted(ctx, p.WebhookID, post.Batches, nil); err != nil {
 					return err
 				}
 				continue
 			}
 			retried, _ := asynq.GetRetryCount(ctx)
-			body = mail.AppendWebhookEvents(body[:0], post.Events)
-			a := postWebhook(ctx, w.Client, post.Target, body, retried+1)
-			a.Events = len(post.Events)
+			a := postWebhook(ctx, w.Client, post.Target, post.Body, retried+1)
+			a.Events = post.Events
 			if a.StatusCode != nil && *a.StatusCode/100 == 2 {
 				if err := d.DB.WebhookPosted(ctx, p.WebhookID, post.Batches, &a); err != nil {
 					return err

@@ -23,24 +23,26 @@ CREATE UNIQUE INDEX webhooks_url ON webhooks (user_id, url) WHERE deleted_at IS 
 -- transaction that made them (a batch's outcomes, a flush of opens and
 -- clicks, an unsubscribe, an expansion's suppressed addresses), one row
 -- per such write and webhook wanting some of them, never one per event.
--- Delivery events name their rows (send_id, delivery_ids, each with its
--- kind in kinds): the webhook task reads the deliveries when it builds the
--- JSON. The others carry their events (events: a JSON array of
--- mail.HookEvent). n is how many events the row holds. A row is deleted
--- once posted; state 2: given up (its webhook failed for
--- WEBHOOK_RETRY_FOR), kept a week for inspection.
+-- The mails of one kind (delivered, or dropped when their batch ran) are
+-- named, not copied: runs holds the [first, last] id ranges of the send's
+-- deliveries they are (a batch's are mostly one range), of kind; the
+-- webhook task reads their addresses when it builds the JSON. The other
+-- events (bounces, deferrals, opens, clicks, unsubscribes, intake's) are
+-- carried whole: events, a JSON array of mail.HookEvent. n is how many
+-- events the row holds. A row is deleted once posted; state 2: given up
+-- (its webhook failed for WEBHOOK_RETRY_FOR), kept a week for inspection.
 CREATE TABLE webhook_batches (
-    id           bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
-    webhook_id   bigint      NOT NULL,
-    send_id      bigint,
-    delivery_ids bigint[],
-    kinds        smallint[],
-    events       json,
-    n            integer     NOT NULL,
-    state        smallint    NOT NULL DEFAULT 0,
-    attempts     integer     NOT NULL DEFAULT 0,
-    created_at   timestamptz NOT NULL DEFAULT now(),
-    failed_at    timestamptz
+    id         bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    webhook_id bigint      NOT NULL,
+    send_id    bigint,
+    kind       smallint,
+    runs       bigint[],
+    events     json,
+    n          integer     NOT NULL,
+    state      smallint    NOT NULL DEFAULT 0,
+    attempts   integer     NOT NULL DEFAULT 0,
+    created_at timestamptz NOT NULL DEFAULT now(),
+    failed_at  timestamptz
 );
 CREATE INDEX webhook_batches_pending ON webhook_batches (webhook_id, id) WHERE state = 0;
 

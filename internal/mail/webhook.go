@@ -204,6 +204,11 @@ type WebhookAttempt struct {
 	Result     WebhookResult
 }
 
+// SkippedReason is the reason of a delivery skipped when its batch ran
+// because its address was suppressed since the expansion (its error, and
+// its dropped event's reason).
+const SkippedReason = "suppressed after the send started"
+
 // WebhookResult is what became of the events of an attempt.
 type WebhookResult int16
 
@@ -242,52 +247,57 @@ type WebhookEvent struct {
 }
 
 // AppendWebhookEvents appends events as the JSON array a webhook is
-// posted. Written by hand: a send's events go out by the hundred thousand,
-// and reflection would cost more than building them.
+// posted.
 func AppendWebhookEvents(b []byte, events []WebhookEvent) []byte {
 	b = append(b, '[')
 	for i := range events {
-		e := &events[i]
 		if i > 0 {
 			b = append(b, ',')
 		}
-		b = append(b, `{"email":`...)
-		b = appendJSONString(b, e.Email)
-		b = append(b, `,"timestamp":`...)
-		b = strconv.AppendInt(b, e.Timestamp, 10)
-		b = append(b, `,"event":`...)
-		b = appendJSONString(b, e.Event)
-		if e.SingleSendUTR != "" {
-			b = append(b, `,"single_send_utr":`...)
-			b = appendJSONString(b, e.SingleSendUTR)
-		}
-		if e.AutomationUTR != "" {
-			b = append(b, `,"automation_utr":`...)
-			b = appendJSONString(b, e.AutomationUTR)
-		}
-		if e.DeliveryID != 0 {
-			b = append(b, `,"delivery_id":`...)
-			b = strconv.AppendInt(b, e.DeliveryID, 10)
-		}
-		if e.Type != "" {
-			b = append(b, `,"type":`...)
-			b = appendJSONString(b, e.Type)
-		}
-		if e.Reason != "" {
-			b = append(b, `,"reason":`...)
-			b = appendJSONString(b, e.Reason)
-		}
-		if e.URL != "" {
-			b = append(b, `,"url":`...)
-			b = appendJSONString(b, e.URL)
-		}
-		if e.GroupID != 0 {
-			b = append(b, `,"unsubscribe_group_id":`...)
-			b = strconv.AppendInt(b, e.GroupID, 10)
-		}
-		b = append(b, '}')
+		b = AppendWebhookEvent(b, &events[i])
 	}
 	return append(b, ']')
+}
+
+// AppendWebhookEvent appends e as a JSON object, empty fields left out.
+// Written by hand: a send's events go out by the hundred thousand, and
+// reflection would cost more than building them.
+func AppendWebhookEvent(b []byte, e *WebhookEvent) []byte {
+	b = append(b, `{"email":`...)
+	b = appendJSONString(b, e.Email)
+	b = append(b, `,"timestamp":`...)
+	b = strconv.AppendInt(b, e.Timestamp, 10)
+	b = append(b, `,"event":`...)
+	b = appendJSONString(b, e.Event)
+	if e.SingleSendUTR != "" {
+		b = append(b, `,"single_send_utr":`...)
+		b = appendJSONString(b, e.SingleSendUTR)
+	}
+	if e.AutomationUTR != "" {
+		b = append(b, `,"automation_utr":`...)
+		b = appendJSONString(b, e.AutomationUTR)
+	}
+	if e.DeliveryID != 0 {
+		b = append(b, `,"delivery_id":`...)
+		b = strconv.AppendInt(b, e.DeliveryID, 10)
+	}
+	if e.Type != "" {
+		b = append(b, `,"type":`...)
+		b = appendJSONString(b, e.Type)
+	}
+	if e.Reason != "" {
+		b = append(b, `,"reason":`...)
+		b = appendJSONString(b, e.Reason)
+	}
+	if e.URL != "" {
+		b = append(b, `,"url":`...)
+		b = appendJSONString(b, e.URL)
+	}
+	if e.GroupID != 0 {
+		b = append(b, `,"unsubscribe_group_id":`...)
+		b = strconv.AppendInt(b, e.GroupID, 10)
+	}
+	return append(b, '}')
 }
 
 // appendJSONString appends s as a JSON string: quotes, backslashes and

@@ -21,3 +21,6 @@ func (d *DB) EmitWebhookEvents(ctx context.Context, userID int64, events []mail.
 
 // EnsurePartition makes the deliveries partition of send id.
 func (d *DB) EnsurePartition(ctx context.Context, id int64) error { return d.ensurePartition(ctx, id) }
+
+// IDRuns is idRuns.
+var IDRuns = idRuns

@@ -1,11 +1,11 @@
 package postgres
 
 import (
-	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"time"
 
@@ -141,23 +141,25 @@ type WebhookTarget struct {
 }
 
 // WebhookPost is the next POST of a webhook: the outbox rows it carries
-// (Batches) and their events that the webhook wants, in order. Events may
-// be empty when the rows hold nothing it wants any more (its events were
-// changed, the deliveries dropped by retention): posting nothing, the rows
-// are done.
+// (Batches) and the JSON array of their events the webhook wants (Body,
+// Events of them), in order. Events may be 0 when the rows hold nothing it
+// wants any more (its events were changed, the deliveries dropped by
+// retention): posting nothing, the rows are done.
 type WebhookPost struct {
 	Target  WebhookTarget
 	Batches []int64
-	Events  []mail.WebhookEvent
+	Body    []byte
+	Events  int
 	Oldest  time.Time // when the oldest row was written
 }
 
 // NextWebhookPost reads the waiting events of webhook id, oldest first,
-// rows until they hold maxEvents events (at least one row), and builds
-// them: the deliveries they name are read, the sends' utrs looked up. No
-// rows: Batches is empty. A deleted webhook is ENOTFOUND.
-func (d *DB) NextWebhookPost(ctx context.Context, id int64, maxEvents int) (WebhookPost, error) {
-	var p WebhookPost
+// rows until they hold maxEvents events (at least one row), and writes
+// their JSON array into buf (reused): the deliveries the rows name are
+// read, the sends' utrs looked up. No rows: Batches is empty. A deleted
+// webhook is ENOTFOUND.
+func (d *DB) NextWebhookPost(ctx context.Context, id int64, maxEvents int, buf []byte) (WebhookPost, error) {
+	p := WebhookPost{Body: buf[:0]}
 	w, err := d.q.WebhookForDelivery(ctx, id)
 	if err != nil {
 		return p, err
@@ -168,164 +170,152 @@ func (d *DB) NextWebhookPost(ctx context.Context, id int64, maxEvents int) (Webh
 		return p, err
 	}
 	p.Oldest = rows[0].CreatedAt
-	b := hookBuilder{utrs: map[int64]db.HookSendUTRsRow{}}
-	for _, r := range rows {
+	wanted := p.Target.Kinds
+	named := func(r *db.PendingWebhookBatchesRow) bool {
+		return r.SendID != nil && r.Kind != nil && len(r.Runs) >= 2 && wanted&mail.HookKinds(*r.Kind) != 0
+	}
+	// The events carried whole, those wanted; the sends named, for their
+	// utrs; the addresses still to read.
+	carried := make([][]mail.HookEvent, len(rows))
+	sends := map[int64]bool{}
+	var missing db.HookDeliveryEmailsParams
+	for i := range rows {
+		r := &rows[i]
 		p.Batches = append(p.Batches, r.ID)
-		if r.SendID != nil && len(r.DeliveryIds) > 0 {
-			if err := b.deliveries(ctx, d.q, p.Target.Kinds, *r.SendID, r.DeliveryIds, r.Kinds, r.CreatedAt); err != nil {
+		if named(r) {
+			sends[*r.SendID] = true
+		}
+		if r.Events == "" {
+			continue
+		}
+		var evs []mail.HookEvent
+		if err := json.Unmarshal([]byte(r.Events), &evs); err != nil {
+			return p, fmt.Errorf("postgres: webhook batch %d: %w", r.ID, err)
+		}
+		keep := evs[:0]
+		for _, e := range evs {
+			if wanted&e.Kind == 0 {
+				continue
+			}
+			keep = append(keep, e)
+			if e.SendID > 0 {
+				sends[e.SendID] = true
+			}
+			if e.Email == "" && e.SendID > 0 && e.DeliveryID > 0 {
+				missing.SendIds, missing.Ids = append(missing.SendIds, e.SendID), append(missing.Ids, e.DeliveryID)
+			}
+		}
+		carried[i] = keep
+	}
+	var emails map[int64]string
+	if len(missing.Ids) > 0 {
+		found, err := d.q.HookDeliveryEmails(ctx, missing)
+		if err != nil {
+			return p, err
+		}
+		emails = make(map[int64]string, len(found))
+		for _, f := range found {
+			emails[f.ID] = f.Email
+		}
+	}
+	utrs := map[int64]db.HookSendUTRsRow{}
+	if len(sends) > 0 {
+		found, err := d.q.HookSendUTRs(ctx, slices.Collect(maps.Keys(sends)))
+		if err != nil {
+			return p, err
+		}
+		for _, u := range found {
+			utrs[u.ID] = u
+		}
+	}
+	withUTR := func(ev *mail.WebhookEvent, send int64) {
+		if u, ok := utrs[send]; ok {
+			if u.Automation {
+				ev.AutomationUTR = u.Utr
+			} else {
+				ev.SingleSendUTR = u.Utr
+			}
+		}
+	}
+	b := append(p.Body, '[')
+	add := func(ev *mail.WebhookEvent) {
+		if p.Events > 0 {
+			b = append(b, ',')
+		}
+		b = mail.AppendWebhookEvent(b, ev)
+		p.Events++
+	}
+	for i := range rows {
+		r := &rows[i]
+		if named(r) {
+			if err := d.namedEvents(ctx, r, withUTR, add); err != nil {
 				return p, err
 			}
 		}
-		if r.Events != "" {
-			var evs []mail.HookEvent
-			if err := json.Unmarshal([]byte(r.Events), &evs); err != nil {
-				return p, fmt.Errorf("postgres: webhook batch %d: %w", r.ID, err)
-			}
-			for _, e := range evs {
-				if p.Target.Kinds&e.Kind != 0 {
-					b.add(e)
+		for _, e := range carried[i] {
+			ev := mail.WebhookEvent{Email: e.Email, Timestamp: e.At, Event: e.Kind.Name(), DeliveryID: e.DeliveryID, Type: e.Type,
+				Reason: e.Reason, URL: e.URL, GroupID: e.GroupID}
+			if ev.Email == "" {
+				if ev.Email = emails[e.DeliveryID]; ev.Email == "" {
+					continue // no such delivery: nothing to say of it
 				}
 			}
+			withUTR(&ev, e.SendID)
+			add(&ev)
 		}
 	}
-	if err := b.resolve(ctx, d.q); err != nil {
-		return p, err
-	}
-	p.Events = b.out
+	p.Body = append(b, ']')
 	return p, nil
 }
 
-// hookBuilder turns outbox rows into the events of a POST.
-type hookBuilder struct {
-	out      []mail.WebhookEvent
-	sendOf   []int64 // out[i]'s send, for its utr
-	noEmail  []int   // indexes of out whose address is still to be read
-	needs    []int64 // their (send, delivery)s, flattened
-	utrs     map[int64]db.HookSendUTRsRow
-	sendList []int64
-}
-
-func (b *hookBuilder) add(e mail.HookEvent) {
-	ev := mail.WebhookEvent{Email: e.Email, Timestamp: e.At, Event: e.Kind.Name(), DeliveryID: e.DeliveryID, Type: e.Type,
-		Reason: e.Reason, URL: e.URL, GroupID: e.GroupID}
-	if e.Email == "" && e.DeliveryID > 0 && e.SendID > 0 {
-		b.noEmail = append(b.noEmail, len(b.out))
-		b.needs = append(b.needs, e.SendID, e.DeliveryID)
-	}
-	b.out = append(b.out, ev)
-	b.sendOf = append(b.sendOf, e.SendID)
-}
-
-// deliveries adds the events of a row naming deliveries of send sendID:
-// each id with its kind, those of the kinds wanted, in id order.
-func (b *hookBuilder) deliveries(ctx context.Context, q *db.Queries, wanted mail.HookKinds, sendID int64, ids []int64, kinds []int16, at time.Time) error {
-	type named struct {
-		id   int64
-		kind mail.HookKinds
-	}
-	want := make([]named, 0, len(ids))
-	for i, id := range ids {
-		if i < len(kinds) && wanted&mail.HookKinds(kinds[i]) != 0 {
-			want = append(want, named{id, mail.HookKinds(kinds[i])})
-		}
-	}
-	if len(want) == 0 {
-		return nil
-	}
-	slices.SortFunc(want, func(x, y named) int { return cmp.Compare(x.id, y.id) })
-	rows, err := q.HookDeliveries(ctx, db.HookDeliveriesParams{SendID: sendID, Lo: want[0].id, Hi: want[len(want)-1].id})
+// namedEvents adds the events of the deliveries an outbox row names by id
+// runs, in id order: one walk of the runs' span, the ids outside them
+// skipped.
+func (d *DB) namedEvents(ctx context.Context, r *db.PendingWebhookBatchesRow, withUTR func(*mail.WebhookEvent, int64),
+	add func(*mail.WebhookEvent)) error {
+	kind, send := mail.HookKinds(*r.Kind), *r.SendID
+	rows, err := d.q.HookDeliveries(ctx, db.HookDeliveriesParams{SendID: send, Lo: r.Runs[0], Hi: r.Runs[len(r.Runs)-1]})
 	if err != nil {
 		return err
 	}
-	b.out = slices.Grow(b.out, len(want))
-	b.sendOf = slices.Grow(b.sendOf, len(want))
-	j := 0
-	for _, w := range want { // both in id order: a merge
-		for j < len(rows) && rows[j].ID < w.id {
-			j++
+	ev := mail.WebhookEvent{Event: kind.Name()}
+	withUTR(&ev, send)
+	if kind == mail.HookDropped {
+		ev.Reason = mail.SkippedReason
+	}
+	runs := r.Runs
+	for i := range rows {
+		row := &rows[i]
+		for len(runs) >= 2 && row.ID > runs[1] {
+			runs = runs[2:]
 		}
-		if j == len(rows) || rows[j].ID != w.id {
-			continue // gone (retention dropped its send's partition)
+		if len(runs) < 2 {
+			break
 		}
-		r := &rows[j]
-		ev := mail.WebhookEvent{Email: r.Email, Timestamp: at.Unix(), Event: w.kind.Name(), DeliveryID: w.id}
-		switch w.kind {
-		case mail.HookDelivered:
-			if r.SentAt != nil {
-				ev.Timestamp = r.SentAt.Unix()
-			}
-		case mail.HookBounce:
-			ev.Reason, ev.Type = r.Error, "bounce"
-			if r.Status == int16(mail.DeliveryFailed) {
-				ev.Type = "blocked"
-			}
-		case mail.HookDropped:
-			ev.Reason = r.Error
+		if row.ID < runs[0] {
+			continue // between two runs
 		}
-		b.out = append(b.out, ev)
-		b.sendOf = append(b.sendOf, sendID)
+		ev.Email, ev.DeliveryID, ev.Timestamp = row.Email, row.ID, r.CreatedAt.Unix()
+		if kind == mail.HookDelivered && row.SentAt > 0 {
+			ev.Timestamp = row.SentAt
+		}
+		add(&ev)
 	}
 	return nil
 }
 
-// resolve reads the addresses still missing and every send's utr.
-func (b *hookBuilder) resolve(ctx context.Context, q *db.Queries) error {
-	if len(b.needs) > 0 {
-		p := db.HookDeliveryEmailsParams{}
-		for i := 0; i < len(b.needs); i += 2 {
-			p.SendIds, p.Ids = append(p.SendIds, b.needs[i]), append(p.Ids, b.needs[i+1])
+// idRuns is sorted, distinct ids as [first, last] runs of consecutive ids,
+// flattened: 1 2 3 7 8 is 1 3 7 8.
+func idRuns(ids []int64) []int64 {
+	var runs []int64
+	for i, id := range ids {
+		if i > 0 && id == ids[i-1]+1 {
+			runs[len(runs)-1] = id
+			continue
 		}
-		rows, err := q.HookDeliveryEmails(ctx, p)
-		if err != nil {
-			return err
-		}
-		email := make(map[int64]string, len(rows))
-		for _, r := range rows {
-			email[r.ID] = r.Email
-		}
-		keep := b.out[:0]
-		keepSends := b.sendOf[:0]
-		missing := map[int]bool{}
-		for _, i := range b.noEmail {
-			if e, ok := email[b.out[i].DeliveryID]; ok {
-				b.out[i].Email = e
-			} else {
-				missing[i] = true // no such delivery: nothing to say of it
-			}
-		}
-		for i, ev := range b.out {
-			if !missing[i] {
-				keep, keepSends = append(keep, ev), append(keepSends, b.sendOf[i])
-			}
-		}
-		b.out, b.sendOf = keep, keepSends
+		runs = append(runs, id, id)
 	}
-	seen := map[int64]bool{}
-	for _, s := range b.sendOf {
-		if s > 0 && !seen[s] {
-			seen[s] = true
-			b.sendList = append(b.sendList, s)
-		}
-	}
-	if len(b.sendList) > 0 {
-		rows, err := q.HookSendUTRs(ctx, b.sendList)
-		if err != nil {
-			return err
-		}
-		for _, r := range rows {
-			b.utrs[r.ID] = r
-		}
-	}
-	for i := range b.out {
-		if u, ok := b.utrs[b.sendOf[i]]; ok {
-			if u.Automation {
-				b.out[i].AutomationUTR = u.Utr
-			} else {
-				b.out[i].SingleSendUTR = u.Utr
-			}
-		}
-	}
-	return nil
+	return runs
 }
 
 // WebhookPosted records a POST the webhook answered with a 2xx: the rows it

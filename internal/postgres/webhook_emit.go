@@ -3,6 +3,7 @@ package postgres
 import (
 	"context"
 	"encoding/json"
+	"slices"
 	"sync"
 	"time"
 
@@ -143,20 +144,20 @@ func (d *DB) emitWebhookEvents(ctx context.Context, q *db.Queries, userID int64,
 }
 
 // emitOutcomes puts a recorded batch's events (delivered, deferred,
-// bounce) in the outbox of the account's webhooks that want them: one row
-// naming the final deliveries, each with its kind (their rows say no more
-// once final: the POST reads them), and carrying the deferred ones (a
-// deferred row changes again: its reason is the one of now). finals is
-// whether the record moved rows to a final state: a batch recorded a
-// second time (its first commit's answer lost) moves none, and only its
-// deferred rows, recorded again, are emitted again.
+// bounce) in the outbox of the account's webhooks that want them, one row:
+// the delivered mails named by id runs (final rows: the POST reads their
+// addresses and sent times), the bounces and deferrals carried whole
+// (their reasons, and a deferred row changes again). finals is whether
+// the record moved rows to a final state: a batch recorded a second time
+// (its first commit's answer lost) moves none, and only its deferred
+// rows, recorded again, are emitted again.
 func (d *DB) emitOutcomes(ctx context.Context, q *db.Queries, userID, sendID int64, outcomes []mail.Outcome, finals bool) error {
 	wanted, err := d.hookKinds(ctx, q, userID)
 	if err != nil || wanted&(mail.HookDelivered|mail.HookDeferred|mail.HookBounce) == 0 {
 		return err
 	}
-	ids, kinds := make([]int64, 0, len(outcomes)), make([]int16, 0, len(outcomes))
-	var deferred []mail.HookEvent
+	var delivered []int64
+	var carried []mail.HookEvent
 	var present mail.HookKinds
 	at := time.Now().Unix()
 	for i := range outcomes {
@@ -174,22 +175,34 @@ func (d *DB) emitOutcomes(ctx context.Context, q *db.Queries, userID, sendID int
 			continue
 		}
 		present |= k
-		if k == mail.HookDeferred {
-			deferred = append(deferred, mail.HookEvent{Kind: k, At: at, Email: string(o.Email), SendID: sendID, DeliveryID: o.ID,
+		switch k {
+		case mail.HookDelivered:
+			if delivered == nil {
+				delivered = make([]int64, 0, len(outcomes)-i)
+			}
+			delivered = append(delivered, o.ID)
+		case mail.HookBounce:
+			typ := "bounce"
+			if o.Status == mail.DeliveryFailed {
+				typ = "blocked"
+			}
+			carried = append(carried, mail.HookEvent{Kind: k, At: at, Email: string(o.Email), SendID: sendID, DeliveryID: o.ID,
+				Type: typ, Reason: o.Error})
+		default:
+			carried = append(carried, mail.HookEvent{Kind: k, At: at, Email: string(o.Email), SendID: sendID, DeliveryID: o.ID,
 				Reason: o.Error})
-			continue
 		}
-		ids, kinds = append(ids, o.ID), append(kinds, int16(k))
 	}
 	if present == 0 {
 		return nil
 	}
-	p := db.EmitWebhookBatchParams{N: int32(len(ids) + len(deferred)), UserID: userID, KindsWanted: int32(present)}
-	if len(ids) > 0 {
-		p.SendID, p.DeliveryIds, p.Kinds = &sendID, ids, kinds
+	p := db.EmitWebhookBatchParams{N: int32(len(delivered) + len(carried)), UserID: userID, KindsWanted: int32(present)}
+	if len(delivered) > 0 {
+		slices.Sort(delivered) // in claim order already: by id
+		p.SendID, p.Kind, p.Runs = &sendID, new(int16(mail.HookDelivered)), idRuns(slices.Compact(delivered))
 	}
-	if len(deferred) > 0 {
-		if p.Events, err = json.Marshal(deferred); err != nil {
+	if len(carried) > 0 {
+		if p.Events, err = json.Marshal(carried); err != nil {
 			return err
 		}
 	}
@@ -199,18 +212,16 @@ func (d *DB) emitOutcomes(ctx context.Context, q *db.Queries, userID, sendID int
 
 // emitSkipped puts dropped events for deliveries of send sendID skipped at
 // claim time (suppressed after the send started) in the outbox of its
-// account's webhooks that want them. Rare, so not cached: the account is
-// read from the send by the statement.
+// account's webhooks that want them: one row naming them by id runs. Rare,
+// so not cached: the account is read from the send by the statement.
 func emitSkipped(ctx context.Context, q *db.Queries, sendID int64, ids []int64) error {
 	if len(ids) == 0 {
 		return nil
 	}
-	kinds := make([]int16, len(ids))
-	for i := range kinds {
-		kinds[i] = int16(mail.HookDropped)
-	}
-	_, err := q.EmitSendWebhookBatch(ctx, db.EmitSendWebhookBatchParams{SendID: sendID, DeliveryIds: ids, Kinds: kinds,
-		N: int32(len(ids)), KindsWanted: int32(mail.HookDropped)})
+	ids = slices.Clone(ids)
+	slices.Sort(ids)
+	_, err := q.EmitSendWebhookBatch(ctx, db.EmitSendWebhookBatchParams{SendID: sendID, Kind: int16(mail.HookDropped),
+		Runs: idRuns(slices.Compact(ids)), N: int32(len(ids))})
 	return err
 }
 

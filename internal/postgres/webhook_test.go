@@ -2,10 +2,12 @@ package postgres_test
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"testing"
 
 	"github.com/mailroom/mailroom/internal/mail"
+	"github.com/mailroom/mailroom/internal/postgres"
 	"github.com/mailroom/mailroom/internal/testdb"
 )
 
@@ -72,29 +74,27 @@ func TestWebhookOutbox(t *testing.T) {
 		t.Fatalf("outbox rows for webhooks %v, want %v (not %d: no unsubscribe among them)", rows, []int64{complaints, opens}, unsubs)
 	}
 
-	post, err := d.NextWebhookPost(ctx, complaints, 100)
+	post, err := d.NextWebhookPost(ctx, complaints, 100, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []mail.WebhookEvent{
-		{Email: "Ann@example.com", Timestamp: 1700000000, Event: "complaint", SingleSendUTR: utr, DeliveryID: delivery},
-		{Email: "gone@example.com", Timestamp: 1700000001, Event: "bounce", Type: "bounce", Reason: "550 5.1.1 unknown"},
+	want := fmt.Sprintf(`[{"email":"Ann@example.com","timestamp":1700000000,"event":"complaint","single_send_utr":%q,"delivery_id":%d},`+
+		`{"email":"gone@example.com","timestamp":1700000001,"event":"bounce","type":"bounce","reason":"550 5.1.1 unknown"}]`, utr, delivery)
+	if string(post.Body) != want || post.Events != 2 || len(post.Batches) != 1 || post.Target.URL != "https://a.example/" {
+		t.Fatalf("post %+v\n%s\nwant %s", post, post.Body, want)
 	}
-	if !slices.Equal(post.Events, want) || len(post.Batches) != 1 || post.Target.URL != "https://a.example/" {
-		t.Fatalf("post %+v\nwant events %+v", post, want)
-	}
-	post, err = d.NextWebhookPost(ctx, opens, 100)
+	post, err = d.NextWebhookPost(ctx, opens, 100, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := []mail.WebhookEvent{{Email: "Ann@example.com", Timestamp: 1700000002, Event: "open", SingleSendUTR: utr, DeliveryID: delivery}}; !slices.Equal(post.Events, want) {
-		t.Fatalf("opens' post %+v", post.Events)
+	if want := fmt.Sprintf(`[{"email":"Ann@example.com","timestamp":1700000002,"event":"open","single_send_utr":%q,"delivery_id":%d}]`, utr, delivery); string(post.Body) != want {
+		t.Fatalf("opens' post %s", post.Body)
 	}
 	// A webhook that no longer wants opens: its row carries nothing now.
 	if err := d.UpdateWebhook(ctx, user, opens, mail.WebhookInput{URL: "https://b.example/", Events: mail.HookClick}); err != nil {
 		t.Fatal(err)
 	}
-	if post, err = d.NextWebhookPost(ctx, opens, 100); err != nil || len(post.Events) != 0 || len(post.Batches) != 1 {
+	if post, err = d.NextWebhookPost(ctx, opens, 100, nil); err != nil || post.Events != 0 || string(post.Body) != "[]" || len(post.Batches) != 1 {
 		t.Fatalf("after the update: %+v %v", post, err)
 	}
 	// A deleted webhook's rows go with it.
@@ -105,7 +105,20 @@ func TestWebhookOutbox(t *testing.T) {
 	if err := d.Pool.QueryRow(ctx, "SELECT count(*) FROM webhook_batches WHERE webhook_id = $1", complaints).Scan(&left); err != nil || left != 0 {
 		t.Fatalf("%d rows left (%v)", left, err)
 	}
-	if _, err := d.NextWebhookPost(ctx, complaints, 100); mail.ErrorCode(err) != mail.ENOTFOUND {
+	if _, err := d.NextWebhookPost(ctx, complaints, 100, nil); mail.ErrorCode(err) != mail.ENOTFOUND {
 		t.Fatalf("a deleted webhook's post: %v", err)
+	}
+}
+
+func TestIDRuns(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct{ ids, runs []int64 }{
+		{nil, nil},
+		{[]int64{5}, []int64{5, 5}},
+		{[]int64{1, 2, 3, 7, 8, 10}, []int64{1, 3, 7, 8, 10, 10}},
+	} {
+		if got := postgres.IDRuns(tt.ids); !slices.Equal(got, tt.runs) {
+			t.Errorf("idRuns(%v) = %v, want %v", tt.ids, got, tt.runs)
+		}
 	}
 }

@@ -389,15 +389,15 @@ type WebhookAttempt struct {
 }
 
 type WebhookBatch struct {
-	ID          int64
-	WebhookID   int64
-	SendID      *int64
-	DeliveryIds []int64
-	Kinds       []int16
-	Events      []byte
-	N           int32
-	State       int16
-	Attempts    int32
-	CreatedAt   time.Time
-	FailedAt    *time.Time
+	ID        int64
+	WebhookID int64
+	SendID    *int64
+	Kind      *int16
+	Runs      []int64
+	Events    []byte
+	N         int32
+	State     int16
+	Attempts  int32
+	CreatedAt time.Time
+	FailedAt  *time.Time
 }

@@ -92,31 +92,29 @@ func (q *Queries) DropWebhookBatches(ctx context.Context, webhookID int64) error
 }
 
 const emitSendWebhookBatch = `-- name: EmitSendWebhookBatch :execrows
-INSERT INTO webhook_batches (webhook_id, send_id, delivery_ids, kinds, n)
-SELECT w.id, $1::bigint, $2::bigint[], $3::smallint[], $4::int
+INSERT INTO webhook_batches (webhook_id, send_id, kind, runs, n)
+SELECT w.id, $1::bigint, $2::smallint, $3::bigint[], $4::int
 FROM webhooks w
 WHERE w.user_id = (SELECT s.user_id FROM single_sends s WHERE s.id = $1::bigint)
-  AND w.deleted_at IS NULL AND w.events & $5::int <> 0
+  AND w.deleted_at IS NULL AND w.events & $2::int <> 0
 ORDER BY w.id
 `
 
 type EmitSendWebhookBatchParams struct {
-	SendID      int64
-	DeliveryIds []int64
-	Kinds       []int16
-	N           int32
-	KindsWanted int32
+	SendID int64
+	Kind   int16
+	Runs   []int64
+	N      int32
 }
 
-// EmitWebhookBatch for deliveries of one send, its account read from the
-// send.
+// EmitWebhookBatch for deliveries of one send named by id runs, its
+// account read from the send.
 func (q *Queries) EmitSendWebhookBatch(ctx context.Context, arg EmitSendWebhookBatchParams) (int64, error) {
 	result, err := q.db.Exec(ctx, emitSendWebhookBatch,
 		arg.SendID,
-		arg.DeliveryIds,
-		arg.Kinds,
+		arg.Kind,
+		arg.Runs,
 		arg.N,
-		arg.KindsWanted,
 	)
 	if err != nil {
 		return 0, err
@@ -125,8 +123,8 @@ func (q *Queries) EmitSendWebhookBatch(ctx context.Context, arg EmitSendWebhookB
 }
 
 const emitWebhookBatch = `-- name: EmitWebhookBatch :execrows
-INSERT INTO webhook_batches (webhook_id, send_id, delivery_ids, kinds, events, n)
-SELECT w.id, $1::bigint, $2::bigint[], $3::smallint[],
+INSERT INTO webhook_batches (webhook_id, send_id, kind, runs, events, n)
+SELECT w.id, $1::bigint, $2::smallint, $3::bigint[],
        $4::json, $5::int
 FROM webhooks w
 WHERE w.user_id = $6 AND w.deleted_at IS NULL AND w.events & $7::int <> 0
@@ -135,22 +133,23 @@ ORDER BY w.id
 
 type EmitWebhookBatchParams struct {
 	SendID      *int64
-	DeliveryIds []int64
-	Kinds       []int16
+	Kind        *int16
+	Runs        []int64
 	Events      []byte
 	N           int32
 	UserID      int64
 	KindsWanted int32
 }
 
-// One outbox row per live webhook of the account that wants any of kinds:
-// the delivery ids of a send with the kind of each, or events (JSON),
-// n of them. Each webhook takes the kinds it wants when the row is posted.
+// One outbox row per live webhook of the account that wants any of
+// kinds_wanted: deliveries of a send named by id runs (all of kind), and
+// events carried whole (JSON), n in all. Each webhook takes the kinds it
+// wants when the row is posted.
 func (q *Queries) EmitWebhookBatch(ctx context.Context, arg EmitWebhookBatchParams) (int64, error) {
 	result, err := q.db.Exec(ctx, emitWebhookBatch,
 		arg.SendID,
-		arg.DeliveryIds,
-		arg.Kinds,
+		arg.Kind,
+		arg.Runs,
 		arg.Events,
 		arg.N,
 		arg.UserID,
@@ -163,7 +162,7 @@ func (q *Queries) EmitWebhookBatch(ctx context.Context, arg EmitWebhookBatchPara
 }
 
 const hookDeliveries = `-- name: HookDeliveries :many
-SELECT d.id, d.email, d.status, COALESCE(d.error, '')::text AS error, d.sent_at
+SELECT d.id, d.email, COALESCE(extract(epoch FROM d.sent_at), 0)::bigint AS sent_at
 FROM deliveries d
 WHERE d.send_id = $1 AND d.id BETWEEN $2::bigint AND $3::bigint
 ORDER BY d.id
@@ -178,14 +177,13 @@ type HookDeliveriesParams struct {
 type HookDeliveriesRow struct {
 	ID     int64
 	Email  string
-	Status int16
-	Error  string
-	SentAt *time.Time
+	SentAt int64
 }
 
-// The deliveries of a send from lo to hi, by id, as events need them: an
-// outbox row names ids of one batch range, and a walk of the range costs
-// the database a fifth of a lookup per id (the caller keeps those named).
+// The addresses of a send's deliveries from lo to hi, by id, and when
+// each was sent (unix seconds; 0 when not): an outbox row names runs of
+// one batch range, and a walk of the range costs the database a fifth of
+// a lookup per id (the caller keeps the ids its runs name).
 func (q *Queries) HookDeliveries(ctx context.Context, arg HookDeliveriesParams) ([]HookDeliveriesRow, error) {
 	rows, err := q.db.Query(ctx, hookDeliveries, arg.SendID, arg.Lo, arg.Hi)
 	if err != nil {
@@ -195,13 +193,7 @@ func (q *Queries) HookDeliveries(ctx context.Context, arg HookDeliveriesParams) 
 	var items []HookDeliveriesRow
 	for rows.Next() {
 		var i HookDeliveriesRow
-		if err := rows.Scan(
-			&i.ID,
-			&i.Email,
-			&i.Status,
-			&i.Error,
-			&i.SentAt,
-		); err != nil {
+		if err := rows.Scan(&i.ID, &i.Email, &i.SentAt); err != nil {
 			return nil, err
 		}
 		items = append(items, i)
@@ -330,7 +322,7 @@ func (q *Queries) ListWebhooks(ctx context.Context, userID int64) ([]ListWebhook
 }
 
 const pendingWebhookBatches = `-- name: PendingWebhookBatches :many
-SELECT b.id, b.send_id, b.delivery_ids, b.kinds, COALESCE(b.events::text, '')::text AS events, b.n, b.created_at
+SELECT b.id, b.send_id, b.kind, b.runs, COALESCE(b.events::text, '')::text AS events, b.n, b.created_at
 FROM (
     SELECT f.id, sum(f.n) OVER (ORDER BY f.id) - f.n AS before
     FROM (SELECT p.id, p.n FROM webhook_batches p
@@ -349,13 +341,13 @@ type PendingWebhookBatchesParams struct {
 }
 
 type PendingWebhookBatchesRow struct {
-	ID          int64
-	SendID      *int64
-	DeliveryIds []int64
-	Kinds       []int16
-	Events      string
-	N           int32
-	CreatedAt   time.Time
+	ID        int64
+	SendID    *int64
+	Kind      *int16
+	Runs      []int64
+	Events    string
+	N         int32
+	CreatedAt time.Time
 }
 
 // A webhook's waiting rows, oldest first, until they hold max_events
@@ -372,8 +364,8 @@ func (q *Queries) PendingWebhookBatches(ctx context.Context, arg PendingWebhookB
 		if err := rows.Scan(
 			&i.ID,
 			&i.SendID,
-			&i.DeliveryIds,
-			&i.Kinds,
+			&i.Kind,
+			&i.Runs,
 			&i.Events,
 			&i.N,
 			&i.CreatedAt,

@@ -37,11 +37,12 @@ SELECT EXISTS (SELECT 1 FROM webhooks WHERE id = @id AND user_id = @user_id AND 
 SELECT COALESCE(bit_or(events), 0)::int FROM webhooks WHERE user_id = @user_id AND deleted_at IS NULL;
 
 -- name: EmitWebhookBatch :execrows
--- One outbox row per live webhook of the account that wants any of kinds:
--- the delivery ids of a send with the kind of each, or events (JSON),
--- n of them. Each webhook takes the kinds it wants when the row is posted.
-INSERT INTO webhook_batches (webhook_id, send_id, delivery_ids, kinds, events, n)
-SELECT w.id, sqlc.narg(send_id)::bigint, sqlc.narg(delivery_ids)::bigint[], sqlc.narg(kinds)::smallint[],
+-- One outbox row per live webhook of the account that wants any of
+-- kinds_wanted: deliveries of a send named by id runs (all of kind), and
+-- events carried whole (JSON), n in all. Each webhook takes the kinds it
+-- wants when the row is posted.
+INSERT INTO webhook_batches (webhook_id, send_id, kind, runs, events, n)
+SELECT w.id, sqlc.narg(send_id)::bigint, sqlc.narg(kind)::smallint, sqlc.narg(runs)::bigint[],
        sqlc.narg(events)::json, @n::int
 FROM webhooks w
 WHERE w.user_id = @user_id AND w.deleted_at IS NULL AND w.events & @kinds_wanted::int <> 0
@@ -107,7 +108,7 @@ SELECT id, user_id, url, events, secret FROM webhooks WHERE id = @id AND deleted
 -- name: PendingWebhookBatches :many
 -- A webhook's waiting rows, oldest first, until they hold max_events
 -- events (at least one row).
-SELECT b.id, b.send_id, b.delivery_ids, b.kinds, COALESCE(b.events::text, '')::text AS events, b.n, b.created_at
+SELECT b.id, b.send_id, b.kind, b.runs, COALESCE(b.events::text, '')::text AS events, b.n, b.created_at
 FROM (
     SELECT f.id, sum(f.n) OVER (ORDER BY f.id) - f.n AS before
     FROM (SELECT p.id, p.n FROM webhook_batches p
@@ -120,10 +121,11 @@ WHERE o.before < @max_events::bigint
 ORDER BY b.id;
 
 -- name: HookDeliveries :many
--- The deliveries of a send from lo to hi, by id, as events need them: an
--- outbox row names ids of one batch range, and a walk of the range costs
--- the database a fifth of a lookup per id (the caller keeps those named).
-SELECT d.id, d.email, d.status, COALESCE(d.error, '')::text AS error, d.sent_at
+-- The addresses of a send's deliveries from lo to hi, by id, and when
+-- each was sent (unix seconds; 0 when not): an outbox row names runs of
+-- one batch range, and a walk of the range costs the database a fifth of
+-- a lookup per id (the caller keeps the ids its runs name).
+SELECT d.id, d.email, COALESCE(extract(epoch FROM d.sent_at), 0)::bigint AS sent_at
 FROM deliveries d
 WHERE d.send_id = @send_id AND d.id BETWEEN @lo::bigint AND @hi::bigint
 ORDER BY d.id;
@@ -187,11 +189,11 @@ DELETE FROM webhook_batches WHERE state = 2 AND failed_at < now() - interval '7 
 SELECT EXISTS (SELECT 1 FROM webhooks WHERE deleted_at IS NULL)::bool;
 
 -- name: EmitSendWebhookBatch :execrows
--- EmitWebhookBatch for deliveries of one send, its account read from the
--- send.
-INSERT INTO webhook_batches (webhook_id, send_id, delivery_ids, kinds, n)
-SELECT w.id, @send_id::bigint, @delivery_ids::bigint[], @kinds::smallint[], @n::int
+-- EmitWebhookBatch for deliveries of one send named by id runs, its
+-- account read from the send.
+INSERT INTO webhook_batches (webhook_id, send_id, kind, runs, n)
+SELECT w.id, @send_id::bigint, @kind::smallint, @runs::bigint[], @n::int
 FROM webhooks w
 WHERE w.user_id = (SELECT s.user_id FROM single_sends s WHERE s.id = @send_id::bigint)
-  AND w.deleted_at IS NULL AND w.events & @kinds_wanted::int <> 0
+  AND w.deleted_at IS NULL AND w.events & @kind::int <> 0
 ORDER BY w.id;
