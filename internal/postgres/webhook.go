@@ -278,7 +278,9 @@ func (d *DB) namedEvents(ctx context.Context, r *db.PendingWebhookBatchesRow, wi
 	if err != nil {
 		return err
 	}
-	ev := mail.WebhookEvent{Event: kind.Name()}
+	// Delivered: the batch's record set sent_at to the now() of the
+	// transaction that wrote the row, its created_at.
+	ev := mail.WebhookEvent{Event: kind.Name(), Timestamp: r.CreatedAt.Unix()}
 	withUTR(&ev, send)
 	if kind == mail.HookDropped {
 		ev.Reason = mail.SkippedReason
@@ -295,10 +297,7 @@ func (d *DB) namedEvents(ctx context.Context, r *db.PendingWebhookBatchesRow, wi
 		if row.ID < runs[0] {
 			continue // between two runs
 		}
-		ev.Email, ev.DeliveryID, ev.Timestamp = row.Email, row.ID, r.CreatedAt.Unix()
-		if kind == mail.HookDelivered && row.SentAt > 0 {
-			ev.Timestamp = row.SentAt
-		}
+		ev.Email, ev.DeliveryID = row.Email, row.ID
 		add(&ev)
 	}
 	return nil

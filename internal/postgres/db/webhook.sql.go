@@ -162,7 +162,7 @@ func (q *Queries) EmitWebhookBatch(ctx context.Context, arg EmitWebhookBatchPara
 }
 
 const hookDeliveries = `-- name: HookDeliveries :many
-SELECT d.id, d.email, COALESCE(extract(epoch FROM d.sent_at), 0)::bigint AS sent_at
+SELECT d.id, d.email
 FROM deliveries d
 WHERE d.send_id = $1 AND d.id BETWEEN $2::bigint AND $3::bigint
 ORDER BY d.id
@@ -175,15 +175,15 @@ type HookDeliveriesParams struct {
 }
 
 type HookDeliveriesRow struct {
-	ID     int64
-	Email  string
-	SentAt int64
+	ID    int64
+	Email string
 }
 
-// The addresses of a send's deliveries from lo to hi, by id, and when
-// each was sent (unix seconds; 0 when not): an outbox row names runs of
-// one batch range, and a walk of the range costs the database a fifth of
-// a lookup per id (the caller keeps the ids its runs name).
+// The addresses of a send's deliveries from lo to hi, by id: an outbox row
+// names runs of one batch range, and a walk of the range costs the
+// database a fifth of a lookup per id (the caller keeps the ids its runs
+// name). Their time is the row's: a batch's record sets sent_at to the
+// now() of the transaction that writes the row.
 func (q *Queries) HookDeliveries(ctx context.Context, arg HookDeliveriesParams) ([]HookDeliveriesRow, error) {
 	rows, err := q.db.Query(ctx, hookDeliveries, arg.SendID, arg.Lo, arg.Hi)
 	if err != nil {
@@ -193,7 +193,7 @@ func (q *Queries) HookDeliveries(ctx context.Context, arg HookDeliveriesParams) 
 	var items []HookDeliveriesRow
 	for rows.Next() {
 		var i HookDeliveriesRow
-		if err := rows.Scan(&i.ID, &i.Email, &i.SentAt); err != nil {
+		if err := rows.Scan(&i.ID, &i.Email); err != nil {
 			return nil, err
 		}
 		items = append(items, i)

@@ -121,11 +121,12 @@ WHERE o.before < @max_events::bigint
 ORDER BY b.id;
 
 -- name: HookDeliveries :many
--- The addresses of a send's deliveries from lo to hi, by id, and when
--- each was sent (unix seconds; 0 when not): an outbox row names runs of
--- one batch range, and a walk of the range costs the database a fifth of
--- a lookup per id (the caller keeps the ids its runs name).
-SELECT d.id, d.email, COALESCE(extract(epoch FROM d.sent_at), 0)::bigint AS sent_at
+-- The addresses of a send's deliveries from lo to hi, by id: an outbox row
+-- names runs of one batch range, and a walk of the range costs the
+-- database a fifth of a lookup per id (the caller keeps the ids its runs
+-- name). Their time is the row's: a batch's record sets sent_at to the
+-- now() of the transaction that writes the row.
+SELECT d.id, d.email
 FROM deliveries d
 WHERE d.send_id = @send_id AND d.id BETWEEN @lo::bigint AND @hi::bigint
 ORDER BY d.id;
