@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/mailroom/mailroom/internal/ratelimit"
 	"github.com/mailroom/mailroom/internal/redisconn"
 )
 
@@ -55,6 +56,12 @@ type Config struct {
 	HTTPIdleTimeout        time.Duration // HTTP_IDLE_TIMEOUT: a kept-alive connection between requests
 	WorkerShutdownTimeout  time.Duration // WORKER_SHUTDOWN_TIMEOUT: how long a stopping worker lets running tasks finish
 	LogLevel               string        // LOG_LEVEL: debug, info, warn, error
+
+	// DOMAIN_LIMITS: the recipient domains' limits in force (the built-in
+	// ones changed by the variable); nil: no domain is throttled.
+	DomainLimits  []ratelimit.DomainLimit
+	DomainHoldMin time.Duration // DOMAIN_HOLD_MIN: a domain's first hold after a try-later answer
+	DomainHoldMax time.Duration // DOMAIN_HOLD_MAX: the longest hold (each hold in a row doubles)
 }
 
 // Load reads the configuration through getenv (os.Getenv in production),
@@ -169,6 +176,15 @@ func Load(getenv func(string) string) (Config, error) {
 	c.WorkerPollInterval = duration("WORKER_POLL_INTERVAL", 100*time.Millisecond)
 	if v := str("DELIVERY_RETENTION", ""); v != "" && v != "0" {
 		c.DeliveryRetention = duration("DELIVERY_RETENTION", 0)
+	}
+	var err error
+	if c.DomainLimits, err = ratelimit.ParseDomainLimits(getenv("DOMAIN_LIMITS")); err != nil {
+		errs = append(errs, fmt.Errorf("DOMAIN_LIMITS: %v (docs/throttling.md)", err))
+	}
+	c.DomainHoldMin = duration("DOMAIN_HOLD_MIN", 30*time.Second)
+	c.DomainHoldMax = duration("DOMAIN_HOLD_MAX", 15*time.Minute)
+	if c.DomainHoldMax < c.DomainHoldMin {
+		errs = append(errs, fmt.Errorf("DOMAIN_HOLD_MAX: %s is shorter than DOMAIN_HOLD_MIN (%s)", c.DomainHoldMax, c.DomainHoldMin))
 	}
 
 	switch {
