@@ -25,6 +25,10 @@ type Outcome struct {
 	// connection, the login or the sender was refused, or the worker
 	// stopped): the attempt does not count.
 	NotTried bool
+	// Deferred: put off because its domain is throttled or answered
+	// try-later (docs/throttling.md); Status is DeliveryPending, with
+	// NextAt.
+	Deferred bool
 }
 
 // Claimed is a delivery a batch leased, with its recipient.
