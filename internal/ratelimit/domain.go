@@ -102,7 +102,8 @@ type Grant struct {
 // Wait is how long the j-th mail past Mails waits (j from 0): the mails
 // put off are laid after each other's along the group's rate, across
 // every range and worker, and come back a burst at a time, when the
-// bucket has room for the whole burst.
+// bucket has room for the whole burst (in at most Chunks steps: past
+// that, in bigger steps, whose excess waits again).
 func (g Grant) Wait(j int) time.Duration {
 	if g.Held > 0 {
 		return g.Held
@@ -110,9 +111,14 @@ func (g Grant) Wait(j int) time.Duration {
 	if g.emission <= 0 || g.burst <= 0 {
 		return g.wait
 	}
-	n := min((j/g.burst+1)*g.burst, g.rest)
+	step := max(g.burst, (g.rest+Chunks-1)/Chunks)
+	n := min((j/step+1)*step, g.rest)
 	return g.wait + time.Duration(n)*g.emission
 }
+
+// Chunks is the most steps a grant's mails put off come back in (Wait):
+// each step is a range run again.
+const Chunks = 4
 
 // noSlotWait is how long mails wait when every in-flight slot of their
 // group is taken by other ranges (which give them back within a range's

@@ -25,7 +25,9 @@ func domains(t *testing.T, limits ...DomainLimit) (*Domains, *redis.Client, stri
 	return NewDomains(rdb, prefix, limits), rdb, prefix
 }
 
-func near(got, want time.Duration) bool { return got >= want-50*time.Millisecond && got <= want+50*time.Millisecond }
+func near(got, want time.Duration) bool {
+	return got >= want-50*time.Millisecond && got <= want+50*time.Millisecond
+}
 
 // A group's rate: a burst now, the rest laid after each other along the
 // rate, a burst at a time, across asks (and so across ranges and
