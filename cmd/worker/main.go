@@ -78,16 +78,20 @@ func run(ctx context.Context, getenv func(string) string, stderr io.Writer) erro
 		return fmt.Errorf("REDIS_URL: %w", err)
 	}
 	redisOpt := conn.Opt
-	rdb := conn.Client() // the accounts' sending rates
+	rdb := conn.Client() // the accounts' sending rates, the recipient domains' limits
 	defer rdb.Close()
 	server := asynq.NewServer(redisOpt, asynq.Config{
 		Concurrency: cfg.WorkerConcurrency,
 		// asynq's default is to look again a second after finding every
 		// queue empty: a send's next batch would wait for it.
 		TaskCheckInterval: cfg.WorkerPollInterval,
-		Queues:            jobs.Queues,
-		ShutdownTimeout:   cfg.WorkerShutdownTimeout,
-		Logger:            asynqLogger{log},
+		// Tasks queued for later (a range's revisit when the mails its
+		// domains put off are due, a rate's wait, a retry) are moved to
+		// their queue within a second of their time, not asynq's 5.
+		DelayedTaskCheckInterval: time.Second,
+		Queues:                   jobs.Queues,
+		ShutdownTimeout:          cfg.WorkerShutdownTimeout,
+		Logger:                   asynqLogger{log},
 		ErrorHandler: asynq.ErrorHandlerFunc(func(ctx context.Context, t *asynq.Task, err error) {
 			id, _ := asynq.GetTaskID(ctx)
 			log.ErrorContext(ctx, "task failed", "type", t.Type(), "task_id", id, "err", err)
@@ -128,9 +132,18 @@ func run(ctx context.Context, getenv func(string) string, stderr io.Writer) erro
 		defer l.Close()
 		log.Info("metrics listening", "addr", l.Addr.String())
 	}
+	// The recipient domains' limits (docs/throttling.md), one hash tag:
+	// a range asks for all its domains in one call, on one Cluster node.
+	var domains *ratelimit.Domains
+	if len(cfg.DomainLimits) > 0 {
+		domains = ratelimit.NewDomains(rdb, "mailroom:{domains}:", cfg.DomainLimits)
+		domains.HoldMin, domains.HoldMax = cfg.DomainHoldMin, cfg.DomainHoldMax
+		log.Info("recipient domains limited", "groups", len(cfg.DomainLimits))
+	}
 	if err := server.Start(jobs.NewMux(jobs.Deps{DB: d, Log: log, Transport: transport, NotifyFrom: cfg.NotifyFrom,
 		PublicURL: cfg.PublicURL, DKIM: keys, AllowUnverifiedSenders: cfg.AllowUnverifiedSenders,
 		SendRate:          ratelimit.NewSender(rdb, "mailroom:rate:send:").Take,
+		Domains:           domains,
 		Links:             mail.Links{Base: cfg.PublicURL, Signer: mail.NewTokenSigner(key)},
 		UnsubscribeMailto: cfg.UnsubscribeMailto,
 		Enqueue: func(ctx context.Context, t *asynq.Task) error {
