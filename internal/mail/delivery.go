@@ -25,9 +25,9 @@ type Outcome struct {
 	// connection, the login or the sender was refused, or the worker
 	// stopped): the attempt does not count.
 	NotTried bool
-	// Deferred: put off because its domain is throttled or answered
-	// try-later (docs/throttling.md); Status is DeliveryPending, with
-	// NextAt.
+	// Deferred: put off because the recipient's domain is throttled or
+	// answered "try later" (pending, NextAt set); counted as deferred in
+	// the statistics, as is any tried mail left pending.
 	Deferred bool
 }
 

@@ -79,6 +79,9 @@ func (d *DB) DispatchSend(ctx context.Context, id int64, version int32, batchSiz
 			return err
 		}
 		bs := int32(batchSize)
+		if err := bumpSend(ctx, q, id, mail.Counts{Triggered: n}); err != nil {
+			return err
+		}
 		first, err := q.StartSend(ctx, db.StartSendParams{Triggered: n, BatchSize: &bs, ID: id})
 		if err != nil {
 			return err
@@ -283,13 +286,16 @@ func (d *DB) RenewLease(ctx context.Context, l *Lease, lease time.Duration) (boo
 func (d *DB) RecordBatch(ctx context.Context, l *Lease, userID int64, outcomes []mail.Outcome) (completed bool, err error) {
 	sendID := l.SendID
 	n := len(outcomes)
-	ids, statuses, nextAts, errs, tried := make([]int64, n), make([]int16, n), make([]time.Time, n), make([]string, n), make([]int16, n)
+	ids, statuses, nextAts, errs, tried, deferred := make([]int64, n), make([]int16, n), make([]time.Time, n), make([]string, n), make([]int16, n), make([]int16, n)
 	var bounceEmails, bounceReasons []string
 	now := time.Now()
 	for i, o := range outcomes {
 		ids[i], statuses[i], errs[i], nextAts[i] = o.ID, int16(o.Status), o.Error, now
 		if !o.NotTried {
 			tried[i] = 1
+		}
+		if o.Status == mail.DeliveryPending && (o.Deferred || !o.NotTried) {
+			deferred[i] = 1
 		}
 		if o.NextAt != nil {
 			nextAts[i] = *o.NextAt
@@ -301,8 +307,11 @@ func (d *DB) RecordBatch(ctx context.Context, l *Lease, userID int64, outcomes [
 	}
 	err = d.InTx(ctx, func(_ pgx.Tx, q *db.Queries) error {
 		completed = false
-		r, err := q.RecordDeliveries(ctx, db.RecordDeliveriesParams{Statuses: statuses, Tried: tried, NextAts: nextAts, Errors: errs, SendID: sendID, Ids: ids})
+		r, err := q.RecordDeliveries(ctx, db.RecordDeliveriesParams{Statuses: statuses, Tried: tried, NextAts: nextAts, Errors: errs, SendID: sendID, Ids: ids, Deferred: deferred})
 		if err != nil {
+			return err
+		}
+		if err := bumpSend(ctx, q, sendID, mail.Counts{Delivered: r.Delivered, Bounces: r.Bounced, SoftBounces: r.Failed, Deferred: r.Deferred}); err != nil {
 			return err
 		}
 		if len(bounceEmails) > 0 {
@@ -400,9 +409,15 @@ func (d *DB) RecordOpen(ctx context.Context, sendID, id int64, listToken string)
 		}
 		counted = true
 		if a := rows[0].AutomationID; a != nil {
-			return q.BumpAutomationOpens(ctx, db.BumpAutomationOpensParams{ID: *a, First: rows[0].First})
+			if err := q.BumpAutomationOpens(ctx, db.BumpAutomationOpensParams{ID: *a, First: rows[0].First}); err != nil {
+				return err
+			}
 		}
-		return nil
+		c := mail.Counts{TotalOpens: 1}
+		if rows[0].First {
+			c.UniqueOpens = 1
+		}
+		return bumpSend(ctx, q, sendID, c)
 	})
 	return counted, err
 }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/mailroom/mailroom/internal/mail"
 	"github.com/mailroom/mailroom/internal/postgres/db"
 )
 
@@ -199,7 +200,14 @@ func (d *DB) StepAutomations(ctx context.Context, st Step) (pass Pass, err error
 	for i, r := range pass.Runs {
 		ids[i] = r.ID
 	}
-	return pass, d.q.AddAutomationTriggered(ctx, ids)
+	if err := d.q.AddAutomationTriggered(ctx, ids); err != nil {
+		return pass, err
+	}
+	triggered := make(map[int64]mail.Counts, len(pass.Runs))
+	for _, r := range pass.Runs {
+		triggered[r.ID] = mail.Counts{Triggered: r.Triggered}
+	}
+	return pass, bumpStats(ctx, d.q, time.Now(), triggered)
 }
 
 // Pass is what one stepping pass did.

@@ -465,11 +465,13 @@ WITH r AS (
         sent_at = CASE WHEN ($1::smallint[])[r.i] = 2 THEN now() END
     FROM unnest($6::bigint[]) WITH ORDINALITY AS r(id, i)
     WHERE d.send_id = $5 AND d.id = r.id AND d.status = 0
-    RETURNING d.status
+    RETURNING d.status, ($7::smallint[])[r.i] AS deferred
 )
 SELECT count(*) FILTER (WHERE r.status <> 0)::bigint AS finals,
        count(*) FILTER (WHERE r.status = 2)::bigint AS delivered,
-       count(*) FILTER (WHERE r.status = 3)::bigint AS bounced
+       count(*) FILTER (WHERE r.status = 3)::bigint AS bounced,
+       count(*) FILTER (WHERE r.status = 4)::bigint AS failed,
+       count(*) FILTER (WHERE r.status = 0 AND r.deferred = 1)::bigint AS deferred
 FROM r
 `
 
@@ -480,18 +482,23 @@ type RecordDeliveriesParams struct {
 	Errors   []string
 	SendID   int64
 	Ids      []int64
+	Deferred []int16
 }
 
 type RecordDeliveriesRow struct {
 	Finals    int64
 	Delivered int64
 	Bounced   int64
+	Failed    int64
+	Deferred  int64
 }
 
 // The outcomes of a batch in one statement: 2 sent, 3 bounced, 4 failed,
 // 0 pending again (a temporary failure, retried at next_at). Only rows
 // still pending change (a second run of the range after a lost lease
-// records nothing twice). Answers how many became final.
+// records nothing twice). Answers how many became final, and the counts
+// the statistics take: sent, bounced, failed (soft bounces) and put off
+// (deferred: tried and pending again, or held for the domain).
 // (The arrays are read by position: sqlc knows only one-array unnest.)
 func (q *Queries) RecordDeliveries(ctx context.Context, arg RecordDeliveriesParams) (RecordDeliveriesRow, error) {
 	row := q.db.QueryRow(ctx, recordDeliveries,
@@ -501,9 +508,16 @@ func (q *Queries) RecordDeliveries(ctx context.Context, arg RecordDeliveriesPara
 		arg.Errors,
 		arg.SendID,
 		arg.Ids,
+		arg.Deferred,
 	)
 	var i RecordDeliveriesRow
-	err := row.Scan(&i.Finals, &i.Delivered, &i.Bounced)
+	err := row.Scan(
+		&i.Finals,
+		&i.Delivered,
+		&i.Bounced,
+		&i.Failed,
+		&i.Deferred,
+	)
 	return i, err
 }
 

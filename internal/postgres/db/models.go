@@ -159,6 +159,14 @@ type Delivery struct {
 	Error              *string
 }
 
+type DeliveryClick struct {
+	SendID     int64
+	DeliveryID int64
+	Idx        int32
+	Clicks     int32
+	FirstAt    time.Time
+}
+
 type DeliveryRange struct {
 	SendID     int64
 	K          int64
@@ -180,6 +188,14 @@ type Event struct {
 type GeoVersion struct {
 	Singleton bool
 	Version   string
+}
+
+type LinkStat struct {
+	Scope        interface{}
+	ScopeID      int64
+	Url          string
+	UniqueClicks int64
+	TotalClicks  int64
 }
 
 type ListCount struct {
@@ -232,6 +248,29 @@ type SegmentRecipient struct {
 	EmailLc   *string
 	CreatedAt time.Time
 	UpdatedAt time.Time
+}
+
+type SendLink struct {
+	SendID int64
+	Idx    int32
+	Url    string
+}
+
+type SendStat struct {
+	Scope        interface{}
+	ScopeID      int64
+	Hour         time.Time
+	Triggered    int64
+	Delivered    int64
+	Deferred     int64
+	Bounces      int64
+	SoftBounces  int64
+	UniqueOpens  int64
+	TotalOpens   int64
+	UniqueClicks int64
+	TotalClicks  int64
+	Unsubscribes int64
+	Complaints   int64
 }
 
 type Sender struct {

@@ -265,6 +265,24 @@ func (q *Queries) SendReferences(ctx context.Context, arg SendReferencesParams) 
 	return i, err
 }
 
+const singleSendIDByUTR = `-- name: SingleSendIDByUTR :one
+SELECT id FROM single_sends
+WHERE utr = ($1::text)::uuid AND user_id = $2 AND deleted_at IS NULL AND automation_id IS NULL
+`
+
+type SingleSendIDByUTRParams struct {
+	Utr    string
+	UserID int64
+}
+
+// A single send of the account, not deleted, for its statistics.
+func (q *Queries) SingleSendIDByUTR(ctx context.Context, arg SingleSendIDByUTRParams) (int64, error) {
+	row := q.db.QueryRow(ctx, singleSendIDByUTR, arg.Utr, arg.UserID)
+	var id int64
+	err := row.Scan(&id)
+	return id, err
+}
+
 const updateSingleSend = `-- name: UpdateSingleSend :one
 UPDATE single_sends SET template_id = $1, template_json = $2,
     template_html = $3, sender_id = $4, unsubscribe_group_id = $5,

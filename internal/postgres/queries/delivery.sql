@@ -141,7 +141,9 @@ ORDER BY d.id;
 -- The outcomes of a batch in one statement: 2 sent, 3 bounced, 4 failed,
 -- 0 pending again (a temporary failure, retried at next_at). Only rows
 -- still pending change (a second run of the range after a lost lease
--- records nothing twice). Answers how many became final.
+-- records nothing twice). Answers how many became final, and the counts
+-- the statistics take: sent, bounced, failed (soft bounces) and put off
+-- (deferred: tried and pending again, or held for the domain).
 -- (The arrays are read by position: sqlc knows only one-array unnest.)
 WITH r AS (
     UPDATE deliveries d
@@ -151,11 +153,13 @@ WITH r AS (
         sent_at = CASE WHEN (@statuses::smallint[])[r.i] = 2 THEN now() END
     FROM unnest(@ids::bigint[]) WITH ORDINALITY AS r(id, i)
     WHERE d.send_id = @send_id AND d.id = r.id AND d.status = 0
-    RETURNING d.status
+    RETURNING d.status, (@deferred::smallint[])[r.i] AS deferred
 )
 SELECT count(*) FILTER (WHERE r.status <> 0)::bigint AS finals,
        count(*) FILTER (WHERE r.status = 2)::bigint AS delivered,
-       count(*) FILTER (WHERE r.status = 3)::bigint AS bounced
+       count(*) FILTER (WHERE r.status = 3)::bigint AS bounced,
+       count(*) FILTER (WHERE r.status = 4)::bigint AS failed,
+       count(*) FILTER (WHERE r.status = 0 AND r.deferred = 1)::bigint AS deferred
 FROM r;
 
 -- name: BumpSendCounters :one

@@ -83,3 +83,8 @@ WHERE id = ANY(@ids::bigint[]) AND deleted_at IS NULL;
 
 -- name: CountSingleSends :one
 SELECT count(*) FROM single_sends WHERE user_id = @user_id AND deleted_at IS NULL AND automation_id IS NULL;
+
+-- name: SingleSendIDByUTR :one
+-- A single send of the account, not deleted, for its statistics.
+SELECT id FROM single_sends
+WHERE utr = (@utr::text)::uuid AND user_id = @user_id AND deleted_at IS NULL AND automation_id IS NULL;
