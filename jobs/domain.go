@@ -24,8 +24,8 @@ import (
 // cap of mails in flight. A try-later answer puts the group on hold for
 // every worker and the rest of its mails in the range are not tried. The
 // mails put off stay pending, their attempt not counted, Deferred, and the
-// range is queued again for when the first of them is due (a revisit,
-// which sends that range only). Mails of other domains go at once.
+// range is queued again for each time they are due (a revisit, which
+// sends that range only). Mails of other domains go at once.
 
 // domainPlan is how one range's mails go under the domain limits; nil
 // when none of them is limited (the range goes as it would without).
@@ -58,6 +58,9 @@ type domainRun struct {
 	next  atomic.Int32
 	cap   int32 // in flight at once; 0: no cap
 	fly   atomic.Int32
+
+	nextAt *time.Time    // when the mails put off last are due (shared by them)
+	wait   time.Duration // and their wait
 
 	holding atomic.Bool // answered try-later in this range
 	mu      sync.Mutex  // held while the hold is asked of Redis
@@ -96,8 +99,8 @@ func (d Deps) planDomains(ctx context.Context, sendID int64, claimed []mail.Clai
 	if d.Domains == nil {
 		return nil
 	}
-	var groups []int16 // per mail: its group's run, -1 none; made at the first limited mail
-	var byGroup []int16
+	var groups []int32 // per mail: its group's run, -1 none; made at the first limited mail
+	var byGroup []int32
 	var runs []*domainRun
 	for i := range claimed {
 		g := d.Domains.Group(domainOf(claimed[i].Recipient.Email))
@@ -108,17 +111,17 @@ func (d Deps) planDomains(ctx context.Context, sendID int64, claimed []mail.Clai
 			continue
 		}
 		if groups == nil {
-			groups = make([]int16, len(claimed))
+			groups = make([]int32, len(claimed))
 			for j := range i {
 				groups[j] = -1
 			}
-			byGroup = make([]int16, d.Domains.Len())
+			byGroup = make([]int32, d.Domains.Len())
 			for j := range byGroup {
 				byGroup[j] = -1
 			}
 		}
 		if byGroup[g] < 0 {
-			byGroup[g] = int16(len(runs))
+			byGroup[g] = int32(len(runs))
 			runs = append(runs, &domainRun{group: g})
 		}
 		groups[i] = byGroup[g]
@@ -161,9 +164,12 @@ func (d Deps) planDomains(ctx context.Context, sendID int64, claimed []mail.Clai
 		taken[groups[i]]++
 		switch {
 		case j >= r.grant.Mails: // held, past the rate, or no slot free: waits untried
-			next := now.Add(max(r.grant.Wait(j-r.grant.Mails), minPutOff))
+			if w := max(r.grant.Wait(j-r.grant.Mails), minPutOff); r.nextAt == nil || w != r.wait {
+				at := now.Add(w) // one time per step, shared by its mails
+				r.nextAt, r.wait = &at, w
+			}
 			p.putOff = append(p.putOff, putOff{int32(i), mail.Outcome{ID: claimed[i].ID, Email: claimed[i].Recipient.Email,
-				Status: mail.DeliveryPending, NextAt: &next, NotTried: true, Deferred: true}})
+				Status: mail.DeliveryPending, NextAt: r.nextAt, NotTried: true, Deferred: true}})
 		case r.cap > 0:
 			p.of[i] = r
 			r.idx = append(r.idx, int32(i))
