@@ -408,3 +408,25 @@ func BenchmarkDomainPlan(b *testing.B) {
 		})
 	}
 }
+
+// With Redis away the domain limits fail open: the send goes unthrottled
+// (as the account rate does), every mail delivered in one pass.
+func TestDomainLimitsRedisAway(t *testing.T) {
+	// Not parallel: see TestSingleSendEndToEnd.
+	ctx := context.Background()
+	d := testdb.New(t)
+	s := smtptest.New(t, smtptest.Options{})
+	pool := smtp.NewPool(smtp.Config{Addr: s.Addr, Size: 4, Timeout: 5 * time.Second})
+	defer pool.Close()
+	away := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1", MaxRetries: -1}) // nothing listens
+	defer away.Close()
+	mux, q, _ := engine(t, d, pool, jobs.Engine{BatchSize: 40}, withDomains(t, away, "x:{d}:", "slow.example=rate:1,conc:1"))
+	f := newSendFixture(t, d, "<p>hi</p>")
+	addContacts(t, d, f, 30, "slow.example")
+	exec(t, d, "UPDATE single_sends SET status = 1 WHERE id = $1", f.send)
+	q.enqueue(ctx, jobs.NewDispatchTask(f.send, 1, time.Now()))
+	q.drain(t, mux)
+	if c := sendCounters(t, d, f.send); c.Status != 3 || c.Delivered != 35 {
+		t.Fatalf("with Redis away: %+v, want all 35 delivered", c)
+	}
+}
