@@ -43,6 +43,10 @@ type Deps struct {
 	// a second, shared by every worker): how many may go now, and how long
 	// until more may. nil: accounts' rates are not enforced.
 	SendRate func(ctx context.Context, account int64, perSecond, n int) (int, time.Duration, error)
+	// VERP makes each mail's return path bounces+{token}@BOUNCE_DOMAIN
+	// (docs/bounces.md); off (the sender's address) when its Domain is
+	// empty.
+	VERP mail.VERP
 
 	// The delivery engine's (send.go): the per-mail links, the
 	// List-Unsubscribe mailto, how to enqueue follow-up tasks, and its

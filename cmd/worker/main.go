@@ -101,6 +101,7 @@ func run(ctx context.Context, getenv func(string) string, stderr io.Writer) erro
 	if err != nil {
 		return err
 	}
+	signer := mail.NewTokenSigner(key)
 	transport, err := newTransport(cfg)
 	if err != nil {
 		return err
@@ -131,8 +132,9 @@ func run(ctx context.Context, getenv func(string) string, stderr io.Writer) erro
 	if err := server.Start(jobs.NewMux(jobs.Deps{DB: d, Log: log, Transport: transport, NotifyFrom: cfg.NotifyFrom,
 		PublicURL: cfg.PublicURL, DKIM: keys, AllowUnverifiedSenders: cfg.AllowUnverifiedSenders,
 		SendRate:          ratelimit.NewSender(rdb, "mailroom:rate:send:").Take,
-		Links:             mail.Links{Base: cfg.PublicURL, Signer: mail.NewTokenSigner(key)},
+		Links:             mail.Links{Base: cfg.PublicURL, Signer: signer},
 		UnsubscribeMailto: cfg.UnsubscribeMailto,
+		VERP:              mail.VERP{Domain: cfg.BounceDomain, Signer: signer},
 		Enqueue: func(ctx context.Context, t *asynq.Task) error {
 			_, err := tasks.EnqueueContext(ctx, t)
 			return err
