@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"mime"
 	"net"
 	"net/smtp"
 	"net/textproto"
@@ -34,7 +35,7 @@ type fixture struct {
 	inboundBefore int64
 }
 
-func newFixture(t *testing.T, d *postgres.DB, emails ...string) *fixture {
+func newFixture(t testing.TB, d *postgres.DB, emails ...string) *fixture {
 	t.Helper()
 	ctx := context.Background()
 	user, _, err := d.CreateAccount(ctx, "inbound")
@@ -63,11 +64,12 @@ func newFixture(t *testing.T, d *postgres.DB, emails ...string) *fixture {
 		[]any{user, sender, f.group, fmt.Sprintf(`[{"id":"%d","table":"contacts_"}]`, typ)}, &f.send, &f.utr)
 	var version int32
 	row(`SELECT version FROM single_sends WHERE id = $1`, []any{f.send}, &version)
-	disp, err := d.DispatchSend(ctx, f.send, version, 1000)
+	size := max(1000, len(emails)) // one batch
+	disp, err := d.DispatchSend(ctx, f.send, version, size)
 	if err != nil || disp.Triggered != int64(len(emails)) {
 		t.Fatalf("dispatch %+v %v", disp, err)
 	}
-	lease, claimed, err := d.ClaimDeliveries(ctx, f.send, f.group, 0, disp.First, disp.First+1000, time.Minute)
+	lease, claimed, err := d.ClaimDeliveries(ctx, f.send, f.group, 0, disp.First, disp.First+int64(size), time.Minute)
 	if err != nil || len(claimed) != len(emails) {
 		t.Fatalf("claim %d: %v", len(claimed), err)
 	}
@@ -108,9 +110,12 @@ func (f *fixture) values(email string) map[string]string {
 
 // listen starts a listener over d for the fixture's key, stopped when the
 // test ends.
-func listen(t *testing.T, d *postgres.DB, f *fixture, cfg Config) (*Server, string) {
+func listen(t testing.TB, d *postgres.DB, f *fixture, cfg Config) (*Server, string) {
 	t.Helper()
-	cfg.VERP, cfg.Mailto, cfg.Signer = f.verp, "unsubscribe@"+bounceDomain, f.signer
+	cfg.VERP, cfg.Signer = f.verp, f.signer
+	if cfg.Mailto == "" {
+		cfg.Mailto = "unsubscribe@" + bounceDomain
+	}
 	s := New(d, slog.New(slog.NewTextHandler(io.Discard, nil)), cfg)
 	addr, err := s.Listen("127.0.0.1:0")
 	if err != nil {
@@ -167,7 +172,7 @@ func code(err error) int {
 
 // kept are the reasons of the messages kept for the recipient addresses
 // given since the fixture was made, in order.
-func (f *fixture) kept(t *testing.T, d *postgres.DB, rcpts ...string) []string {
+func (f *fixture) kept(t testing.TB, d *postgres.DB, rcpts ...string) []string {
 	t.Helper()
 	var reasons []string
 	if err := d.Pool.QueryRow(context.Background(), `SELECT COALESCE(array_agg(reason ORDER BY id), '{}') FROM inbound_messages
@@ -177,7 +182,7 @@ func (f *fixture) kept(t *testing.T, d *postgres.DB, rcpts ...string) []string {
 	return reasons
 }
 
-func scalar[T any](t *testing.T, d *postgres.DB, sql string, args ...any) T {
+func scalar[T any](t testing.TB, d *postgres.DB, sql string, args ...any) T {
 	t.Helper()
 	var v T
 	if err := d.Pool.QueryRow(context.Background(), sql, args...).Scan(&v); err != nil {
@@ -381,17 +386,19 @@ func TestListenerRefusesAndKeeps(t *testing.T) {
 }
 
 // A mail to the List-Unsubscribe mailto with the token in its subject
-// unsubscribes as one click does: from the mail's group, the send's
-// unsubscribes counted, once.
+// (as the header sets it, after "Re:", RFC 2047-encoded) unsubscribes as
+// one click does: from the mail's group, the send's unsubscribes counted,
+// once.
 func TestMailtoUnsubscribe(t *testing.T) {
 	t.Parallel()
 	d := testdb.New(t)
 	f := newFixture(t, d, "ann@example.net")
-	_, addr := listen(t, d, f, Config{})
+	const mailto = "leave@" + bounceDomain // this test's own: the kept rows it checks are its own
+	_, addr := listen(t, d, f, Config{Mailto: mailto})
 	v := f.values("ann@example.net")
-	for _, subject := range []string{v["{{SUBJECT}}"], "Re: " + v["{{SUBJECT}}"]} {
+	for _, subject := range []string{v["{{SUBJECT}}"], "Re: " + v["{{SUBJECT}}"], mime.BEncoding.Encode("UTF-8", "Ré: "+v["{{SUBJECT}}"])} {
 		v["{{SUBJECT}}"] = subject
-		if err := deliver(addr, "ann@example.net", []string{"unsubscribe@" + bounceDomain}, sample(t, "mailto-unsubscribe.eml", v)); err != nil {
+		if err := deliver(addr, "ann@example.net", []string{mailto}, sample(t, "mailto-unsubscribe.eml", v)); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -401,6 +408,9 @@ func TestMailtoUnsubscribe(t *testing.T) {
 	}
 	if n := scalar[int64](t, d, `SELECT unsubscribes FROM single_sends WHERE id = $1`, f.send); n != 1 {
 		t.Errorf("send unsubscribes %d", n)
+	}
+	if got := f.kept(t, d, mailto); len(got) != 0 {
+		t.Errorf("kept %q", got)
 	}
 	via := scalar[string](t, d, `SELECT payload->>'via' FROM events WHERE user_id = $1 AND kind = 'address.unsubscribed'`, f.user)
 	if via != "mailto" {
@@ -445,5 +455,77 @@ func TestTemporaryFailureAndShutdown(t *testing.T) {
 	}
 	if err := idle.Noop(); err == nil {
 		t.Error("the idle connection is still served")
+	}
+}
+
+// Reports over SMTP to the listener from 1 and from 8 connections at
+// once, each a Postfix DSN of a hard bounce to another delivery (parsed,
+// recorded in its transaction, answered): reports/s.
+func BenchmarkIntake(b *testing.B) {
+	for _, conns := range []int{1, 8} {
+		b.Run(fmt.Sprintf("conns=%d", conns), func(b *testing.B) { benchmarkIntake(b, conns) })
+	}
+}
+
+func benchmarkIntake(b *testing.B, conns int) {
+	d := testdb.New(b)
+	emails := make([]string, b.N)
+	for i := range emails {
+		emails[i] = fmt.Sprintf("r%d@example.net", i)
+	}
+	f := newFixture(b, d, emails...)
+	_, addr := listen(b, d, f, Config{})
+	msgs := make([][]byte, b.N)
+	rcpts := make([]string, b.N)
+	for i, e := range emails {
+		v := f.values(e)
+		msgs[i], rcpts[i] = sample(b, "dsn-postfix-5.1.1.eml", v), v["{{VERP}}"]
+	}
+	clients := make([]*smtp.Client, conns)
+	for i := range clients {
+		c, err := smtp.Dial(addr)
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer c.Close()
+		clients[i] = c
+	}
+	errs := make(chan error, conns)
+	b.ResetTimer()
+	start := time.Now()
+	for k, c := range clients {
+		go func() {
+			for i := k; i < b.N; i += conns {
+				if err := c.Mail(""); err != nil {
+					errs <- err
+					return
+				}
+				if err := c.Rcpt(rcpts[i]); err != nil {
+					errs <- err
+					return
+				}
+				w, err := c.Data()
+				if err != nil {
+					errs <- err
+					return
+				}
+				w.Write(msgs[i])
+				if err := w.Close(); err != nil {
+					errs <- err
+					return
+				}
+			}
+			errs <- nil
+		}()
+	}
+	for range conns {
+		if err := <-errs; err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "reports/s")
+	b.StopTimer()
+	if n := scalar[int64](b, d, `SELECT bounces FROM single_sends WHERE id = $1`, f.send); n != int64(b.N) {
+		b.Fatalf("%d bounces counted of %d", n, b.N)
 	}
 }
