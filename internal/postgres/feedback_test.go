@@ -204,3 +204,58 @@ func TestKeepInbound(t *testing.T) {
 		t.Errorf("pruned %d, %v", n, err)
 	}
 }
+
+// An automation run's reports count for its automation: total_bounces and
+// the automation's statistics.
+func TestRecordFeedbackAutomationRun(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	d := testdb.New(t)
+	user, _, err := d.CreateAccount(ctx, "feedback-run")
+	if err != nil {
+		t.Fatal(err)
+	}
+	const sendID = 130001 // a range of its own (see TestClaimDeliveriesRecipients)
+	var automation int64
+	var utr string
+	if err := d.Pool.QueryRow(ctx, `INSERT INTO automations (user_id, utr, automation_name, automation_type, automation_for, automation_for_table)
+		VALUES ($1, gen_random_uuid(), 'welcome', 1, 1, 'contacts_') RETURNING id, utr`, user).Scan(&automation, &utr); err != nil {
+		t.Fatal(err)
+	}
+	for _, sql := range []string{
+		`INSERT INTO single_sends (id, user_id, utr, template_id, sender_id, unsubscribe_group_id, single_send_name, subject, preheader, status, automation_id)
+		 OVERRIDING SYSTEM VALUE VALUES (` + itoa(sendID) + `, ` + itoa(user) + `, gen_random_uuid(), 1, 1, 0, 'run', 's', 'p', 3, ` + itoa(automation) + `)`,
+		`CREATE TABLE IF NOT EXISTS deliveries_p` + itoa(sendID/postgres.PartitionSends) + ` PARTITION OF deliveries FOR VALUES FROM (` +
+			itoa(sendID/postgres.PartitionSends*postgres.PartitionSends) + `) TO (` + itoa((sendID/postgres.PartitionSends+1)*postgres.PartitionSends) + `)`,
+		`INSERT INTO deliveries (send_id, user_id, email, list_key, status) VALUES (` + itoa(sendID) + `, ` + itoa(user) + `, 'a@run.example', 'contacts_1', 2),
+		 (` + itoa(sendID) + `, ` + itoa(user) + `, 'b@run.example', 'contacts_1', 2)`,
+	} {
+		if _, err := d.Pool.Exec(ctx, sql); err != nil {
+			t.Fatalf("%s: %v", sql, err)
+		}
+	}
+	var a, b int64
+	if err := d.Pool.QueryRow(ctx, `SELECT min(id), max(id) FROM deliveries WHERE send_id = $1`, sendID).Scan(&a, &b); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []mail.Feedback{
+		{Kind: mail.HardBounce, SendID: sendID, DeliveryID: a, Status: "5.1.1", Via: "dsn"},
+		{Kind: mail.HardBounce, SendID: sendID, DeliveryID: a, Status: "5.1.1", Via: "dsn"},
+		{Kind: mail.Complaint, SendID: sendID, DeliveryID: b, Reason: "abuse", Via: "arf"},
+	} {
+		if _, err := d.RecordFeedback(ctx, f); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var total int64
+	if err := d.Pool.QueryRow(ctx, `SELECT total_bounces FROM automations WHERE id = $1`, automation).Scan(&total); err != nil {
+		t.Fatal(err)
+	}
+	stats, err := d.AutomationStats(ctx, user, utr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if total != 1 || stats.Bounces != 1 || stats.Complaints != 1 {
+		t.Errorf("automation: total_bounces %d, statistics %+v", total, stats.Counts)
+	}
+}
