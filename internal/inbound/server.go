@@ -288,7 +288,7 @@ func (se *session) Data(r io.Reader) error {
 // handle acts on one message for one recipient, or keeps it for
 // inspection; only a database failure is an error. A panic of the parser
 // is recovered and the message kept with its stack's first lines.
-func (s *Server) handle(ctx context.Context, from string, rc rcpt, raw []byte) (err error) {
+func (s *Server) handle(ctx context.Context, from string, rc rcpt, raw []byte) error {
 	keep := func(reason string, send, id int64) error {
 		_, err := s.db.KeepInbound(ctx, mail.InboundMessage{MailFrom: from, Rcpt: rc.addr, Reason: reason, SendID: send, DeliveryID: id,
 			Size: len(raw), Raw: raw})
@@ -322,7 +322,7 @@ func (s *Server) handle(ctx context.Context, from string, rc rcpt, raw []byte) (
 		return keep(fmt.Sprintf("%s for delivery %d of send %d: no such delivery, or not to the address the report names", f.Kind, f.DeliveryID, f.SendID),
 			f.SendID, f.DeliveryID)
 	}
-	s.log.Info("inbound report", "kind", f.Kind.String(), "via", f.Via, "send_id", f.SendID, "delivery_id", f.DeliveryID,
+	s.log.Debug("inbound report", "kind", f.Kind.String(), "via", f.Via, "send_id", f.SendID, "delivery_id", f.DeliveryID,
 		"status", f.Status, "counted", res.Counted)
 	return nil
 }
