@@ -167,6 +167,7 @@ func (s *Server) routes(api *gin.RouterGroup) {
 	s.senderRoutes(api)
 	s.singleSendRoutes(api)
 	s.automationRoutes(api)
+	s.statsRoutes(api)
 }
 
 // recover turns a panic into a logged 500, except http.ErrAbortHandler,
