@@ -250,7 +250,11 @@ func (d Deps) deliver(ctx context.Context, cs *compiledSend, claimed []mail.Clai
 						msg = signed
 					}
 				}
-				res := d.Transport.Send(ctx, &smtp.Message{From: string(cs.send.Sender.FromEmail), To: string(r.Email), Data: msg})
+				from := string(cs.send.Sender.FromEmail)
+				if d.VERP.On() { // the return path names the delivery (docs/bounces.md)
+					from = d.VERP.Address(cs.send.ID, c.ID)
+				}
+				res := d.Transport.Send(ctx, &smtp.Message{From: from, To: string(r.Email), Data: msg})
 				out[i] = outcome(c, res)
 				run.done(ctx, res, &out[i])
 				d.Metrics.mail(&out[i])

@@ -48,6 +48,10 @@ type Deps struct {
 	// every worker through Redis (DOMAIN_LIMITS, docs/throttling.md); nil:
 	// no domain is throttled.
 	Domains *ratelimit.Domains
+	// VERP makes each mail's return path bounces+{token}@BOUNCE_DOMAIN
+	// (docs/bounces.md); off (the sender's address) when its Domain is
+	// empty.
+	VERP mail.VERP
 
 	// The delivery engine's (send.go): the per-mail links, the
 	// List-Unsubscribe mailto, how to enqueue follow-up tasks, and its

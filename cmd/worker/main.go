@@ -21,6 +21,7 @@ import (
 	"github.com/mailroom/mailroom/internal/config"
 	"github.com/mailroom/mailroom/internal/dkim"
 	healthcheck "github.com/mailroom/mailroom/internal/health"
+	"github.com/mailroom/mailroom/internal/inbound"
 	"github.com/mailroom/mailroom/internal/logging"
 	"github.com/mailroom/mailroom/internal/mail"
 	"github.com/mailroom/mailroom/internal/metrics"
@@ -105,6 +106,7 @@ func run(ctx context.Context, getenv func(string) string, stderr io.Writer) erro
 	if err != nil {
 		return err
 	}
+	signer := mail.NewTokenSigner(key)
 	transport, err := newTransport(cfg)
 	if err != nil {
 		return err
@@ -144,8 +146,9 @@ func run(ctx context.Context, getenv func(string) string, stderr io.Writer) erro
 		PublicURL: cfg.PublicURL, DKIM: keys, AllowUnverifiedSenders: cfg.AllowUnverifiedSenders,
 		SendRate:          ratelimit.NewSender(rdb, "mailroom:rate:send:").Take,
 		Domains:           domains,
-		Links:             mail.Links{Base: cfg.PublicURL, Signer: mail.NewTokenSigner(key)},
+		Links:             mail.Links{Base: cfg.PublicURL, Signer: signer},
 		UnsubscribeMailto: cfg.UnsubscribeMailto,
+		VERP:              mail.VERP{Domain: cfg.BounceDomain, Signer: signer},
 		Enqueue: func(ctx context.Context, t *asynq.Task) error {
 			_, err := tasks.EnqueueContext(ctx, t)
 			return err
@@ -164,9 +167,30 @@ func run(ctx context.Context, getenv func(string) string, stderr io.Writer) erro
 	if err := scheduler.Start(); err != nil {
 		return err
 	}
+	// The bounce and complaint listener (docs/bounces.md).
+	var listener *inbound.Server
+	if cfg.InboundSMTPAddr != "" {
+		listener = inbound.New(d, log, inbound.Config{VERP: mail.VERP{Domain: cfg.BounceDomain, Signer: signer},
+			Mailto: cfg.UnsubscribeMailto, Signer: signer, MaxBytes: cfg.InboundMaxBytes})
+		addr, err := listener.Listen(cfg.InboundSMTPAddr)
+		if err != nil {
+			scheduler.Shutdown()
+			server.Shutdown()
+			return fmt.Errorf("INBOUND_SMTP_ADDR: %w", err)
+		}
+		log.Info("inbound SMTP listening", "addr", addr.String(), "bounce_domain", cfg.BounceDomain, "mailto", cfg.UnsubscribeMailto)
+	}
 	log.Info("worker running", "queues", jobs.Queues, "concurrency", cfg.WorkerConcurrency)
 	<-ctx.Done()
 	log.Info("worker shutting down", "timeout", cfg.WorkerShutdownTimeout)
+	if listener != nil {
+		// Messages in hand are acted on; a sender cut off later tries again.
+		sctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		if err := listener.Shutdown(sctx); err != nil {
+			log.Warn("inbound SMTP listener: messages cut off at shutdown", "err", err)
+		}
+		cancel()
+	}
 	scheduler.Shutdown()
 	server.Shutdown()
 	return nil

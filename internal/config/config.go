@@ -26,6 +26,9 @@ type Config struct {
 	OutboxDir              string        // OUTBOX_DIR
 	NotifyFrom             string        // NOTIFY_FROM: From of notification mails
 	UnsubscribeMailto      string        // UNSUBSCRIBE_MAILTO: the mailto: of List-Unsubscribe; "none" leaves it out
+	BounceDomain           string        // BOUNCE_DOMAIN: mails go with the return path bounces+{token}@ it; empty: VERP off
+	InboundSMTPAddr        string        // INBOUND_SMTP_ADDR: the worker's SMTP listener for bounces, reports, mailto unsubscribes; empty: none
+	InboundMaxBytes        int64         // INBOUND_MAX_BYTES: cap on an inbound message
 	DKIMKeys               string        // DKIM_KEYS: domain=selector:/path/key.pem,… (read by the worker)
 	AllowUnverifiedSenders bool          // ALLOW_UNVERIFIED_SENDERS
 	MonitoringUser         string        // MONITORING_USER
@@ -108,6 +111,9 @@ func Load(getenv func(string) string) (Config, error) {
 		OutboxDir:          str("OUTBOX_DIR", "./var/outbox"),
 		NotifyFrom:         str("NOTIFY_FROM", "mailroom <notifications@localhost>"),
 		UnsubscribeMailto:  str("UNSUBSCRIBE_MAILTO", ""),
+		BounceDomain:       strings.ToLower(strings.TrimSuffix(str("BOUNCE_DOMAIN", ""), ".")),
+		InboundSMTPAddr:    str("INBOUND_SMTP_ADDR", ""),
+		InboundMaxBytes:    size("INBOUND_MAX_BYTES", 4<<20),
 		DKIMKeys:           str("DKIM_KEYS", ""),
 		MonitoringUser:     str("MONITORING_USER", ""),
 		MonitoringPassword: str("MONITORING_PASSWORD", ""),
@@ -236,6 +242,17 @@ func (c Config) validate() []error {
 			errs = append(errs, fmt.Errorf("WORKER_METRICS_ADDR: %q is not host:port (e.g. 127.0.0.1:9091, :9091) or off", c.WorkerMetricsAddr))
 		}
 	}
+	if c.BounceDomain != "" && !validDomain(c.BounceDomain) {
+		errs = append(errs, fmt.Errorf("BOUNCE_DOMAIN: %q is not a domain name (e.g. bounces.example.com)", c.BounceDomain))
+	}
+	if c.InboundSMTPAddr != "" {
+		if _, port, err := net.SplitHostPort(c.InboundSMTPAddr); err != nil || !validPort(port) {
+			errs = append(errs, fmt.Errorf("INBOUND_SMTP_ADDR: %q is not host:port (e.g. :2525)", c.InboundSMTPAddr))
+		}
+		if c.BounceDomain == "" && c.UnsubscribeMailto == "" {
+			errs = append(errs, errors.New("INBOUND_SMTP_ADDR: set BOUNCE_DOMAIN or UNSUBSCRIBE_MAILTO: the listener would take no mail"))
+		}
+	}
 	if (c.MetricsUser == "") != (c.MetricsPassword == "") {
 		errs = append(errs, errors.New("METRICS_USER and METRICS_PASSWORD: set both to put /metrics behind basic auth, or neither"))
 	}
@@ -251,6 +268,26 @@ func (c Config) validate() []error {
 func validPort(s string) bool {
 	n, err := strconv.Atoi(s)
 	return err == nil && n >= 0 && n <= 65535 && s != "" && s[0] != '+' && s[0] != '-'
+}
+
+// validDomain is a host name of at least two labels: letters, digits and
+// hyphens, no label empty, longer than 63 or at a hyphen's end.
+func validDomain(s string) bool {
+	if len(s) > 253 || !strings.Contains(s, ".") {
+		return false
+	}
+	for label := range strings.SplitSeq(s, ".") {
+		if label == "" || len(label) > 63 || label[0] == '-' || label[len(label)-1] == '-' {
+			return false
+		}
+		for i := 0; i < len(label); i++ {
+			c := label[i]
+			if !('a' <= c && c <= 'z' || '0' <= c && c <= '9' || c == '-') {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 // redact hides a URL's password so it never reaches a log line.

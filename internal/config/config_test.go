@@ -154,3 +154,33 @@ func TestDomainLimits(t *testing.T) {
 		t.Errorf("%s", err)
 	}
 }
+
+// Bounce intake: VERP and the inbound listener are off unless set; bad
+// values are reported with their variable.
+func TestBounceIntake(t *testing.T) {
+	t.Parallel()
+	c, err := Load(env(nil))
+	if err != nil || c.BounceDomain != "" || c.InboundSMTPAddr != "" || c.InboundMaxBytes != 4<<20 {
+		t.Fatalf("defaults: %q %q %d %v", c.BounceDomain, c.InboundSMTPAddr, c.InboundMaxBytes, err)
+	}
+	c, err = Load(env(map[string]string{"BOUNCE_DOMAIN": "Bounces.Example.COM.", "INBOUND_SMTP_ADDR": ":2525", "INBOUND_MAX_BYTES": "1MB"}))
+	if err != nil || c.BounceDomain != "bounces.example.com" || c.InboundSMTPAddr != ":2525" || c.InboundMaxBytes != 1<<20 {
+		t.Fatalf("values: %q %q %d %v", c.BounceDomain, c.InboundSMTPAddr, c.InboundMaxBytes, err)
+	}
+	for _, bad := range []struct {
+		name string
+		env  map[string]string
+	}{
+		{"BOUNCE_DOMAIN", map[string]string{"BOUNCE_DOMAIN": "localhost"}},
+		{"BOUNCE_DOMAIN", map[string]string{"BOUNCE_DOMAIN": "bad_domain.example"}},
+		{"BOUNCE_DOMAIN", map[string]string{"BOUNCE_DOMAIN": "-a.example"}},
+		{"INBOUND_SMTP_ADDR", map[string]string{"INBOUND_SMTP_ADDR": "2525"}},
+		// nothing to receive: neither bounces nor the mailto
+		{"INBOUND_SMTP_ADDR", map[string]string{"INBOUND_SMTP_ADDR": ":2525", "UNSUBSCRIBE_MAILTO": "none"}},
+		{"INBOUND_MAX_BYTES", map[string]string{"INBOUND_MAX_BYTES": "big"}},
+	} {
+		if _, err := Load(env(bad.env)); err == nil || !strings.Contains(err.Error(), bad.name+":") {
+			t.Errorf("%v: %v", bad.env, err)
+		}
+	}
+}
