@@ -120,6 +120,14 @@ func TestAutomationDrip(t *testing.T) {
 	if triggered != 3 || delivered != 3 {
 		t.Errorf("totals triggered %d delivered %d, want 3 and 3", triggered, delivered)
 	}
+	// The statistics count the runs for their automation, and only there.
+	utr := scalar[string](t, d, "SELECT utr::text FROM automations WHERE id = $1", auto)
+	if st, err := d.AutomationStats(ctx, user, utr); err != nil || st.Triggered != 3 || st.Delivered != 3 || len(st.Timeline) == 0 {
+		t.Errorf("automation statistics %+v (%v), want triggered and delivered 3", st, err)
+	}
+	if n := scalar[int64](t, d, "SELECT count(*) FROM send_stats WHERE scope = 's' AND scope_id IN (SELECT id FROM single_sends WHERE automation_id = $1)", auto); n != 0 {
+		t.Errorf("%d statistics rows of runs as single sends", n)
+	}
 	step(clk.t.Add(24 * time.Hour)) // nothing more
 	if n := srv.Count(); n != 3 {
 		t.Errorf("%d mails at the end, want 3", n)

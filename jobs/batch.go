@@ -63,6 +63,9 @@ func SendBatch(d Deps) asynq.HandlerFunc {
 			if errors.As(err, &th) {
 				// The account's sending rate is spent: the range's rest waits,
 				// and this chain with it (not the workers).
+				if p.Once {
+					return d.enqueue(ctx, revisitTask(p.SendID, k, time.Now().Add(th.wait)))
+				}
 				return d.enqueue(ctx, batchTask(p.SendID, k, "rate"+strconv.FormatInt(time.Now().UnixNano(), 36), asynq.ProcessIn(th.wait)))
 			}
 			if errors.Is(err, errRelayDown) {
@@ -72,7 +75,7 @@ func SendBatch(d Deps) asynq.HandlerFunc {
 				d.Log.WarnContext(ctx, "the SMTP server is not taking mail: the send waits", "send_id", p.SendID)
 				return nil
 			}
-			if err != nil || completed {
+			if err != nil || completed || p.Once { // a revisit runs its range alone
 				return err
 			}
 			if ctx.Err() != nil {
@@ -111,6 +114,9 @@ func (d Deps) runRange(ctx context.Context, cs *compiledSend, k, from, to int64)
 			claimed = claimed[:got]
 		}
 	}
+	// The recipient domains' limits: mails of a domain on hold, past its
+	// rate or its cap wait untried; the rest of the range goes.
+	plan := d.planDomains(ctx, cs.send.ID, claimed)
 	t1 := time.Now()
 	var lost atomic.Bool
 	stop := make(chan struct{})
@@ -129,13 +135,15 @@ func (d Deps) runRange(ctx context.Context, cs *compiledSend, k, from, to int64)
 					lost.Store(true)
 					return
 				}
+				plan.renew(ctx)
 			}
 		}
 	}()
 	var down atomic.Bool
-	outcomes := append(d.deliver(ctx, cs, claimed, &lost, &down), deferred...)
+	outcomes := append(d.deliver(ctx, cs, claimed, plan, &lost, &down), deferred...)
 	close(stop)
 	<-renewed
+	plan.release(context.WithoutCancel(ctx))
 	t2 := time.Now()
 	// Outcomes are recorded even when the worker is stopping or the lease
 	// was lost: the mails went out.
@@ -159,6 +167,13 @@ func (d Deps) runRange(ctx context.Context, cs *compiledSend, k, from, to int64)
 	}
 	if completed {
 		d.Log.InfoContext(ctx, "send completed", "send_id", cs.send.ID)
+	}
+	// Mails put off for their domain come back with their range alone,
+	// when they are due (the sweeper would, once the send is idle).
+	for _, at := range plan.revisits(outcomes) {
+		if err := d.enqueue(ctx, revisitTask(cs.send.ID, k, at)); err != nil {
+			d.Log.WarnContext(ctx, "range revisit not queued: the sweeper will", "send_id", cs.send.ID, "k", k, "err", err)
+		}
 	}
 	t3 := time.Now()
 	m := d.Metrics
@@ -188,22 +203,25 @@ func (t *throttled) Error() string {
 
 // deliver makes and sends the claimed mails, Engine.Concurrency at a
 // time, and answers their outcomes in claim order; once lost is set, the
-// mails not handed out yet are left for later, untried.
-func (d Deps) deliver(ctx context.Context, cs *compiledSend, claimed []mail.Claimed, lost, down *atomic.Bool) []mail.Outcome {
+// mails not handed out yet are left for later, untried. plan (nil: no
+// limited domain in the range) says which mails wait for their domain
+// and how many of a domain go at once.
+func (d Deps) deliver(ctx context.Context, cs *compiledSend, claimed []mail.Claimed, plan *domainPlan, lost, down *atomic.Bool) []mail.Outcome {
 	var failing atomic.Int32 // connection-level failures in a row
 	out := make([]mail.Outcome, len(claimed))
+	plan.fill(out)
 	key := d.DKIM.For(string(cs.send.Sender.FromEmail))
 	var next atomic.Int64
 	var wg sync.WaitGroup
-	for range min(d.Engine.Concurrency, len(claimed)) {
+	for range min(d.Engine.Concurrency, plan.sending(len(claimed))) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			var b render.Buffer
 			var data, signed, link []byte
 			for {
-				i := int(next.Add(1) - 1)
-				if i >= len(claimed) {
+				i, run := plan.next(&next, len(claimed))
+				if i < 0 {
 					return
 				}
 				c := &claimed[i]
@@ -211,6 +229,12 @@ func (d Deps) deliver(ctx context.Context, cs *compiledSend, claimed []mail.Clai
 				if ctx.Err() != nil || lost.Load() || down.Load() { // stopping, the lease gone, the relay down: not tried, again soon
 					out[i] = mail.Outcome{ID: c.ID, Email: r.Email, Status: mail.DeliveryPending, NextAt: new(time.Now()), NotTried: true}
 					d.Metrics.mail(&out[i])
+					run.free()
+					continue
+				}
+				if run.held(c, &out[i]) { // its domain answered try-later in this range: not tried, until the hold ends
+					d.Metrics.mail(&out[i])
+					run.free()
 					continue
 				}
 				d.Links.Fill(r, mail.UnsubscribeToken{UserID: cs.send.UserID, Email: r.Email, GroupID: cs.send.GroupID, SendID: cs.send.ID})
@@ -226,8 +250,13 @@ func (d Deps) deliver(ctx context.Context, cs *compiledSend, claimed []mail.Clai
 						msg = signed
 					}
 				}
-				res := d.Transport.Send(ctx, &smtp.Message{From: string(cs.send.Sender.FromEmail), To: string(r.Email), Data: msg})
+				from := string(cs.send.Sender.FromEmail)
+				if d.VERP.On() { // the return path names the delivery (docs/bounces.md)
+					from = d.VERP.Address(cs.send.ID, c.ID)
+				}
+				res := d.Transport.Send(ctx, &smtp.Message{From: from, To: string(r.Email), Data: msg})
 				out[i] = outcome(c, res)
+				run.done(ctx, res, &out[i])
 				d.Metrics.mail(&out[i])
 				// A breaker: when the connection or the sender keeps being
 				// refused, the rest of the range is not tried (each try would

@@ -13,6 +13,7 @@ import (
 	"github.com/mailroom/mailroom/internal/dkim"
 	"github.com/mailroom/mailroom/internal/mail"
 	"github.com/mailroom/mailroom/internal/postgres"
+	"github.com/mailroom/mailroom/internal/ratelimit"
 	"github.com/mailroom/mailroom/internal/smtp"
 )
 
@@ -45,6 +46,14 @@ type Deps struct {
 	// a second, shared by every worker): how many may go now, and how long
 	// until more may. nil: accounts' rates are not enforced.
 	SendRate func(ctx context.Context, account int64, perSecond, n int) (int, time.Duration, error)
+	// Domains are the per-recipient-domain limits and holds, shared by
+	// every worker through Redis (DOMAIN_LIMITS, docs/throttling.md); nil:
+	// no domain is throttled.
+	Domains *ratelimit.Domains
+	// VERP makes each mail's return path bounces+{token}@BOUNCE_DOMAIN
+	// (docs/bounces.md); off (the sender's address) when its Domain is
+	// empty.
+	VERP mail.VERP
 
 	// The delivery engine's (send.go): the per-mail links, the
 	// List-Unsubscribe mailto, how to enqueue follow-up tasks, and its

@@ -26,6 +26,8 @@ type Metrics struct {
 	expanded   prometheus.Counter               // deliveries made by expansions
 	step       prometheus.Observer              // an automation stepping pass
 	stepped    prometheus.Counter               // enrollments moved on by passes
+
+	domainHolds *prometheus.CounterVec // by the domain group's first domain (a bounded set: DOMAIN_LIMITS)
 }
 
 // mailOutcome sorts a mail's outcome for mailroom_mails_total.
@@ -36,7 +38,7 @@ const (
 	mailBouncedHard                    // 5xx to RCPT TO: the address is suppressed
 	mailBouncedSoft                    // 4xx, timeout or drop at RCPT or DATA: tried again later, the attempt counted
 	mailFailed                         // final for this mail: 5xx to the message, a policy refusal, the attempts spent
-	mailDeferred                       // not tried (relay down, sender refused, worker stopping, lease lost): again soon, no attempt counted
+	mailDeferred                       // put off: not tried (relay down, sender refused, worker stopping, lease lost), or its domain throttled or answering try-later
 	mailOutcomes
 )
 
@@ -51,7 +53,7 @@ func outcomeOf(o *mail.Outcome) mailOutcome {
 		return mailBouncedHard
 	case o.Status == mail.DeliveryFailed:
 		return mailFailed
-	case o.NotTried:
+	case o.NotTried || o.Deferred:
 		return mailDeferred
 	}
 	return mailBouncedSoft
@@ -109,10 +111,14 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		Name: "mailroom_automation_enrollments_stepped_total",
 		Help: "Automation enrollments moved on by stepping passes (to their next schedule, done, or left).",
 	})
+	holds := prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "mailroom_domain_holds_total",
+		Help: "Holds put on a limited recipient domain group by this worker after a try-later answer (421 or alike), by the group's first domain.",
+	}, []string{"domain"})
 	if reg != nil {
-		reg.MustRegister(mails, batch, phase, size, expansion, expanded, step, stepped)
+		reg.MustRegister(mails, batch, phase, size, expansion, expanded, step, stepped, holds)
 	}
-	m := &Metrics{batch: batch, batchSize: size, expansion: expansion, expanded: expanded, step: step, stepped: stepped}
+	m := &Metrics{batch: batch, batchSize: size, expansion: expansion, expanded: expanded, step: step, stepped: stepped, domainHolds: holds}
 	for i, l := range mailOutcomeLabels {
 		m.mails[i] = mails.WithLabelValues(l)
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/hibiken/asynq"
@@ -94,6 +95,9 @@ func (e Engine) withDefaults() Engine {
 type BatchPayload struct {
 	SendID int64 `json:"send_id"`
 	K      int64 `json:"k"`
+	// Once: a revisit of range K alone (mails its domains put off), not
+	// the chain from K.
+	Once bool `json:"once,omitempty"`
 }
 
 // NewBatchTask is batch k of send sendID on the bulk queue. Its TaskID
@@ -115,6 +119,16 @@ func batchTask(sendID, k int64, tag string, opts ...asynq.Option) *asynq.Task {
 	}
 	return asynq.NewTask(TypeSendBatch, b, append([]asynq.Option{asynq.Queue(QueueBulk), asynq.TaskID(id), asynq.MaxRetry(10),
 		asynq.Timeout(10 * time.Minute)}, opts...)...)
+}
+
+// revisitTask runs range k of send sendID alone at at: mails its domains
+// put off are due then (docs/throttling.md). Its TaskID names the time:
+// a revisit running may queue the range's next.
+func revisitTask(sendID, k int64, at time.Time) *asynq.Task {
+	b, _ := json.Marshal(BatchPayload{SendID: sendID, K: k, Once: true})
+	id := fmt.Sprintf("batch:%d:%d:at%s", sendID, k, strconv.FormatInt(at.UnixNano(), 36))
+	return asynq.NewTask(TypeSendBatch, b, asynq.Queue(QueueBulk), asynq.TaskID(id), asynq.MaxRetry(10),
+		asynq.Timeout(10*time.Minute), asynq.ProcessAt(at))
 }
 
 // NewSweepSendsTask is the sweeper's periodic task; Unique keeps one queued.

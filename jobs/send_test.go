@@ -72,6 +72,7 @@ func (q *queue) drain(t *testing.T, mux *asynq.ServeMux) int {
 type sendFixture struct {
 	user, send, group int64
 	typeA, typeB      int64
+	keys              mail.Keys
 }
 
 func exec(t *testing.T, d *postgres.DB, q string, args ...any) {
@@ -99,11 +100,11 @@ func scalar[T any](t *testing.T, d *postgres.DB, q string, args ...any) T {
 func newSendFixture(t *testing.T, d *postgres.DB, html string) sendFixture {
 	t.Helper()
 	ctx := context.Background()
-	user, _, err := d.CreateAccount(ctx, "engine")
+	user, keys, err := d.CreateAccount(ctx, "engine")
 	if err != nil {
 		t.Fatal(err)
 	}
-	f := sendFixture{user: user}
+	f := sendFixture{user: user, keys: keys}
 	typ := func(name string) int64 {
 		return scalar[int64](t, d, `INSERT INTO contact_types (user_id, name) VALUES ($1, $2) RETURNING id`, user, name)
 	}

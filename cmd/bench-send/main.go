@@ -245,6 +245,9 @@ func run(ctx context.Context, o options) error {
 	}
 	fmt.Printf("  CPU of the send (create -> status 3, and its webhook events posted): %v; per 1,000 mails %.1f ms, %.1f ms of the service's processes\n",
 		cpu, cpu.total()*1e6/float64(max(1, mails)), (cpu.total()-cpu.bench)*1e6/float64(max(1, mails)))
+	if err := c.checkStats(made.UTR, send, mails); err != nil {
+		return err
+	}
 
 	// The bare client, same sink, same connection count, same size.
 	sink.Reset()
@@ -300,6 +303,38 @@ func (c *client) sendState(utr string) (sendState, error) {
 		return sendState{}, fmt.Errorf("details answered %s", b)
 	}
 	return d.SingleSend[0], nil
+}
+
+// checkStats reads the send's statistics five times, reports the fastest
+// and slowest answer, and holds them to the send's details and the sink.
+func (c *client) checkStats(utr string, send sendState, mails int64) error {
+	var st struct {
+		Triggered int64 `json:"triggered"`
+		Delivered int64 `json:"delivered"`
+		Bounces   int64 `json:"bounces"`
+	}
+	var fastest, slowest time.Duration
+	for i := range 5 {
+		t0 := time.Now()
+		b, err := c.Call("GET", "/single-send/stats?utr="+utr, nil)
+		took := time.Since(t0)
+		if err != nil {
+			return err
+		}
+		if err := json.Unmarshal(b, &st); err != nil {
+			return fmt.Errorf("stats answered %s", b)
+		}
+		if i == 0 || took < fastest {
+			fastest = took
+		}
+		slowest = max(slowest, took)
+	}
+	fmt.Printf("  statistics: triggered %d, delivered %d, bounces %d; GET /single-send/stats %v-%v\n",
+		st.Triggered, st.Delivered, st.Bounces, fastest.Round(10*time.Microsecond), slowest.Round(10*time.Microsecond))
+	if st.Triggered != send.Triggered || st.Delivered != send.Delivered || st.Bounces != send.Bounces || st.Delivered != mails {
+		return fmt.Errorf("statistics %+v disagree with the send %+v or the sink's %d mails", st, send, mails)
+	}
+	return nil
 }
 
 // template is a ~4 KB personalized HTML mail.

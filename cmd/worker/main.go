@@ -22,6 +22,7 @@ import (
 	"github.com/mailroom/mailroom/internal/config"
 	"github.com/mailroom/mailroom/internal/dkim"
 	healthcheck "github.com/mailroom/mailroom/internal/health"
+	"github.com/mailroom/mailroom/internal/inbound"
 	"github.com/mailroom/mailroom/internal/logging"
 	"github.com/mailroom/mailroom/internal/mail"
 	"github.com/mailroom/mailroom/internal/metrics"
@@ -79,16 +80,20 @@ func run(ctx context.Context, getenv func(string) string, stderr io.Writer) erro
 		return fmt.Errorf("REDIS_URL: %w", err)
 	}
 	redisOpt := conn.Opt
-	rdb := conn.Client() // the accounts' sending rates
+	rdb := conn.Client() // the accounts' sending rates, the recipient domains' limits
 	defer rdb.Close()
 	server := asynq.NewServer(redisOpt, asynq.Config{
 		Concurrency: cfg.WorkerConcurrency,
 		// asynq's default is to look again a second after finding every
 		// queue empty: a send's next batch would wait for it.
 		TaskCheckInterval: cfg.WorkerPollInterval,
-		Queues:            jobs.Queues,
-		ShutdownTimeout:   cfg.WorkerShutdownTimeout,
-		Logger:            asynqLogger{log},
+		// Tasks queued for later (a range's revisit when the mails its
+		// domains put off are due, a rate's wait, a retry) are moved to
+		// their queue within a second of their time, not asynq's 5.
+		DelayedTaskCheckInterval: time.Second,
+		Queues:                   jobs.Queues,
+		ShutdownTimeout:          cfg.WorkerShutdownTimeout,
+		Logger:                   asynqLogger{log},
 		ErrorHandler: asynq.ErrorHandlerFunc(func(ctx context.Context, t *asynq.Task, err error) {
 			id, _ := asynq.GetTaskID(ctx)
 			log.ErrorContext(ctx, "task failed", "type", t.Type(), "task_id", id, "err", err)
@@ -119,6 +124,7 @@ func run(ctx context.Context, getenv func(string) string, stderr io.Writer) erro
 	if err != nil {
 		return err
 	}
+	signer := mail.NewTokenSigner(key)
 	transport, err := newTransport(cfg)
 	if err != nil {
 		return err
@@ -146,11 +152,21 @@ func run(ctx context.Context, getenv func(string) string, stderr io.Writer) erro
 		defer l.Close()
 		log.Info("metrics listening", "addr", l.Addr.String())
 	}
+	// The recipient domains' limits (docs/throttling.md), one hash tag:
+	// a range asks for all its domains in one call, on one Cluster node.
+	var domains *ratelimit.Domains
+	if len(cfg.DomainLimits) > 0 {
+		domains = ratelimit.NewDomains(rdb, "mailroom:{domains}:", cfg.DomainLimits)
+		domains.HoldMin, domains.HoldMax = cfg.DomainHoldMin, cfg.DomainHoldMax
+		log.Info("recipient domains limited", "groups", len(cfg.DomainLimits))
+	}
 	mux := jobs.NewMux(jobs.Deps{DB: d, Log: log, Transport: transport, NotifyFrom: cfg.NotifyFrom,
 		PublicURL: cfg.PublicURL, DKIM: keys, AllowUnverifiedSenders: cfg.AllowUnverifiedSenders,
 		SendRate:          ratelimit.NewSender(rdb, "mailroom:rate:send:").Take,
-		Links:             mail.Links{Base: cfg.PublicURL, Signer: mail.NewTokenSigner(key)},
+		Domains:           domains,
+		Links:             mail.Links{Base: cfg.PublicURL, Signer: signer},
 		UnsubscribeMailto: cfg.UnsubscribeMailto,
+		VERP:              mail.VERP{Domain: cfg.BounceDomain, Signer: signer},
 		Enqueue: func(ctx context.Context, t *asynq.Task) error {
 			_, err := tasks.EnqueueContext(ctx, t)
 			return err
@@ -178,10 +194,32 @@ func run(ctx context.Context, getenv func(string) string, stderr io.Writer) erro
 	if err := scheduler.Start(); err != nil {
 		return err
 	}
+	// The bounce and complaint listener (docs/bounces.md).
+	var listener *inbound.Server
+	if cfg.InboundSMTPAddr != "" {
+		listener = inbound.New(d, log, inbound.Config{VERP: mail.VERP{Domain: cfg.BounceDomain, Signer: signer},
+			Mailto: cfg.UnsubscribeMailto, Signer: signer, MaxBytes: cfg.InboundMaxBytes})
+		addr, err := listener.Listen(cfg.InboundSMTPAddr)
+		if err != nil {
+			scheduler.Shutdown()
+			hookServer.Shutdown()
+			server.Shutdown()
+			return fmt.Errorf("INBOUND_SMTP_ADDR: %w", err)
+		}
+		log.Info("inbound SMTP listening", "addr", addr.String(), "bounce_domain", cfg.BounceDomain, "mailto", cfg.UnsubscribeMailto)
+	}
 	log.Info("worker running", "queues", jobs.Queues, "concurrency", cfg.WorkerConcurrency,
 		"webhook_concurrency", cfg.WebhookConcurrency)
 	<-ctx.Done()
 	log.Info("worker shutting down", "timeout", cfg.WorkerShutdownTimeout)
+	if listener != nil {
+		// Messages in hand are acted on; a sender cut off later tries again.
+		sctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		if err := listener.Shutdown(sctx); err != nil {
+			log.Warn("inbound SMTP listener: messages cut off at shutdown", "err", err)
+		}
+		cancel()
+	}
 	scheduler.Shutdown()
 	hookServer.Shutdown()
 	server.Shutdown()

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/mailroom/mailroom/internal/ratelimit"
 	"github.com/mailroom/mailroom/internal/redisconn"
 )
 
@@ -25,6 +26,9 @@ type Config struct {
 	OutboxDir              string        // OUTBOX_DIR
 	NotifyFrom             string        // NOTIFY_FROM: From of notification mails
 	UnsubscribeMailto      string        // UNSUBSCRIBE_MAILTO: the mailto: of List-Unsubscribe; "none" leaves it out
+	BounceDomain           string        // BOUNCE_DOMAIN: mails go with the return path bounces+{token}@ it; empty: VERP off
+	InboundSMTPAddr        string        // INBOUND_SMTP_ADDR: the worker's SMTP listener for bounces, reports, mailto unsubscribes; empty: none
+	InboundMaxBytes        int64         // INBOUND_MAX_BYTES: cap on an inbound message
 	DKIMKeys               string        // DKIM_KEYS: domain=selector:/path/key.pem,… (read by the worker)
 	AllowUnverifiedSenders bool          // ALLOW_UNVERIFIED_SENDERS
 	MonitoringUser         string        // MONITORING_USER
@@ -61,6 +65,12 @@ type Config struct {
 	WebhookRetryFor        time.Duration // WEBHOOK_RETRY_FOR: how long events are retried before they are given up
 	WebhookAllowPrivate    bool          // WEBHOOK_ALLOW_PRIVATE: webhooks may post to loopback, private and link-local addresses
 	LogLevel               string        // LOG_LEVEL: debug, info, warn, error
+
+	// DOMAIN_LIMITS: the recipient domains' limits in force (the built-in
+	// ones changed by the variable); nil: no domain is throttled.
+	DomainLimits  []ratelimit.DomainLimit
+	DomainHoldMin time.Duration // DOMAIN_HOLD_MIN: a domain's first hold after a try-later answer
+	DomainHoldMax time.Duration // DOMAIN_HOLD_MAX: the longest hold (each hold in a row doubles)
 }
 
 // Load reads the configuration through getenv (os.Getenv in production),
@@ -107,6 +117,9 @@ func Load(getenv func(string) string) (Config, error) {
 		OutboxDir:          str("OUTBOX_DIR", "./var/outbox"),
 		NotifyFrom:         str("NOTIFY_FROM", "mailroom <notifications@localhost>"),
 		UnsubscribeMailto:  str("UNSUBSCRIBE_MAILTO", ""),
+		BounceDomain:       strings.ToLower(strings.TrimSuffix(str("BOUNCE_DOMAIN", ""), ".")),
+		InboundSMTPAddr:    str("INBOUND_SMTP_ADDR", ""),
+		InboundMaxBytes:    size("INBOUND_MAX_BYTES", 4<<20),
 		DKIMKeys:           str("DKIM_KEYS", ""),
 		MonitoringUser:     str("MONITORING_USER", ""),
 		MonitoringPassword: str("MONITORING_PASSWORD", ""),
@@ -182,6 +195,15 @@ func Load(getenv func(string) string) (Config, error) {
 	if v := str("DELIVERY_RETENTION", ""); v != "" && v != "0" {
 		c.DeliveryRetention = duration("DELIVERY_RETENTION", 0)
 	}
+	var err error
+	if c.DomainLimits, err = ratelimit.ParseDomainLimits(getenv("DOMAIN_LIMITS")); err != nil {
+		errs = append(errs, fmt.Errorf("DOMAIN_LIMITS: %v (docs/throttling.md)", err))
+	}
+	c.DomainHoldMin = duration("DOMAIN_HOLD_MIN", 30*time.Second)
+	c.DomainHoldMax = duration("DOMAIN_HOLD_MAX", 15*time.Minute)
+	if c.DomainHoldMax < c.DomainHoldMin {
+		errs = append(errs, fmt.Errorf("DOMAIN_HOLD_MAX: %s is shorter than DOMAIN_HOLD_MIN (%s)", c.DomainHoldMax, c.DomainHoldMin))
+	}
 
 	switch {
 	case strings.EqualFold(c.UnsubscribeMailto, "none"):
@@ -232,6 +254,17 @@ func (c Config) validate() []error {
 			errs = append(errs, fmt.Errorf("WORKER_METRICS_ADDR: %q is not host:port (e.g. 127.0.0.1:9091, :9091) or off", c.WorkerMetricsAddr))
 		}
 	}
+	if c.BounceDomain != "" && !validDomain(c.BounceDomain) {
+		errs = append(errs, fmt.Errorf("BOUNCE_DOMAIN: %q is not a domain name (e.g. bounces.example.com)", c.BounceDomain))
+	}
+	if c.InboundSMTPAddr != "" {
+		if _, port, err := net.SplitHostPort(c.InboundSMTPAddr); err != nil || !validPort(port) {
+			errs = append(errs, fmt.Errorf("INBOUND_SMTP_ADDR: %q is not host:port (e.g. :2525)", c.InboundSMTPAddr))
+		}
+		if c.BounceDomain == "" && c.UnsubscribeMailto == "" {
+			errs = append(errs, errors.New("INBOUND_SMTP_ADDR: set BOUNCE_DOMAIN or UNSUBSCRIBE_MAILTO: the listener would take no mail"))
+		}
+	}
 	if (c.MetricsUser == "") != (c.MetricsPassword == "") {
 		errs = append(errs, errors.New("METRICS_USER and METRICS_PASSWORD: set both to put /metrics behind basic auth, or neither"))
 	}
@@ -250,6 +283,26 @@ func (c Config) validate() []error {
 func validPort(s string) bool {
 	n, err := strconv.Atoi(s)
 	return err == nil && n >= 0 && n <= 65535 && s != "" && s[0] != '+' && s[0] != '-'
+}
+
+// validDomain is a host name of at least two labels: letters, digits and
+// hyphens, no label empty, longer than 63 or at a hyphen's end.
+func validDomain(s string) bool {
+	if len(s) > 253 || !strings.Contains(s, ".") {
+		return false
+	}
+	for label := range strings.SplitSeq(s, ".") {
+		if label == "" || len(label) > 63 || label[0] == '-' || label[len(label)-1] == '-' {
+			return false
+		}
+		for i := 0; i < len(label); i++ {
+			c := label[i]
+			if !('a' <= c && c <= 'z' || '0' <= c && c <= '9' || c == '-') {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 // redact hides a URL's password so it never reaches a log line.

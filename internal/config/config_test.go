@@ -121,3 +121,79 @@ func TestBadValues(t *testing.T) {
 		}
 	}
 }
+
+// DOMAIN_LIMITS: unset, the built-in limits of the big providers; off,
+// none; entries change them; a bad entry is one line naming the variable.
+// The holds' backoff bounds are read beside it.
+func TestDomainLimits(t *testing.T) {
+	t.Parallel()
+	c, err := Load(env(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	limited := map[string]int{}
+	for _, l := range c.DomainLimits {
+		for _, d := range l.Domains {
+			limited[d] = l.Rate
+		}
+	}
+	for _, d := range []string{"gmail.com", "googlemail.com", "outlook.com", "hotmail.com", "live.com", "yahoo.com", "aol.com", "icloud.com"} {
+		if limited[d] == 0 {
+			t.Errorf("%s has no built-in limit", d)
+		}
+	}
+	if c.DomainHoldMin != 30*time.Second || c.DomainHoldMax != 15*time.Minute {
+		t.Errorf("holds %v to %v", c.DomainHoldMin, c.DomainHoldMax)
+	}
+
+	c, err = Load(env(map[string]string{"DOMAIN_LIMITS": "off"}))
+	if err != nil || c.DomainLimits != nil {
+		t.Errorf("off: %v %v", c.DomainLimits, err)
+	}
+	c, err = Load(env(map[string]string{"DOMAIN_LIMITS": "defaults=off;gmail.com=rate:50,conc:10;example.com=rate:5",
+		"DOMAIN_HOLD_MIN": "1s", "DOMAIN_HOLD_MAX": "1m"}))
+	if err != nil || len(c.DomainLimits) != 2 || c.DomainLimits[0].String() != "gmail.com=rate:50/s,burst:50,conc:10" ||
+		c.DomainLimits[1].String() != "example.com=rate:5/s,burst:5" || c.DomainHoldMin != time.Second || c.DomainHoldMax != time.Minute {
+		t.Errorf("%v %v %v %v", c.DomainLimits, c.DomainHoldMin, c.DomainHoldMax, err)
+	}
+
+	_, err = Load(env(map[string]string{"DOMAIN_LIMITS": "gmail.com=rate:fast;yahoo.com", "DOMAIN_HOLD_MIN": "10m", "DOMAIN_HOLD_MAX": "1m"}))
+	if err == nil {
+		t.Fatal("no error")
+	}
+	lines := strings.Split(err.Error(), "\n")
+	if len(lines) != 2 || !strings.HasPrefix(lines[0], "DOMAIN_LIMITS: ") || !strings.Contains(lines[0], `"gmail.com=rate:fast"`) ||
+		!strings.Contains(lines[0], `"yahoo.com"`) || !strings.HasPrefix(lines[1], "DOMAIN_HOLD_MAX: ") {
+		t.Errorf("%s", err)
+	}
+}
+
+// Bounce intake: VERP and the inbound listener are off unless set; bad
+// values are reported with their variable.
+func TestBounceIntake(t *testing.T) {
+	t.Parallel()
+	c, err := Load(env(nil))
+	if err != nil || c.BounceDomain != "" || c.InboundSMTPAddr != "" || c.InboundMaxBytes != 4<<20 {
+		t.Fatalf("defaults: %q %q %d %v", c.BounceDomain, c.InboundSMTPAddr, c.InboundMaxBytes, err)
+	}
+	c, err = Load(env(map[string]string{"BOUNCE_DOMAIN": "Bounces.Example.COM.", "INBOUND_SMTP_ADDR": ":2525", "INBOUND_MAX_BYTES": "1MB"}))
+	if err != nil || c.BounceDomain != "bounces.example.com" || c.InboundSMTPAddr != ":2525" || c.InboundMaxBytes != 1<<20 {
+		t.Fatalf("values: %q %q %d %v", c.BounceDomain, c.InboundSMTPAddr, c.InboundMaxBytes, err)
+	}
+	for _, bad := range []struct {
+		name string
+		env  map[string]string
+	}{
+		{"BOUNCE_DOMAIN", map[string]string{"BOUNCE_DOMAIN": "localhost"}},
+		{"BOUNCE_DOMAIN", map[string]string{"BOUNCE_DOMAIN": "bad_domain.example"}},
+		{"BOUNCE_DOMAIN", map[string]string{"BOUNCE_DOMAIN": "-a.example"}},
+		{"INBOUND_SMTP_ADDR", map[string]string{"INBOUND_SMTP_ADDR": "2525"}},
+		// nothing to receive: neither bounces nor the mailto
+		{"INBOUND_SMTP_ADDR", map[string]string{"INBOUND_SMTP_ADDR": ":2525", "UNSUBSCRIBE_MAILTO": "none"}},
+		{"INBOUND_MAX_BYTES", map[string]string{"INBOUND_MAX_BYTES": "big"}},
+	} {
+		if _, err := Load(env(bad.env)); err == nil || !strings.Contains(err.Error(), bad.name+":") {
+			t.Errorf("%v: %v", bad.env, err)
+		}
+	}
+}

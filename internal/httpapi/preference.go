@@ -107,18 +107,9 @@ func (s *Server) preferencesPost(c *gin.Context) {
 	ctx := c.Request.Context()
 	if form.Get("List-Unsubscribe") == "One-Click" {
 		// RFC 8058: the mail's own group when it has one, else everything.
-		var group *int64
-		if t.GroupID > 0 {
-			group = &t.GroupID
-		}
-		if _, err := s.db.UnsubscribeRecipient(ctx, t, group, mail.ViaOneClick); err != nil && mail.ErrorCode(err) != mail.ENOTFOUND {
+		if _, err := s.db.UnsubscribeOneClick(ctx, t, mail.ViaOneClick); err != nil {
 			s.fail(c, err)
 			return
-		} else if err != nil { // the group is gone: leave everything instead
-			if _, err := s.db.UnsubscribeRecipient(ctx, t, nil, mail.ViaOneClick); err != nil {
-				s.fail(c, err)
-				return
-			}
 		}
 		writeMessage(c, http.StatusOK, "Unsubscribed", "You are unsubscribed.")
 		return

@@ -170,6 +170,7 @@ func (s *Server) routes(api *gin.RouterGroup) {
 	s.senderRoutes(api)
 	s.singleSendRoutes(api)
 	s.automationRoutes(api)
+	s.statsRoutes(api)
 	s.webhookRoutes(api)
 }
 

@@ -59,6 +59,9 @@ func (e Event) Notice() (subject, text string) {
 	case EventAddressBounced:
 		return "An address bounced", fmt.Sprintf("A mail of single send%s to %v was refused for good at %s (%v); the address is suppressed for later sends.\n",
 			id(), p["email_address"], when, p["reason"])
+	case EventAddressComplained:
+		return "An address complained", fmt.Sprintf("The recipient %v of a mail of single send%s reported it as spam (%v) at %s; the address is on the global unsubscribe list.\n",
+			p["email_address"], id(), p["feedback_type"], when)
 	case EventSenderAdded:
 		return "A sender was added", fmt.Sprintf("The sender%s <%v> was added at %s; it sends once its address is verified.\n", id(), p["from_email"], when)
 	case EventAutomationSetLive:

@@ -34,4 +34,5 @@ type UnsubscribeVia string
 const (
 	ViaOneClick        UnsubscribeVia = "one_click"        // RFC 8058 POST to List-Unsubscribe
 	ViaPreferencesPage UnsubscribeVia = "preferences_page" // a button of the page
+	ViaMailto          UnsubscribeVia = "mailto"           // a mail to the List-Unsubscribe mailto (docs/bounces.md)
 )

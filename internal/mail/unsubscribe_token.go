@@ -35,7 +35,8 @@ const (
 // TokenSigner seals and opens UnsubscribeTokens with one secret key.
 // Safe for concurrent use.
 type TokenSigner struct {
-	macs sync.Pool
+	macs    sync.Pool
+	scratch sync.Pool // *macScratch (bounce tokens)
 }
 
 // NewTokenSigner signs with key (32 random bytes; the database keeps it).

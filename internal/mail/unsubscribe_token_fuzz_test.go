@@ -5,7 +5,7 @@ import (
 	"testing"
 )
 
-// FuzzTokenOpen hands any text to both token parsers: they never panic,
+// FuzzTokenOpen hands any text to the token parsers: they never panic,
 // and what they accept is exactly what the signer makes of its contents,
 // byte for byte (the signer is deterministic, so a token it did not make
 // has no other way in).
@@ -16,6 +16,7 @@ func FuzzTokenOpen(f *testing.F) {
 		string(s.Seal(nil, UnsubscribeToken{UserID: 7, Email: "ann@example.com", GroupID: 3, SendID: 99})),
 		string(s.Seal(nil, UnsubscribeToken{UserID: 1, Email: "a@b.example", AutomationID: 5})),
 		string(s.SealOpen(nil, 42, 1234567)),
+		string(s.SealBounce(nil, 42, 1234567)),
 	} {
 		f.Add(seed)
 	}
@@ -34,6 +35,16 @@ func FuzzTokenOpen(f *testing.F) {
 			}
 			if again := string(s.SealOpen(nil, send, id)); again != text {
 				t.Fatalf("OpenOpen accepted %q, which the signer writes %q", text, again)
+			}
+		}
+		// Bounce tokens are read in any case: the signer writes the
+		// lower-cased text.
+		if send, id, ok := s.OpenBounce(text); ok {
+			if send <= 0 || id <= 0 {
+				t.Fatalf("OpenBounce(%q) = %d, %d", text, send, id)
+			}
+			if again := string(s.SealBounce(nil, send, id)); again != strings.ToLower(text) {
+				t.Fatalf("OpenBounce accepted %q, which the signer writes %q", text, again)
 			}
 		}
 	})

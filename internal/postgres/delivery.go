@@ -420,9 +420,15 @@ func (d *DB) RecordOpen(ctx context.Context, sendID, id int64, listToken string)
 		}
 		counted = true
 		if a := rows[0].AutomationID; a != nil {
-			return q.BumpAutomationOpens(ctx, db.BumpAutomationOpensParams{ID: *a, First: rows[0].First})
+			if err := q.BumpAutomationOpens(ctx, db.BumpAutomationOpensParams{ID: *a, First: rows[0].First}); err != nil {
+				return err
+			}
 		}
-		return nil
+		c := mail.Counts{TotalOpens: 1}
+		if rows[0].First {
+			c.UniqueOpens = 1
+		}
+		return bumpSend(ctx, q, sendID, c)
 	})
 	return counted, err
 }

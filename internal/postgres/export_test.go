@@ -19,8 +19,9 @@ func (d *DB) EmitWebhookEvents(ctx context.Context, userID int64, events []mail.
 	return d.InTx(ctx, func(_ pgx.Tx, q *db.Queries) error { return d.emitWebhookEvents(ctx, q, userID, events) })
 }
 
-// EnsurePartition makes the deliveries partition of send id.
-func (d *DB) EnsurePartition(ctx context.Context, id int64) error { return d.ensurePartition(ctx, id) }
-
 // IDRuns is idRuns.
 var IDRuns = idRuns
+
+// EnsurePartition makes the deliveries partition of send id, for tests
+// that write deliveries by hand.
+func (d *DB) EnsurePartition(ctx context.Context, id int64) error { return d.ensurePartition(ctx, id) }

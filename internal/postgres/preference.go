@@ -58,3 +58,18 @@ func (d *DB) UnsubscribeRecipient(ctx context.Context, t mail.UnsubscribeToken, 
 	n, err := d.unsubscribe(ctx, t.UserID, groupID, []mail.Email{t.Email}, js, t.SendID)
 	return n > 0, err
 }
+
+// UnsubscribeOneClick is RFC 8058's one-click unsubscribe of a token's
+// address (the List-Unsubscribe POST, or a mail to its mailto): from the
+// mail's unsubscribe group when it has one, else from everything (the
+// account's global list); a group deleted since the mail: everything. It
+// answers whether the address was newly added.
+func (d *DB) UnsubscribeOneClick(ctx context.Context, t mail.UnsubscribeToken, via mail.UnsubscribeVia) (bool, error) {
+	if t.GroupID > 0 {
+		added, err := d.UnsubscribeRecipient(ctx, t, &t.GroupID, via)
+		if mail.ErrorCode(err) != mail.ENOTFOUND {
+			return added, err
+		}
+	}
+	return d.UnsubscribeRecipient(ctx, t, nil, via)
+}

@@ -166,15 +166,6 @@ func (d *DB) RecordActivity(ctx context.Context, opens []mail.Open, clicks []mai
 				}
 				counts[r.SendID] = c
 			}
-			b := db.BumpOpensParams{}
-			for id, c := range counts {
-				b.SendIds, b.Totals, b.Uniques = append(b.SendIds, id), append(b.Totals, c.TotalOpens), append(b.Uniques, c.UniqueOpens)
-			}
-			if len(b.SendIds) > 0 {
-				if err := q.BumpOpens(ctx, b); err != nil {
-					return err
-				}
-			}
 		}
 		if len(clicks) > 0 {
 			p := db.RecordClicksParams{SendIds: make([]int64, len(clicks)), Ids: make([]int64, len(clicks)), Idxs: make([]int32, len(clicks))}
@@ -213,6 +204,20 @@ func (d *DB) RecordActivity(ctx context.Context, opens []mail.Open, clicks []mai
 		if err := d.emitActivity(ctx, q, opened, clicked); err != nil {
 			return err
 		}
-		return bumpStats(ctx, q, time.Now(), counts)
+		// The statistics, then the sends' rows: every writer takes them in
+		// that order (a batch's record too), so none waits on another's.
+		if err := bumpStats(ctx, q, time.Now(), counts); err != nil {
+			return err
+		}
+		var b db.BumpOpensParams
+		for id, c := range counts {
+			if c.TotalOpens > 0 {
+				b.SendIds, b.Totals, b.Uniques = append(b.SendIds, id), append(b.Totals, c.TotalOpens), append(b.Uniques, c.UniqueOpens)
+			}
+		}
+		if len(b.SendIds) == 0 {
+			return nil
+		}
+		return q.BumpOpens(ctx, b)
 	})
 }

@@ -59,10 +59,11 @@ func (d *DB) unsubscribe(ctx context.Context, userID int64, groupID *int64, emai
 		if n > 0 && sendID > 0 && !counted {
 			// A send of another account (a forged id cannot pass the
 			// token's MAC) or a deleted one is left alone by the WHERE.
-			if err := q.CountSendUnsubscribe(ctx, db.CountSendUnsubscribeParams{SendID: sendID, UserID: userID, N: n}); err != nil {
+			// Statistics before the send's row, as every writer takes them.
+			if err := bumpSend(ctx, q, sendID, mail.Counts{Unsubscribes: n}); err != nil {
 				return err
 			}
-			if err := bumpSend(ctx, q, sendID, mail.Counts{Unsubscribes: n}); err != nil {
+			if err := q.CountSendUnsubscribe(ctx, db.CountSendUnsubscribeParams{SendID: sendID, UserID: userID, N: n}); err != nil {
 				return err
 			}
 		}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/hibiken/asynq"
 
+	"github.com/mailroom/mailroom/internal/ratelimit"
 	"github.com/mailroom/mailroom/internal/redisconn"
 )
 
@@ -185,4 +186,29 @@ func TestCluster(t *testing.T) {
 		t.Fatal(err)
 	}
 	roundTrip(t, conn)
+
+	// The recipient domains' limits: a range's call touches the keys of
+	// several domain groups at once, which the worker's prefix keeps on
+	// one node (one hash tag; CROSSSLOT otherwise).
+	ctx := context.Background()
+	rdb := conn.Client()
+	defer rdb.Close()
+	limits, err := ratelimit.ParseDomainLimits("defaults=off;a.example=rate:10,conc:2;b.example=hold")
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := ratelimit.NewDomains(rdb, "mailroom:{domains}:", limits)
+	g, err := d.Take(ctx, "r1", time.Minute, []ratelimit.Ask{{Group: 0, Mails: 5, InFlight: 4}, {Group: 1, Mails: 3}})
+	if err != nil || g[0].Mails != 5 || g[0].InFlight != 2 || g[1].Mails != 3 {
+		t.Fatalf("domain limits through the cluster: %+v %v", g, err)
+	}
+	if h, err := d.Hold(ctx, 1); err != nil || h != 30*time.Second {
+		t.Fatalf("hold through the cluster: %v %v", h, err)
+	}
+	if err := d.Renew(ctx, "r1", time.Minute, []int{0}); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Release(ctx, "r1", []int{0}, []int{1}); err != nil {
+		t.Fatal(err)
+	}
 }

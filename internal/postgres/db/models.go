@@ -157,6 +157,8 @@ type Delivery struct {
 	OpenedAt           *time.Time
 	Opens              int32
 	Error              *string
+	BouncedAt          *time.Time
+	ComplainedAt       *time.Time
 }
 
 type DeliveryClick struct {
@@ -188,6 +190,18 @@ type Event struct {
 type GeoVersion struct {
 	Singleton bool
 	Version   string
+}
+
+type InboundMessage struct {
+	ID         int64
+	ReceivedAt time.Time
+	MailFrom   string
+	Rcpt       string
+	Reason     string
+	SendID     *int64
+	DeliveryID *int64
+	Size       int32
+	Raw        []byte
 }
 
 type LinkStat struct {
@@ -353,6 +367,7 @@ type Unsubscribe struct {
 	CreatedAt           time.Time
 	UpdatedAt           time.Time
 	SendID              *int64
+	Reason              *string
 }
 
 type UnsubscribeGroup struct {

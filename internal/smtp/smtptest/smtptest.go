@@ -183,6 +183,12 @@ func Temporary(msg string) error {
 	return &smtp.SMTPError{Code: 451, EnhancedCode: smtp.EnhancedCode{4, 3, 0}, Message: msg}
 }
 
+// TryLater is a 421 refusal for Options.Reply (4.7.0): what a provider
+// answers a sender it throttles; the connection stays open.
+func TryLater(msg string) error {
+	return &smtp.SMTPError{Code: 421, EnhancedCode: smtp.EnhancedCode{4, 7, 0}, Message: msg}
+}
+
 // Permanent is a 5xx refusal for Options.Reply.
 func Permanent(msg string) error {
 	return &smtp.SMTPError{Code: 550, EnhancedCode: smtp.EnhancedCode{5, 1, 1}, Message: msg}
