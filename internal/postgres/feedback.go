@@ -74,6 +74,9 @@ func (d *DB) RecordFeedback(ctx context.Context, f mail.Feedback) (mail.Feedback
 			return err
 		}
 		res = mail.FeedbackResult{Found: true, Counted: true, UserID: userID, Email: mail.Email(email)}
+		if err := d.emitFeedback(ctx, q, userID, email, f, reason); err != nil {
+			return err
+		}
 		if f.Kind == mail.HardBounce {
 			if err := bumpSend(ctx, q, f.SendID, mail.Counts{Bounces: 1}); err != nil {
 				return err

@@ -106,10 +106,9 @@ const hookRowMax = 1000
 // posted). When no webhook of the account wants them it costs a cached
 // lookup.
 //
-// Bounce and complaint intake (inbound DSNs and ARF reports) call it with
-// their events in the transaction that records them: Kind mail.HookBounce
-// (Type "bounce", Reason the DSN's diagnostic) or mail.HookComplaint, At
-// the report's time, Email, SendID and DeliveryID of the mail when known.
+// Bounce and complaint intake (RecordFeedback, through emitFeedback) and
+// any later writer of events call it in the transaction that records
+// them.
 func (d *DB) emitWebhookEvents(ctx context.Context, q *db.Queries, userID int64, events []mail.HookEvent) error {
 	if len(events) == 0 {
 		return nil
@@ -245,6 +244,23 @@ func (d *DB) emitDroppedAudience(ctx context.Context, q *db.Queries, sendID int6
 		events[i] = mail.HookEvent{Kind: mail.HookDropped, At: at, Email: r.Email, SendID: sendID, Reason: r.Reason}
 	}
 	return d.emitWebhookEvents(ctx, q, p.UserID, events)
+}
+
+// emitFeedback puts the event of a report that counted (RecordFeedback:
+// a hard bounce or a complaint, once per delivery) in the outbox of the
+// account's webhooks that want it: a bounce of type "bounce" with the
+// report's diagnostic, or a complaint with its feedback type.
+func (d *DB) emitFeedback(ctx context.Context, q *db.Queries, userID int64, email string, f mail.Feedback, reason string) error {
+	e := mail.HookEvent{At: time.Now().Unix(), Email: email, SendID: f.SendID, DeliveryID: f.DeliveryID, Reason: reason}
+	switch f.Kind {
+	case mail.HardBounce:
+		e.Kind, e.Type = mail.HookBounce, "bounce"
+	case mail.Complaint:
+		e.Kind = mail.HookComplaint
+	default:
+		return nil
+	}
+	return d.emitWebhookEvents(ctx, q, userID, []mail.HookEvent{e})
 }
 
 // emitUnsubscribes puts an unsubscribe event for each address a recipient

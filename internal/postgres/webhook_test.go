@@ -2,6 +2,7 @@ package postgres_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"slices"
 	"testing"
@@ -120,5 +121,69 @@ func TestIDRuns(t *testing.T) {
 		if got := postgres.IDRuns(tt.ids); !slices.Equal(got, tt.runs) {
 			t.Errorf("idRuns(%v) = %v, want %v", tt.ids, got, tt.runs)
 		}
+	}
+}
+
+// Bounce and complaint intake: a report that counts (once per delivery)
+// puts its event in the outbox of the webhooks that want it; a report
+// counted already, or a soft bounce, puts nothing.
+func TestWebhookFeedbackEvents(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	d := testdb.New(t)
+	user, _, err := d.CreateAccount(ctx, "intake")
+	if err != nil {
+		t.Fatal(err)
+	}
+	hook, _, err := d.CreateWebhook(ctx, user, mail.WebhookInput{URL: "https://intake.example/", Events: mail.HookBounce | mail.HookComplaint})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var send int64
+	var utr string
+	if err := d.Pool.QueryRow(ctx, `INSERT INTO single_sends (user_id, utr, template_id, sender_id, unsubscribe_group_id, single_send_name, subject, preheader)
+		VALUES ($1, gen_random_uuid(), 1, 0, 0, 's', 's', 'p') RETURNING id, utr::text`, user).Scan(&send, &utr); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.EnsurePartition(ctx, send); err != nil {
+		t.Fatal(err)
+	}
+	var gone, ann int64
+	if err := d.Pool.QueryRow(ctx, `INSERT INTO deliveries (send_id, user_id, email, list_key, status) VALUES ($1, $2, 'gone@example.com', 'contacts_1', 2) RETURNING id`,
+		send, user).Scan(&gone); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Pool.QueryRow(ctx, `INSERT INTO deliveries (send_id, user_id, email, list_key, status) VALUES ($1, $2, 'ann@example.com', 'contacts_1', 2) RETURNING id`,
+		send, user).Scan(&ann); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []mail.Feedback{
+		{Kind: mail.HardBounce, SendID: send, DeliveryID: gone, Status: "5.1.1", Reason: "550 5.1.1 no such user", Via: "dsn"},
+		{Kind: mail.HardBounce, SendID: send, DeliveryID: gone, Status: "5.1.1", Reason: "550 5.1.1 no such user", Via: "dsn"}, // counted already
+		{Kind: mail.SoftBounce, SendID: send, DeliveryID: ann, Status: "4.2.2", Reason: "mailbox full", Via: "dsn"},
+		{Kind: mail.Complaint, SendID: send, DeliveryID: ann, Reason: "abuse", Via: "arf"},
+	} {
+		if _, err := d.RecordFeedback(ctx, f); err != nil {
+			t.Fatal(err)
+		}
+	}
+	post, err := d.NextWebhookPost(ctx, hook, 100, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []struct {
+		Email, Event, Type, Reason string
+		SingleSendUTR              string `json:"single_send_utr"`
+		DeliveryID                 int64  `json:"delivery_id"`
+	}
+	if err := json.Unmarshal(post.Body, &got); err != nil || len(got) != 2 || len(post.Batches) != 2 {
+		t.Fatalf("post %s (%d rows): %v", post.Body, len(post.Batches), err)
+	}
+	if g := got[0]; g.Event != "bounce" || g.Type != "bounce" || g.Email != "gone@example.com" || g.Reason != "550 5.1.1 no such user" ||
+		g.DeliveryID != gone || g.SingleSendUTR != utr {
+		t.Errorf("bounce %+v", g)
+	}
+	if g := got[1]; g.Event != "complaint" || g.Email != "ann@example.com" || g.Reason != "abuse" || g.DeliveryID != ann || g.SingleSendUTR != utr {
+		t.Errorf("complaint %+v", g)
 	}
 }
