@@ -209,6 +209,10 @@ type WebhookAttempt struct {
 // its dropped event's reason).
 const SkippedReason = "suppressed after the send started"
 
+// HeldReason is the reason of a deferred event for a mail put off untried
+// by its recipient domain's limits (docs/throttling.md).
+const HeldReason = "held for the recipient domain's limits"
+
 // WebhookResult is what became of the events of an attempt.
 type WebhookResult int16
 

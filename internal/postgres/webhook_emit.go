@@ -188,8 +188,12 @@ func (d *DB) emitOutcomes(ctx context.Context, q *db.Queries, userID, sendID int
 			carried = append(carried, mail.HookEvent{Kind: k, At: at, Email: string(o.Email), SendID: sendID, DeliveryID: o.ID,
 				Type: typ, Reason: o.Error})
 		default:
+			reason := o.Error
+			if reason == "" && o.NotTried {
+				reason = mail.HeldReason // put off untried by its domain's limits
+			}
 			carried = append(carried, mail.HookEvent{Kind: k, At: at, Email: string(o.Email), SendID: sendID, DeliveryID: o.ID,
-				Reason: o.Error})
+				Reason: reason})
 		}
 	}
 	if present == 0 {
