@@ -147,9 +147,18 @@ func (l Links) Clicks(sendID int64) ClickLinks {
 }
 
 // AppendClickURL appends the tracked address of link number link in the
-// mail of delivery id. With room in dst it allocates nothing.
+// mail of delivery id: ClickPrefix, then AppendClickToken's.
 func (c ClickLinks) AppendClickURL(dst []byte, id int64, link int) []byte {
-	dst = append(dst, c.prefix...)
+	return c.AppendClickToken(append(dst, c.prefix...), id, link)
+}
+
+// ClickPrefix is what every tracked address of the send starts with:
+// {Base}{ClickPath}.
+func (c ClickLinks) ClickPrefix() string { return c.prefix }
+
+// AppendClickToken appends the click token of link number link in the
+// mail of delivery id (base64url). With room in dst it allocates nothing.
+func (c ClickLinks) AppendClickToken(dst []byte, id int64, link int) []byte {
 	return c.key.Seal(dst, id, link)
 }
 
