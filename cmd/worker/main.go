@@ -133,6 +133,7 @@ func run(ctx context.Context, getenv func(string) string, stderr io.Writer) erro
 		SendRate:          ratelimit.NewSender(rdb, "mailroom:rate:send:").Take,
 		Links:             mail.Links{Base: cfg.PublicURL, Signer: mail.NewTokenSigner(key)},
 		UnsubscribeMailto: cfg.UnsubscribeMailto,
+		ClickTracking:     cfg.ClickTracking,
 		Enqueue: func(ctx context.Context, t *asynq.Task) error {
 			_, err := tasks.EnqueueContext(ctx, t)
 			return err
