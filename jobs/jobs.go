@@ -42,6 +42,9 @@ type Deps struct {
 	// AllowUnverifiedSenders lets automation runs go from unverified
 	// senders (ALLOW_UNVERIFIED_SENDERS, as the API).
 	AllowUnverifiedSenders bool
+	// ClickTracking rewrites the links of sends' mails to tracked ones
+	// (CLICK_TRACKING, docs/tracking.md).
+	ClickTracking bool
 	// SendRate takes up to n mails of an account's sending rate (perSecond
 	// a second, shared by every worker): how many may go now, and how long
 	// until more may. nil: accounts' rates are not enforced.

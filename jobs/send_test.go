@@ -22,6 +22,7 @@ import (
 
 	"github.com/hibiken/asynq"
 
+	"github.com/mailroom/mailroom/internal/activity"
 	"github.com/mailroom/mailroom/internal/httpapi"
 	"github.com/mailroom/mailroom/internal/mail"
 	"github.com/mailroom/mailroom/internal/postgres"
@@ -290,9 +291,11 @@ func TestSingleSendEndToEnd(t *testing.T) {
 		t.Errorf("events %v, want %v", events, want)
 	}
 
-	// Opens: the pixel counts each time, uniquely once per mail; a forged
-	// list token counts nothing.
-	h2 := httpapi.New(httpapi.Config{MaxBodyBytes: 1 << 20}, httpapi.Deps{DB: d, Geo: testdb.Geo(t), Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	// Opens: the pixel counts each time (once the recorder has written
+	// them), uniquely once per mail; a forged list token counts nothing.
+	rec := activity.New(d, slog.New(slog.NewTextHandler(io.Discard, nil)), activity.Options{Every: time.Hour})
+	defer rec.Close(ctx)
+	h2 := httpapi.New(httpapi.Config{MaxBodyBytes: 1 << 20}, httpapi.Deps{DB: d, Geo: testdb.Geo(t), Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Activity: rec})
 	open := func(path string) {
 		w := httptest.NewRecorder()
 		h2.ServeHTTP(w, httptest.NewRequest("GET", path, nil))
@@ -310,6 +313,12 @@ func TestSingleSendEndToEnd(t *testing.T) {
 	open(hankPx[1])
 	open(strings.Replace(px[1], "/o/tokA/", "/o/tokB/", 1))
 	open("/o/tokA/junk")
+	if got = sendCounters(t, d, f.send); got.TotalOpens != 0 {
+		t.Errorf("opens %+v before the recorder wrote them", got)
+	}
+	if err := rec.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
 	got = sendCounters(t, d, f.send)
 	if got.TotalOpens != 3 || got.UniqueOpens != 2 {
 		t.Errorf("opens %+v, want total 3, unique 2", got)

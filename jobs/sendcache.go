@@ -67,8 +67,11 @@ func (c *sendCache) get(ctx context.Context, d Deps, id int64) (*compiledSend, e
 	if err != nil {
 		return nil, err
 	}
-	cs = &compiledSend{send: s, tmpl: tmpl, last: last,
-		form: render.NewForm(tmpl, &s.Sender, render.FormOptions{SendID: id, UnsubscribeMailto: d.UnsubscribeMailto})}
+	opts := render.FormOptions{SendID: id, UnsubscribeMailto: d.UnsubscribeMailto}
+	if err := d.trackClicks(ctx, id, tmpl, &opts); err != nil {
+		return nil, err
+	}
+	cs = &compiledSend{send: s, tmpl: tmpl, last: last, form: render.NewForm(tmpl, &s.Sender, opts)}
 	c.mu.Lock()
 	if len(c.m) >= sendCacheMax {
 		for k := range c.m { // any one: sends finish and are not asked for again
@@ -79,4 +82,42 @@ func (c *sendCache) get(ctx context.Context, d Deps, id int64) (*compiledSend, e
 	c.m[id] = cs
 	c.mu.Unlock()
 	return cs, nil
+}
+
+// trackClicks numbers the template's links in the send's link table (the
+// numbers they already have kept, new ones after them) and sets opts to
+// rewrite them to tracked links (docs/tracking.md), unless click tracking
+// is off. Links to mailroom's own pages stay as written.
+func (d Deps) trackClicks(ctx context.Context, id int64, tmpl *render.Template, opts *render.FormOptions) error {
+	links := tmpl.Links()
+	if !d.ClickTracking || d.Links.Signer == nil || len(links) == 0 {
+		return nil
+	}
+	var urls []string
+	for _, u := range links {
+		if d.Links.Tracks(u) {
+			urls = append(urls, u)
+		}
+	}
+	if len(urls) == 0 {
+		return nil
+	}
+	table, err := d.DB.NumberLinks(ctx, id, urls)
+	if err != nil {
+		return err
+	}
+	number := make(map[string]int, len(table))
+	for i, u := range table {
+		number[u] = i
+	}
+	opts.LinkNumbers = make([]int, len(links))
+	for k, u := range links {
+		n, ok := number[u]
+		if !ok || !d.Links.Tracks(u) {
+			n = -1
+		}
+		opts.LinkNumbers[k] = n
+	}
+	opts.Clicks = d.Links.Clicks(id)
+	return nil
 }

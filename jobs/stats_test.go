@@ -13,6 +13,7 @@ import (
 
 	gosmtp "github.com/emersion/go-smtp"
 
+	"github.com/mailroom/mailroom/internal/activity"
 	"github.com/mailroom/mailroom/internal/httpapi"
 	"github.com/mailroom/mailroom/internal/mail"
 	"github.com/mailroom/mailroom/internal/smtp"
@@ -57,7 +58,9 @@ func TestSendStatistics(t *testing.T) {
 		t.Fatalf("send not completed: %+v", got)
 	}
 
-	h := httpapi.New(httpapi.Config{MaxBodyBytes: 1 << 20}, httpapi.Deps{DB: d, Geo: testdb.Geo(t), Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	rec := activity.New(d, slog.New(slog.NewTextHandler(io.Discard, nil)), activity.Options{Every: time.Hour})
+	defer rec.Close(ctx)
+	h := httpapi.New(httpapi.Config{MaxBodyBytes: 1 << 20}, httpapi.Deps{DB: d, Geo: testdb.Geo(t), Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Activity: rec})
 	get := func(path string) (int, string) {
 		w := httptest.NewRecorder()
 		r := httptest.NewRequest("GET", path, nil)
@@ -79,6 +82,9 @@ func TestSendStatistics(t *testing.T) {
 				t.Fatalf("pixel: %d", code)
 			}
 		}
+	}
+	if err := rec.Flush(ctx); err != nil {
+		t.Fatal(err)
 	}
 	// ann leaves the send's group from her mail's page.
 	if _, err := d.UnsubscribeRecipient(ctx, mail.UnsubscribeToken{UserID: f.user, Email: "ann@example.com", GroupID: f.group, SendID: f.send},

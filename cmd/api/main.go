@@ -21,8 +21,10 @@ import (
 
 	"github.com/hibiken/asynq"
 	"github.com/hibiken/asynqmon"
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/mailroom/mailroom/internal/activity"
 	"github.com/mailroom/mailroom/internal/config"
 	"github.com/mailroom/mailroom/internal/geo"
 	healthcheck "github.com/mailroom/mailroom/internal/health"
@@ -253,10 +255,19 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger) error {
 			return err
 		},
 	}
+	var reg *prometheus.Registry
 	if cfg.APIMetrics { // GET /metrics on this listener (docs/metrics.md)
-		reg := metrics.NewRegistry()
+		reg = metrics.NewRegistry()
 		deps.Metrics, deps.MetricsHandler = reg, metrics.Handler(reg, log, cfg.MetricsUser, cfg.MetricsPassword)
 	}
+	// The opens and clicks of the tracking routes, written in batches;
+	// closed after the HTTP drain, so what the last requests added is
+	// written (docs/tracking.md).
+	recorderOpts := activity.Options{}
+	if reg != nil {
+		recorderOpts.Metrics = reg
+	}
+	deps.Activity = activity.New(d, log, recorderOpts)
 	h := httpapi.New(httpapi.Config{
 		MaxBodyBytes:           cfg.MaxBodyBytes,
 		MaxUploadBytes:         cfg.MaxUploadBytes,
@@ -289,7 +300,11 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger) error {
 	log.Info("api shutting down", "timeout", cfg.ShutdownTimeout)
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cfg.ShutdownTimeout)
 	defer cancel()
-	return srv.Shutdown(sctx)
+	err = srv.Shutdown(sctx)
+	if cerr := deps.Activity.Close(sctx); cerr != nil {
+		log.Error("opens and clicks not written at shutdown", "err", cerr)
+	}
+	return err
 }
 
 // resumeRebuilds finishes the segment rebuilds a stopped process left, at

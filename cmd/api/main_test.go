@@ -256,3 +256,90 @@ func TestAccountsLifecycle(t *testing.T) {
 		}
 	}
 }
+
+// Opens and clicks still waiting in the recorder when the API is stopped
+// are written before run returns.
+func TestShutdownWritesClicks(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	dsn := testdb.DSN(t)
+	d := testdb.New(t)
+	user, _, err := d.CreateAccount(ctx, "clicks")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A send in a partition of its own, one delivered mail, one link.
+	send := 990_000 + user%10_000
+	for _, q := range []string{
+		`CREATE TABLE IF NOT EXISTS deliveries_p99 PARTITION OF deliveries FOR VALUES FROM (990000) TO (1000000)`,
+		`INSERT INTO single_sends (id, user_id, utr, template_id, sender_id, unsubscribe_group_id, single_send_name, subject, preheader,
+			status, unique_open_token) OVERRIDING SYSTEM VALUE
+			VALUES ($2, $1, gen_random_uuid(), 1, 1, 1, 'c', 's', 'p', 3, '{"contacts_1": "LT"}')`,
+		`INSERT INTO deliveries (send_id, user_id, email, list_key, status) VALUES ($2, $1, 'a@b.example', 'contacts_1', 2)`,
+	} {
+		var args []any
+		if strings.Contains(q, "$1") {
+			args = append(args, user, send)
+		}
+		if _, err := d.Pool.Exec(ctx, q, args...); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var id int64
+	if err := d.Pool.QueryRow(ctx, "SELECT id FROM deliveries WHERE send_id = $1", send).Scan(&id); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := d.NumberLinks(ctx, send, []string{"https://shop.example/a"}); err != nil {
+		t.Fatal(err)
+	}
+	key, err := d.Secret(ctx, "unsubscribe_token")
+	if err != nil {
+		t.Fatal(err)
+	}
+	signer := mail.NewTokenSigner(key)
+
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close()
+	runCtx, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() {
+		done <- run(runCtx, nil, envWith(map[string]string{"DATABASE_URL": dsn, "REDIS_URL": "redis://127.0.0.1:6379/13",
+			"HTTP_ADDR": addr, "LOG_LEVEL": "error"}), io.Discard, io.Discard)
+	}()
+	for start := time.Now(); ; time.Sleep(20 * time.Millisecond) {
+		if resp, err := http.Get("http://" + addr + "/healthz"); err == nil {
+			resp.Body.Close()
+			break
+		}
+		if time.Since(start) > 10*time.Second {
+			t.Fatal("the API did not come up")
+		}
+	}
+	noFollow := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	for _, p := range []string{mail.ClickPath + string(signer.ClickKey(send).Seal(nil, id, 0)), mail.OpenPath + "LT/" + string(signer.SealOpen(nil, send, id))} {
+		resp, err := noFollow.Get("http://" + addr + p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != 302 && resp.StatusCode != 200 {
+			t.Fatalf("%s: %d", p, resp.StatusCode)
+		}
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatalf("serve: %v", err)
+	}
+	var clicks, opens int64
+	if err := d.Pool.QueryRow(ctx, `SELECT (SELECT COALESCE(sum(clicks), 0) FROM delivery_clicks WHERE send_id = $1), opens FROM deliveries WHERE id = $2`,
+		send, id).Scan(&clicks, &opens); err != nil {
+		t.Fatal(err)
+	}
+	if clicks != 1 || opens != 1 {
+		t.Fatalf("after the shutdown: %d clicks, %d opens written; want 1 and 1", clicks, opens)
+	}
+}

@@ -167,6 +167,7 @@ func run(ctx context.Context, getenv func(string) string, stderr io.Writer) erro
 		Links:             mail.Links{Base: cfg.PublicURL, Signer: signer},
 		UnsubscribeMailto: cfg.UnsubscribeMailto,
 		VERP:              mail.VERP{Domain: cfg.BounceDomain, Signer: signer},
+		ClickTracking:     cfg.ClickTracking,
 		Enqueue: func(ctx context.Context, t *asynq.Task) error {
 			_, err := tasks.EnqueueContext(ctx, t)
 			return err

@@ -31,6 +31,7 @@ type Config struct {
 	InboundMaxBytes        int64         // INBOUND_MAX_BYTES: cap on an inbound message
 	DKIMKeys               string        // DKIM_KEYS: domain=selector:/path/key.pem,… (read by the worker)
 	AllowUnverifiedSenders bool          // ALLOW_UNVERIFIED_SENDERS
+	ClickTracking          bool          // CLICK_TRACKING: on (default) rewrites mails' links to tracked ones; off leaves them
 	MonitoringUser         string        // MONITORING_USER
 	MonitoringPassword     string        // MONITORING_PASSWORD
 	APIMetrics             bool          // API_METRICS: GET /metrics on the API's listener
@@ -152,6 +153,13 @@ func Load(getenv func(string) string) (Config, error) {
 	c.AllowUnverifiedSenders = boolean("ALLOW_UNVERIFIED_SENDERS", false)
 	c.APIMetrics = boolean("API_METRICS", true)
 	c.WebhookAllowPrivate = boolean("WEBHOOK_ALLOW_PRIVATE", false)
+	switch v := strings.ToLower(str("CLICK_TRACKING", "on")); v {
+	case "on", "true", "1":
+		c.ClickTracking = true
+	case "off", "false", "0":
+	default:
+		errs = append(errs, fmt.Errorf("CLICK_TRACKING: %q is not on or off", v))
+	}
 	// An empty variable reads as unset (the default), so the listener is
 	// turned off by name.
 	if strings.EqualFold(c.WorkerMetricsAddr, "off") {

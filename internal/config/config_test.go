@@ -197,3 +197,18 @@ func TestBounceIntake(t *testing.T) {
 		}
 	}
 }
+
+// CLICK_TRACKING is on unless turned off; anything but on or off (or
+// true, false, 1, 0) is refused.
+func TestClickTracking(t *testing.T) {
+	t.Parallel()
+	for v, want := range map[string]bool{"": true, "on": true, "ON": true, "true": true, "1": true, " off ": false, "Off": false, "false": false, "0": false} {
+		c, err := Load(env(map[string]string{"CLICK_TRACKING": v}))
+		if err != nil || c.ClickTracking != want {
+			t.Errorf("CLICK_TRACKING=%q: %v, %v; want %v", v, c.ClickTracking, err, want)
+		}
+	}
+	if _, err := Load(env(map[string]string{"CLICK_TRACKING": "sometimes"})); err == nil || !strings.Contains(err.Error(), "CLICK_TRACKING:") {
+		t.Errorf("CLICK_TRACKING=sometimes: %v", err)
+	}
+}

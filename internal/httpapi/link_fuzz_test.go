@@ -42,7 +42,8 @@ func verificationToken(t testing.TB, d *postgres.DB, user, id int64) string {
 // /unsubscribe/{token} answer only a token the signer made, byte for
 // byte (anything else is the 404 page; gin's redirect of a trailing slash
 // is followed); /senders/verify/{token} verifies only the stored token;
-// /o/{list}/{token} answers the same GIF to all.
+// /o/{list}/{token} answers the same GIF to all; /t/c/{token} redirects
+// only the click token the signer made, to its link.
 //
 // Long runs should get their own database, not the one `go test
 // ./internal/httpapi` uses (testdb names it after the test binary):
@@ -59,6 +60,12 @@ func FuzzLinkTokens(f *testing.F) {
 	signer := mail.NewTokenSigner(key)
 	unsub := string(signer.Seal(nil, mail.UnsubscribeToken{UserID: acct.id, Email: "ann@example.com", SendID: 3}))
 	open := string(signer.SealOpen(nil, 3, 4))
+	clickSend := 1<<42 + acct.id
+	table, err := d.NumberLinks(ctx, clickSend, []string{"https://shop.example/x?a=1"})
+	if err != nil {
+		f.Fatal(err)
+	}
+	click := string(signer.ClickKey(clickSend).Seal(nil, 4, 0))
 
 	deState, deCity, _ := senderPlace(f)
 	if r := a.do(req{method: "POST", path: "/api/sender/save", acct: &acct, body: senderForm(deState, deCity)}); r.code != 200 {
@@ -106,10 +113,11 @@ func FuzzLinkTokens(f *testing.F) {
 	f.Add(unsub, uint8(0), uint16(3), byte('B'))
 	f.Add(verify, uint8(1), uint16(7), byte('x'))
 	f.Add(open+".gif", uint8(2), uint16(40), byte('-'))
+	f.Add(click, uint8(0), uint16(12), byte('_'))
 	f.Add("../../api/senders", uint8(3), uint16(10), byte('/'))
 	f.Add("\x00\xff%2F", uint8(4), uint16(0), byte('\t'))
 	f.Fuzz(func(t *testing.T, text string, op uint8, at uint16, c byte) {
-		for _, p := range []string{text, mutate(unsub, op, int(at), c), mutate(verify, op, int(at), c), mutate(open, op, int(at), c)} {
+		for _, p := range []string{text, mutate(unsub, op, int(at), c), mutate(verify, op, int(at), c), mutate(open, op, int(at), c), mutate(click, op, int(at), c)} {
 			for _, m := range []struct{ method, body string }{{"GET", ""}, {"POST", "List-Unsubscribe=One-Click"}} {
 				if m.method == "POST" && (p == unsub || p == unsub+"/") {
 					continue // would unsubscribe: allowed, but not what this test is about
@@ -123,6 +131,12 @@ func FuzzLinkTokens(f *testing.F) {
 				if w := get("GET", "/senders/verify/"+p, ""); w.Code != 404 {
 					t.Fatalf("GET /senders/verify/%q: %d %s", p, w.Code, w.Body)
 				}
+			}
+			// /t/c/{token} redirects only the token the signer made, to
+			// the link table's address; anything else is no redirect.
+			if w := get("GET", mail.ClickPath+p, ""); w.Code >= 500 || w.Code/100 == 3 && (p != click && p != click+"/" ||
+				w.Header().Get("Location") != table[0]) || w.Code/100 != 3 && w.Header().Get("Location") != "" {
+				t.Fatalf("GET /t/c/%q: %d %q", p, w.Code, w.Header())
 			}
 			for _, path := range []string{mail.OpenPath + "LT/" + p, mail.OpenPath + p + "/" + p} {
 				w := get("GET", path, "")

@@ -18,6 +18,7 @@ import (
 	"github.com/gin-gonic/gin"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/mailroom/mailroom/internal/activity"
 	"github.com/mailroom/mailroom/internal/contactimport"
 	"github.com/mailroom/mailroom/internal/geo"
 	"github.com/mailroom/mailroom/internal/logging"
@@ -73,6 +74,11 @@ type Server struct {
 
 	signerMu sync.Mutex
 	tokens   *mail.TokenSigner // see signer
+
+	// activity records the opens and clicks of the tracking routes; links
+	// caches the sends' link tables for the click redirect.
+	activity *activity.Recorder
+	links    *linkCache
 }
 
 // Deps are the Server's collaborators, built by the main.
@@ -103,6 +109,10 @@ type Deps struct {
 	// limit. An error lets the request through (logged): the limit is not
 	// worth an outage when Redis is away.
 	RateLimit func(ctx context.Context, accountID int64) (ok bool, retryAfter time.Duration, err error)
+	// Activity records the opens and clicks the tracking routes see (the
+	// main's, closed at shutdown so what waits is written). nil: the
+	// server starts one of its own, never closed.
+	Activity *activity.Recorder
 }
 
 // New builds the router.
@@ -115,6 +125,10 @@ func newServer(cfg Config, d Deps) *Server {
 		verifySenders: d.VerifySenders, enqueue: d.EnqueueDispatch,
 		automationLive: d.AutomationLive, rateLimit: d.RateLimit, metricsHandler: d.MetricsHandler}
 	s.importer = contactimport.New(d.DB, d.Log, cfg.MaxImports, s.lookupCountry)
+	s.activity, s.links = d.Activity, newLinkCache(d.DB.SendLinks)
+	if s.activity == nil {
+		s.activity = activity.New(d.DB, d.Log, activity.Options{})
+	}
 	if d.Metrics != nil {
 		s.metrics = newRequestMetrics(d.Metrics)
 	}

@@ -17,6 +17,7 @@ func FuzzTokenOpen(f *testing.F) {
 		string(s.Seal(nil, UnsubscribeToken{UserID: 1, Email: "a@b.example", AutomationID: 5})),
 		string(s.SealOpen(nil, 42, 1234567)),
 		string(s.SealBounce(nil, 42, 1234567)),
+		string(s.ClickKey(42).Seal(nil, 1234567, 3)),
 	} {
 		f.Add(seed)
 	}
@@ -45,6 +46,14 @@ func FuzzTokenOpen(f *testing.F) {
 			}
 			if again := string(s.SealBounce(nil, send, id)); again != strings.ToLower(text) {
 				t.Fatalf("OpenBounce accepted %q, which the signer writes %q", text, again)
+			}
+		}
+		if send, id, link, ok := s.OpenClick(text); ok {
+			if send <= 0 || id <= 0 || link < 0 || link > MaxLink {
+				t.Fatalf("OpenClick(%q) = %d, %d, %d", text, send, id, link)
+			}
+			if again := string(s.ClickKey(send).Seal(nil, id, link)); again != text {
+				t.Fatalf("OpenClick accepted %q, which the signer writes %q", text, again)
 			}
 		}
 	})
@@ -87,6 +96,26 @@ func FuzzTokenMutation(f *testing.F) {
 		}
 		if _, _, ok := s.OpenOpen(tok); ok {
 			t.Fatalf("unsubscribe token %q opened as an open-pixel token", tok)
+		}
+
+		// The click token, from the same ids (the group as the link number).
+		link := int(group % (MaxLink + 1))
+		ctok := string(s.ClickKey(send).Seal(nil, automation, link))
+		if a, b, l, ok := s.OpenClick(ctok); ok != (send > 0 && automation > 0 && link >= 0) || ok && (a != send || b != automation || l != link) {
+			t.Fatalf("OpenClick(Seal(%d, %d, %d)) = %d, %d, %d, %v", send, automation, link, a, b, l, ok)
+		}
+		changed = mutate(ctok, op, int(at), c)
+		if a, b, l, ok := s.OpenClick(changed); ok && changed != ctok {
+			t.Fatalf("%q, changed from %q, opened: %d, %d, %d", changed, ctok, a, b, l)
+		}
+		if _, _, _, ok := s.OpenClick(otok); ok {
+			t.Fatalf("open-pixel token %q opened as a click token", otok)
+		}
+		if _, _, ok := s.OpenOpen(ctok); ok {
+			t.Fatalf("click token %q opened as an open-pixel token", ctok)
+		}
+		if _, ok := s.Open(ctok); ok {
+			t.Fatalf("click token %q opened as an unsubscribe token", ctok)
 		}
 	})
 }

@@ -408,31 +408,6 @@ func (d *DB) TouchSend(ctx context.Context, id int64) error {
 	return d.q.TouchSend(ctx, id)
 }
 
-// RecordOpen counts an open of delivery id of send sendID when listToken
-// is its list's open token (an automation's run counts for its automation
-// too); false when nothing matched.
-func (d *DB) RecordOpen(ctx context.Context, sendID, id int64, listToken string) (bool, error) {
-	var counted bool
-	err := d.InTx(ctx, func(_ pgx.Tx, q *db.Queries) error {
-		rows, err := q.RecordOpen(ctx, db.RecordOpenParams{SendID: sendID, ID: id, ListToken: listToken})
-		if err != nil || len(rows) == 0 {
-			return err
-		}
-		counted = true
-		if a := rows[0].AutomationID; a != nil {
-			if err := q.BumpAutomationOpens(ctx, db.BumpAutomationOpensParams{ID: *a, First: rows[0].First}); err != nil {
-				return err
-			}
-		}
-		c := mail.Counts{TotalOpens: 1}
-		if rows[0].First {
-			c.UniqueOpens = 1
-		}
-		return bumpSend(ctx, q, sendID, c)
-	})
-	return counted, err
-}
-
 // DropExpiredDeliveries drops the deliveries partitions whose sends are
 // all done with for longer than retention: the partition is full (a later
 // send id exists past its range), and none of its sends is ready or

@@ -23,6 +23,27 @@ type FormOptions struct {
 	// unsubscribe token (an inbound route must read it: docs/unsubscribe.md).
 	UnsubscribeMailto string
 	Now               func() time.Time // Date; time.Now when nil
+
+	// Clicks, with LinkNumbers, rewrites the template's tracked links
+	// (docs/tracking.md): in each mail, Template.Links()[k] becomes the
+	// address Clicks makes of link number LinkNumbers[k] for the delivery,
+	// in the HTML's href and where the text part shows it. A link without
+	// a number (a negative one, or past LinkNumbers) is left as written.
+	Clicks      ClickURLs
+	LinkNumbers []int
+}
+
+// ClickURLs makes the tracked addresses of a send's links
+// (mail.ClickLinks): ClickPrefix, the same for every link, then the token
+// AppendClickToken appends for link number link in the mail of delivery
+// deliveryID. The prefix goes into the encoded literals once per send;
+// per mail only the tokens are written. Both are written as they are
+// when they are printable ASCII without space, quotes, backtick, angle
+// brackets, '\' or '&' (a token should be base64url); other bytes are
+// percent-encoded, '&' as &amp; in HTML.
+type ClickURLs interface {
+	ClickPrefix() string
+	AppendClickToken(dst []byte, deliveryID int64, link int) []byte
 }
 
 // Form is the MIME frame of one send, built once by NewForm: everything
@@ -41,6 +62,7 @@ type Form struct {
 	mailto   string // "mailto:addr?subject=unsubscribe-"
 	now      func() time.Time
 	size     int // estimate of a built mail's size
+	clicks   ClickURLs
 
 	t      *Template
 	sender *mail.Sender
@@ -50,18 +72,51 @@ type Form struct {
 }
 
 // qseg is one literal of a part, encoded once as if it started a line
-// (col is its last line's length), then the value of f (fNone: none). In
-// the HTML part, a qseg with pixel set marks where the open pixel goes.
+// (col is its last line's length), then the value of f (fNone: none; for
+// fLink the tracked address of link number link). In the HTML part, a
+// qseg with pixel set marks where the open pixel goes.
 type qseg struct {
 	enc   string
 	col   int
 	f     field
+	link  int
 	pixel bool
 }
 
 type qprogram struct {
 	segs []qseg
 	mode mode
+}
+
+// tracked is p with its links numbered by numbers (their link-table
+// numbers, by index in Template.links) and prefix, each tracked address's
+// start, as literal text before each: a link without a number becomes
+// literal text, as written.
+func (p program) tracked(numbers []int, prefix string) program {
+	var segs []seg
+	for _, sg := range p.segs {
+		if sg.f != fLink {
+			segs = appendProgram(segs, []seg{sg})
+			continue
+		}
+		if sg.link >= len(numbers) || numbers[sg.link] < 0 {
+			segs = appendLit(segs, sg.lit+sg.raw)
+			continue
+		}
+		segs = appendProgram(segs, []seg{{lit: sg.lit + prefix, f: fLink, link: numbers[sg.link]}})
+	}
+	return program{segs: segs, mode: p.mode}
+}
+
+// links counts the tracked links of q.
+func (q *qprogram) links() int {
+	n := 0
+	for i := range q.segs {
+		if q.segs[i].f == fLink {
+			n++
+		}
+	}
+	return n
 }
 
 // encodeProgram encodes p's literals. With pixel, the literal holding the
@@ -80,21 +135,21 @@ func encodeProgram(p program, pixel bool) qprogram {
 			}
 		}
 	}
-	add := func(lit string, f field, px bool) {
+	add := func(lit string, f field, link int, px bool) {
 		var e qp
 		enc := e.append(nil, []byte(lit))
-		q.segs = append(q.segs, qseg{enc: string(enc), col: e.n, f: f, pixel: px})
+		q.segs = append(q.segs, qseg{enc: string(enc), col: e.n, f: f, link: link, pixel: px})
 	}
 	for i, sg := range p.segs {
 		if i == at {
-			add(sg.lit[:cut], fNone, true)
-			add(sg.lit[cut:], sg.f, false)
+			add(sg.lit[:cut], fNone, 0, true)
+			add(sg.lit[cut:], sg.f, sg.link, false)
 			continue
 		}
-		add(sg.lit, sg.f, false)
+		add(sg.lit, sg.f, sg.link, false)
 	}
 	if pixel && at == len(p.segs) {
-		add("", fNone, true)
+		add("", fNone, 0, true)
 	}
 	return q
 }
@@ -110,8 +165,9 @@ func (q *qprogram) size() int {
 
 // appendPart appends the part for r: each literal as encoded, after a soft
 // line break when a value left the line open, each value encoded where it
-// falls; pixel (a URL, "" none) at the pixel mark.
-func (f *Form) appendPart(dst []byte, p *qprogram, r *mail.Recipient, scratch *[]byte, pixel string) []byte {
+// falls, each tracked link's address for delivery id; pixel (a URL, ""
+// none) at the pixel mark. b is scratch space.
+func (f *Form) appendPart(dst []byte, p *qprogram, r *mail.Recipient, b *Buffer, pixel string, id int64) []byte {
 	var q qp
 	for i := range p.segs {
 		sg := &p.segs[i]
@@ -127,9 +183,76 @@ func (f *Form) appendPart(dst []byte, p *qprogram, r *mail.Recipient, scratch *[
 			dst = q.appendURL(dst, pixel)
 			dst = q.append(dst, pixelClose)
 		}
-		if sg.f != fNone {
-			*scratch = value((*scratch)[:0], sg.f, p.mode, r, f.sender)
-			dst = q.append(dst, *scratch)
+		switch sg.f {
+		case fNone:
+		case fLink:
+			b.link = f.clicks.AppendClickToken(b.link[:0], id, sg.link)
+			html := p.mode == modeHTML
+			if q.n+len(b.link) <= qpMax { // copied and checked at once
+				at := len(dst)
+				if dst = append(dst, b.link...); clean(dst[at:], &tokenBad[btoi(html)]) {
+					q.n += len(b.link)
+					continue
+				}
+				dst = dst[:at]
+			}
+			if !clean(b.link, &linkBad[btoi(html)]) {
+				b.scratch = appendLinkURL(b.scratch[:0], b.link, html)
+				dst = q.append(dst, b.scratch)
+				continue
+			}
+			dst = q.append(dst, b.link)
+		default:
+			b.scratch = value(b.scratch[:0], sg.f, p.mode, r, f.sender)
+			dst = q.append(dst, b.scratch)
+		}
+	}
+	return dst
+}
+
+// clean reports whether u holds none of the bytes bad marks.
+func clean(u []byte, bad *[256]bool) bool {
+	for _, c := range u {
+		if bad[c] {
+			return false
+		}
+	}
+	return true
+}
+
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// linkBad marks the bytes a tracked address cannot hold as they are, in
+// text [0] and HTML [1]: anything but printable ASCII, space, quotes,
+// backtick, angle brackets, '\' (nothing can leave an attribute, quoted
+// either way or not), and '&' in HTML. tokenBad adds '=', which
+// quoted-printable encodes.
+var linkBad, tokenBad = func() (link, token [2][256]bool) {
+	for c := range 256 {
+		link[0][c] = c <= ' ' || c >= 0x7f || strings.IndexByte("\"'`<>\\", byte(c)) >= 0
+		link[1][c] = link[0][c] || c == '&'
+		token[0][c], token[1][c] = link[0][c] || c == '=', link[1][c] || c == '='
+	}
+	return link, token
+}()
+
+// appendLinkURL appends u with the bytes linkClean refuses percent-encoded,
+// but '&', which becomes &amp; in HTML.
+func appendLinkURL(dst, u []byte, html bool) []byte {
+	const hex = "0123456789ABCDEF"
+	for _, c := range u {
+		switch {
+		case html && c == '&':
+			dst = append(dst, "&amp;"...)
+		case linkBad[0][c]:
+			dst = append(dst, '%', hex[c>>4], hex[c&15])
+		default:
+			dst = append(dst, c)
 		}
 	}
 	return dst
@@ -149,7 +272,14 @@ func NewForm(t *Template, s *mail.Sender, opts FormOptions) *Form {
 	if t == nil {
 		t = &Template{}
 	}
-	f := &Form{now: opts.Now, t: t, sender: s, text: encodeProgram(t.text, false), html: encodeProgram(t.html, true)}
+	f := &Form{now: opts.Now, t: t, sender: s, clicks: opts.Clicks}
+	var numbers []int // none: every link as written
+	var prefix string
+	if opts.Clicks != nil {
+		numbers, prefix = opts.LinkNumbers, opts.Clicks.ClickPrefix()
+	}
+	f.text = encodeProgram(t.text.tracked(numbers, string(appendLinkURL(nil, []byte(prefix), false))), false)
+	f.html = encodeProgram(t.html.tracked(numbers, string(appendLinkURL(nil, []byte(prefix), true))), true)
 	if f.now == nil {
 		f.now = time.Now
 	}
@@ -190,6 +320,11 @@ func NewForm(t *Template, s *mail.Sender, opts FormOptions) *Form {
 		f.mailto = "mailto:" + m + "?subject=unsubscribe-"
 	}
 	f.size = len(f.head) + len(f.mime) + len(f.mid) + len(f.end) + f.text.size() + f.html.size() + 1024
+	if n := f.text.links() + f.html.links(); n > 0 {
+		// A token is about as long as link 0's of delivery 1, its ids'
+		// varints aside.
+		f.size += n * (len(opts.Clicks.AppendClickToken(nil, 1, 0)) + 16)
+	}
 	return f
 }
 
@@ -208,7 +343,7 @@ func newBoundary(t *Template) string {
 func (t *Template) holds(s string) bool {
 	for _, p := range []program{t.subject, t.preheader, t.html, t.text} {
 		for _, sg := range p.segs {
-			if strings.Contains(sg.lit, s) {
+			if strings.Contains(sg.lit, s) || strings.Contains(sg.raw, s) {
 				return true
 			}
 		}
@@ -220,7 +355,8 @@ func (t *Template) holds(s string) bool {
 // r: To, Subject, Date, Message-ID, List-Unsubscribe, then a
 // multipart/alternative body with the text and HTML parts in
 // quoted-printable, the open pixel before </body> when
-// r.Tokens.OpenPixelURL is set. b is scratch space (its Subject is left
+// r.Tokens.OpenPixelURL is set, each tracked link's address for
+// deliveryID (FormOptions.Clicks). b is scratch space (its Subject is left
 // holding r's subject); the parts are made from the literals NewForm
 // encoded, so per recipient only values are encoded. With a reused dst
 // and b it allocates nothing.
@@ -269,13 +405,13 @@ func (f *Form) Build(dst []byte, b *Buffer, r *mail.Recipient, deliveryID int64)
 	}
 
 	dst = append(dst, f.mime...)
-	dst = f.appendPart(dst, &f.text, r, &b.scratch, "")
+	dst = f.appendPart(dst, &f.text, r, b, "", deliveryID)
 	dst = append(dst, f.mid...)
 	px := r.Tokens.OpenPixelURL
 	if !urlOK(px) {
 		px = ""
 	}
-	dst = f.appendPart(dst, &f.html, r, &b.scratch, px)
+	dst = f.appendPart(dst, &f.html, r, b, px, deliveryID)
 	return append(dst, f.end...)
 }
 

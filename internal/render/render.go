@@ -1,12 +1,14 @@
 // Package render turns a send's subject, preheader and HTML into mails.
 // Compile parses the ((name)) placeholders once per send into
-// literal/placeholder segments and derives the plain-text part from the
-// HTML; Render then only appends literals and values into reused buffers,
-// once per recipient. See docs/render.md.
+// literal/placeholder segments, finds the links a send tracks and derives
+// the plain-text part from the HTML; Render then only appends literals
+// and values into reused buffers, once per recipient. See docs/render.md
+// and docs/tracking.md.
 package render
 
 import (
 	"errors"
+	"slices"
 	"strings"
 	"unicode/utf8"
 
@@ -43,6 +45,7 @@ const (
 	fSenderAddress
 	fUnsubscribePreferences
 	fUnknown // a well-formed placeholder with no such name: renders nothing
+	fLink    // a tracked link's address (seg.link, seg.raw)
 )
 
 // names are the dynamic content names by field, as mail.DynamicContent
@@ -75,9 +78,14 @@ const (
 )
 
 // seg is a literal followed by the value of f (none when f is fNone).
+// For fLink it is a tracked link: link is its address's index in
+// Template.links (in a Form's program, its number in the send's link
+// table), raw the address as the part writes it (Render writes raw).
 type seg struct {
-	lit string
-	f   field
+	lit  string
+	f    field
+	link int
+	raw  string
 }
 
 type program struct {
@@ -88,7 +96,8 @@ type program struct {
 // Template is a compiled send: safe for concurrent use by many renderers.
 type Template struct {
 	subject, preheader, html, text program
-	size                           [4]int // literal bytes, to presize buffers
+	size                           [4]int   // literal bytes, to presize buffers
+	links                          []string // the tracked links' addresses (Links)
 }
 
 // Buffer receives one rendered mail. Reuse it across recipients: Render
@@ -101,6 +110,7 @@ type Buffer struct {
 	Text      []byte // the plain-text part derived from the HTML
 
 	scratch []byte // a value being encoded (Form.Build)
+	link    []byte // a tracked link's address (Form.Build)
 }
 
 // Compile parses subject, preheader and html once. The preheader becomes
@@ -120,11 +130,29 @@ func Compile(subject, preheader, htmlSrc string) (*Template, error) {
 	t.subject = compile(subject, modePlain, cleanLiteral)
 	t.preheader = compile(preheader, modePlain, cleanLiteral)
 
-	body := compile(htmlSrc, modeHTML, nil)
+	text, hrefs, shown := scan(htmlSrc)
+	index := map[string]int{} // address -> its index in t.links
+	for _, h := range hrefs {
+		if _, ok := index[h.url]; !ok {
+			index[h.url] = len(t.links)
+			t.links = append(t.links, h.url)
+		}
+	}
+	body := compileLinks(htmlSrc, modeHTML, hrefs, index)
 	if strings.TrimSpace(preheader) != "" {
 		at := bodyStart(htmlSrc)
-		head := compile(htmlSrc[:at], modeHTML, nil)
-		tail := compile(htmlSrc[at:], modeHTML, nil)
+		// No tracked href holds the '>' that at follows, so none is cut.
+		var before, after []span
+		for _, h := range hrefs {
+			switch {
+			case h.end <= at:
+				before = append(before, h)
+			case h.start >= at:
+				after = append(after, span{h.start - at, h.end - at, h.url})
+			}
+		}
+		head := compileLinks(htmlSrc[:at], modeHTML, before, index)
+		tail := compileLinks(htmlSrc[at:], modeHTML, after, index)
 		pre := compile(preheader, modeHTML, escape)
 		var segs []seg
 		segs = append(segs, head.segs...)
@@ -135,13 +163,37 @@ func Compile(subject, preheader, htmlSrc string) (*Template, error) {
 		body = program{segs: segs, mode: modeHTML}
 	}
 	t.html = body
-	t.text = compile(Text(htmlSrc), modePlain, nil)
+	t.text = compileLinks(text, modePlain, shown, index)
 	for i, p := range []program{t.subject, t.preheader, t.html, t.text} {
 		for _, s := range p.segs {
-			t.size[i] += len(s.lit)
+			t.size[i] += len(s.lit) + len(s.raw)
 		}
 	}
 	return t, nil
+}
+
+// Links are the addresses of the template's tracked links
+// (docs/tracking.md), each once, in the order they first appear in the
+// HTML: the links a Form rewrites when FormOptions.LinkNumbers numbers
+// them.
+func (t *Template) Links() []string { return slices.Clone(t.links) }
+
+// compileLinks is compile with the tracked links at spans (in order, not
+// overlapping) made fLink segments. Between them src is compiled piece by
+// piece, and that finds the placeholders compiling it whole would: a
+// link holds no "((" and does not end in '(', so none starts inside one,
+// and a link starts with "http" and a ':' that no placeholder name holds,
+// so none that starts before it reaches into it.
+func compileLinks(src string, m mode, spans []span, index map[string]int) program {
+	var segs []seg
+	at := 0
+	for _, sp := range spans {
+		segs = appendProgram(segs, compile(src[at:sp.start], m, nil).segs)
+		segs = appendProgram(segs, []seg{{f: fLink, link: index[sp.url], raw: src[sp.start:sp.end]}})
+		at = sp.end
+	}
+	segs = appendProgram(segs, compile(src[at:], m, nil).segs)
+	return program{segs: segs, mode: m}
 }
 
 const (
@@ -160,12 +212,15 @@ func appendLit(segs []seg, lit string) []seg {
 	return append(segs, seg{lit: lit})
 }
 
+// appendProgram adds more after segs, its first literal joined to a
+// trailing literal-only segment.
 func appendProgram(segs, more []seg) []seg {
 	if len(more) == 0 {
 		return segs
 	}
 	segs = appendLit(segs, more[0].lit)
-	segs[len(segs)-1].f = more[0].f
+	last := &segs[len(segs)-1]
+	last.f, last.link, last.raw = more[0].f, more[0].link, more[0].raw
 	return append(segs, more[1:]...)
 }
 
@@ -307,7 +362,11 @@ func (p *program) run(dst []byte, r *mail.Recipient, s *mail.Sender) []byte {
 	for i := range p.segs {
 		sg := &p.segs[i]
 		dst = append(dst, sg.lit...)
-		if sg.f != fNone {
+		switch sg.f {
+		case fNone:
+		case fLink:
+			dst = append(dst, sg.raw...) // as written: Render does not track
+		default:
 			dst = value(dst, sg.f, p.mode, r, s)
 		}
 	}

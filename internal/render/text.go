@@ -2,6 +2,7 @@ package render
 
 import (
 	"html"
+	"net/url"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -14,6 +15,21 @@ import (
 // one blank line). ((name)) placeholders are text, so they survive for
 // Compile to fill per recipient. It runs once per send.
 func Text(src string) string {
+	text, _, _ := scan(src)
+	return text
+}
+
+// span marks a tracked link's address: bytes [start, end) of a part's
+// source hold url.
+type span struct {
+	start, end int
+	url        string
+}
+
+// scan derives the plain-text part of src (as Text) and finds the tracked
+// links (trackable): hrefs are their href values in src, shown where the
+// text part shows their addresses, both in order.
+func scan(src string) (text string, hrefs, shown []span) {
 	w := &textWriter{}
 	for i := 0; i < len(src); {
 		j := strings.IndexByte(src[i:], '<')
@@ -25,7 +41,8 @@ func Text(src string) string {
 		w.text(src[i:j])
 		i = w.markup(src, j)
 	}
-	return w.done()
+	text, shown = w.done()
+	return text, w.hrefs, shown
 }
 
 // markup handles the markup starting with '<' at src[i:] and returns the
@@ -78,7 +95,7 @@ func (w *textWriter) markup(src string, i int) int {
 		}
 		return len(src)
 	}
-	w.startTag(name, attrs)
+	w.startTag(name, attrs, i+k)
 	return end
 }
 
@@ -109,7 +126,8 @@ var blocks = map[string]int{
 	"dl": 1, "tbody": 1, "thead": 1, "tfoot": 1, "caption": 1, "body": 1,
 }
 
-func (w *textWriter) startTag(name, attrs string) {
+// startTag handles a start tag whose attribute text, attrs, is at src[at:].
+func (w *textWriter) startTag(name, attrs string, at int) {
 	switch name {
 	case "br":
 		w.lineBreak()
@@ -129,7 +147,12 @@ func (w *textWriter) startTag(name, attrs string) {
 		}
 		return
 	case "a":
-		w.href = strings.TrimSpace(attr(attrs, "href"))
+		raw, start, end := attrValue(attrs, "href")
+		w.href = strings.TrimSpace(html.UnescapeString(raw))
+		w.tracked = start >= 0 && trackable(w.href)
+		if w.tracked {
+			w.hrefs = append(w.hrefs, span{at + start, at + end, w.href})
+		}
 		w.linkAt = len(w.b)
 		w.inLink = true
 		return
@@ -172,11 +195,61 @@ func (w *textWriter) closeLink() {
 	switch label {
 	case "":
 		w.write(u)
-	case u, bare:
+		w.shows(u, 0)
+	case u:
+		w.shows(u, 0) // the link's text is its address
+	case bare:
 	default:
 		w.space = true
 		w.write("(" + u + ")")
+		w.shows(u, 1)
 	}
+}
+
+// shows notes that the text just written ends with a tracked link's
+// address u and after bytes more (when the text holds it unaltered).
+func (w *textWriter) shows(u string, after int) {
+	end := len(w.b) - after
+	if w.tracked && end >= len(u) && string(w.b[end-len(u):end]) == u {
+		w.shown = append(w.shown, span{end - len(u), end, u})
+	}
+}
+
+// maxLink bounds a tracked link's address, in bytes.
+const maxLink = 2048
+
+// trackable reports whether a link's address (its href, entities decoded,
+// white space trimmed) is rewritten to a tracked one (docs/tracking.md):
+// an absolute http or https URL with an ASCII host, at most maxLink bytes,
+// without "((" (a placeholder would make it differ by recipient) and not
+// ending in '(' (with text after it, a "((" that could start one), white
+// space, control or format characters, quotes, angle brackets, backslash
+// or backtick. Anything else (mailto:, tel:, #anchors, relative URLs,
+// ((unsubscribe_preferences))) is left as written.
+func trackable(u string) bool {
+	if len(u) > maxLink || !hasPrefixFold(u, "http://") && !hasPrefixFold(u, "https://") ||
+		strings.Contains(u, "((") || strings.HasSuffix(u, "(") {
+		return false
+	}
+	for _, r := range u {
+		switch {
+		case r <= ' ' || r == 0x7f || strings.ContainsRune("\"'<>\\`", r):
+			return false
+		case r >= 0x80 && (r == utf8.RuneError || unicode.IsSpace(r) || unicode.IsControl(r) || unicode.Is(unicode.Cf, r) ||
+			r == '\u034f' || r == '\u2028' || r == '\u2029'):
+			return false
+		}
+	}
+	p, err := url.Parse(u)
+	if err != nil || p.Host == "" {
+		return false
+	}
+	for i := 0; i < len(p.Host); i++ {
+		if p.Host[i] >= 0x80 {
+			return false
+		}
+	}
+	return true
 }
 
 func hasPrefixFold(s, p string) bool { return len(s) >= len(p) && strings.EqualFold(s[:len(p)], p) }
@@ -184,6 +257,15 @@ func hasPrefixFold(s, p string) bool { return len(s) >= len(p) && strings.EqualF
 // attr is the entity-decoded value of the attribute named name (lower
 // case) in a start tag's attribute text, "" when absent.
 func attr(attrs, name string) string {
+	v, _, _ := attrValue(attrs, name)
+	return html.UnescapeString(v)
+}
+
+// attrValue is the value of the attribute named name (lower case) in a
+// start tag's attribute text as written (entities not decoded, quotes
+// left out) and where it is in attrs; start is -1 when there is no such
+// attribute or it has no value.
+func attrValue(attrs, name string) (val string, start, end int) {
 	s := attrs
 	for len(s) > 0 {
 		i := 0
@@ -192,7 +274,7 @@ func attr(attrs, name string) string {
 		}
 		s = s[i:]
 		if s == "" || s[0] == '>' {
-			return ""
+			return "", -1, -1
 		}
 		k := 0
 		for k < len(s) && !isSpace(s[k]) && s[k] != '=' && s[k] != '>' && s[k] != '/' {
@@ -207,7 +289,7 @@ func attr(attrs, name string) string {
 		for len(s) > 0 && isSpace(s[0]) {
 			s = s[1:]
 		}
-		var val string
+		val, start := "", -1
 		if len(s) > 0 && s[0] == '=' {
 			s = s[1:]
 			for len(s) > 0 && isSpace(s[0]) {
@@ -215,6 +297,7 @@ func attr(attrs, name string) string {
 			}
 			if len(s) > 0 && (s[0] == '"' || s[0] == '\'') {
 				q := s[0]
+				start = len(attrs) - len(s) + 1
 				e := strings.IndexByte(s[1:], q)
 				if e < 0 {
 					val, s = s[1:], ""
@@ -222,6 +305,7 @@ func attr(attrs, name string) string {
 					val, s = s[1:1+e], s[2+e:]
 				}
 			} else {
+				start = len(attrs) - len(s)
 				e := 0
 				for e < len(s) && !isSpace(s[e]) && s[e] != '>' {
 					e++
@@ -230,10 +314,10 @@ func attr(attrs, name string) string {
 			}
 		}
 		if strings.EqualFold(key, name) {
-			return html.UnescapeString(val)
+			return val, start, start + len(val)
 		}
 	}
-	return ""
+	return "", -1, -1
 }
 
 // textWriter collapses white space as text arrives: runs of spaces
@@ -247,6 +331,10 @@ type textWriter struct {
 	href   string
 	linkAt int
 	inLink bool
+
+	tracked bool   // the open link's address is trackable
+	hrefs   []span // tracked links' href values in the source
+	shown   []span // where the text shows tracked links' addresses
 }
 
 func (w *textWriter) newline(n int) {
@@ -312,7 +400,17 @@ func trimSpaceRight(b []byte) []byte {
 	return b
 }
 
-func (w *textWriter) done() string {
+// done is the text and where it shows tracked links' addresses.
+func (w *textWriter) done() (string, []span) {
 	w.closeLink()
-	return strings.TrimSpace(string(w.b))
+	s := string(w.b)
+	cut := len(s) - len(strings.TrimLeftFunc(s, unicode.IsSpace))
+	s = strings.TrimSpace(s)
+	var shown []span
+	for _, sp := range w.shown {
+		if sp.start >= cut && sp.end-cut <= len(s) {
+			shown = append(shown, span{sp.start - cut, sp.end - cut, sp.url})
+		}
+	}
+	return s, shown
 }

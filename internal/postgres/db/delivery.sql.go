@@ -49,22 +49,6 @@ func (q *Queries) AddBounces(ctx context.Context, arg AddBouncesParams) (int64, 
 	return result.RowsAffected(), nil
 }
 
-const bumpAutomationOpens = `-- name: BumpAutomationOpens :exec
-UPDATE automations
-SET total_opens = total_opens + 1, total_unique_opens = total_unique_opens + CASE WHEN $1::bool THEN 1 ELSE 0 END
-WHERE id = $2
-`
-
-type BumpAutomationOpensParams struct {
-	First bool
-	ID    int64
-}
-
-func (q *Queries) BumpAutomationOpens(ctx context.Context, arg BumpAutomationOpensParams) error {
-	_, err := q.db.Exec(ctx, bumpAutomationOpens, arg.First, arg.ID)
-	return err
-}
-
 const bumpSendCounters = `-- name: BumpSendCounters :one
 WITH s AS (
     UPDATE single_sends ss
@@ -519,57 +503,6 @@ func (q *Queries) RecordDeliveries(ctx context.Context, arg RecordDeliveriesPara
 		&i.Deferred,
 	)
 	return i, err
-}
-
-const recordOpen = `-- name: RecordOpen :many
-WITH d AS (
-    UPDATE deliveries dl
-    SET opens = dl.opens + 1, opened_at = COALESCE(dl.opened_at, now())
-    WHERE dl.send_id = $1 AND dl.id = $2 AND dl.status IN (0, 2)
-      AND EXISTS (SELECT 1 FROM single_sends s
-                  WHERE s.id = $1 AND s.unique_open_token ->> dl.list_key = $3::text)
-    RETURNING dl.opens = 1 AS first
-)
-UPDATE single_sends s
-SET total_opens = s.total_opens + 1, unique_opens = s.unique_opens + CASE WHEN d.first THEN 1 ELSE 0 END
-FROM d
-WHERE s.id = $1
-RETURNING s.automation_id, d.first
-`
-
-type RecordOpenParams struct {
-	SendID    int64
-	ID        int64
-	ListToken string
-}
-
-type RecordOpenRow struct {
-	AutomationID *int64
-	First        bool
-}
-
-// An open of a delivery's mail, when the pixel's list token is the one the
-// send gave the delivery's list: total opens always, unique opens the
-// first time. A pending row counts too: a signed pixel proves the mail
-// arrived, and proxies fetch it before its batch is recorded.
-func (q *Queries) RecordOpen(ctx context.Context, arg RecordOpenParams) ([]RecordOpenRow, error) {
-	rows, err := q.db.Query(ctx, recordOpen, arg.SendID, arg.ID, arg.ListToken)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var items []RecordOpenRow
-	for rows.Next() {
-		var i RecordOpenRow
-		if err := rows.Scan(&i.AutomationID, &i.First); err != nil {
-			return nil, err
-		}
-		items = append(items, i)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, err
-	}
-	return items, nil
 }
 
 const recordSendEvent = `-- name: RecordSendEvent :exec

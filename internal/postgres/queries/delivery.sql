@@ -238,30 +238,6 @@ LIMIT @n::int;
 -- name: TouchSend :exec
 UPDATE single_sends SET progress_at = now() WHERE id = @id;
 
--- name: RecordOpen :many
--- An open of a delivery's mail, when the pixel's list token is the one the
--- send gave the delivery's list: total opens always, unique opens the
--- first time. A pending row counts too: a signed pixel proves the mail
--- arrived, and proxies fetch it before its batch is recorded.
-WITH d AS (
-    UPDATE deliveries dl
-    SET opens = dl.opens + 1, opened_at = COALESCE(dl.opened_at, now())
-    WHERE dl.send_id = @send_id AND dl.id = @id AND dl.status IN (0, 2)
-      AND EXISTS (SELECT 1 FROM single_sends s
-                  WHERE s.id = @send_id AND s.unique_open_token ->> dl.list_key = @list_token::text)
-    RETURNING dl.opens = 1 AS first
-)
-UPDATE single_sends s
-SET total_opens = s.total_opens + 1, unique_opens = s.unique_opens + CASE WHEN d.first THEN 1 ELSE 0 END
-FROM d
-WHERE s.id = @send_id
-RETURNING s.automation_id, d.first;
-
--- name: BumpAutomationOpens :exec
-UPDATE automations
-SET total_opens = total_opens + 1, total_unique_opens = total_unique_opens + CASE WHEN @first::bool THEN 1 ELSE 0 END
-WHERE id = @id;
-
 -- name: CountSendUnsubscribe :exec
 WITH s AS (
     UPDATE single_sends ss SET unsubscribes = ss.unsubscribes + @n::bigint WHERE ss.id = @send_id::bigint AND ss.user_id = @user_id
