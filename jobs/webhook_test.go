@@ -259,7 +259,7 @@ func kindsOf(events []hookEvent) []string {
 // A send through the real engine with a webhook that wants every event:
 // the receiver gets, signed, each address's events (dropped at expansion
 // and at claim, delivered, the hard bounce, the deferral and the later
-// delivery, an open, a click and an unsubscribe) exactly once, with the
+// delivery, an open, two clicks of a link and an unsubscribe) once each, with the
 // send's utr, in fewer POSTs than events; its first two POSTs are answered
 // 500 and are retried until accepted; the attempts are logged.
 func TestWebhookEventsOfASend(t *testing.T) {
@@ -306,14 +306,14 @@ func TestWebhookEventsOfASend(t *testing.T) {
 		t.Fatalf("the send: %+v", c)
 	}
 
-	// An open and a click of ann's mail (a flush of the recorder), and her
+	// An open and two clicks of ann's mail (a flush of the recorder), and her
 	// unsubscribe from the send's group through her mail's link.
 	ann := scalar[int64](t, d, "SELECT id FROM deliveries WHERE send_id = $1 AND email = 'ann@example.com'", f.send)
 	if _, err := d.NumberLinks(ctx, f.send, []string{"https://shop.example/deal"}); err != nil {
 		t.Fatal(err)
 	}
 	if err := d.RecordActivity(ctx, []mail.Open{{SendID: f.send, DeliveryID: ann, ListToken: "tokA"}},
-		[]mail.Click{{SendID: f.send, DeliveryID: ann, Link: 0}}); err != nil {
+		[]mail.Click{{SendID: f.send, DeliveryID: ann, Link: 0}, {SendID: f.send, DeliveryID: ann, Link: 0}}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := d.UnsubscribeRecipient(ctx, mail.UnsubscribeToken{UserID: f.user, Email: "ann@example.com", GroupID: f.group, SendID: f.send},
@@ -321,7 +321,7 @@ func TestWebhookEventsOfASend(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	want := []string{"bounce gone@example.com", "click ann@example.com", "deferred later@example.com",
+	want := []string{"bounce gone@example.com", "click ann@example.com", "click ann@example.com", "deferred later@example.com",
 		"delivered ann@example.com", "delivered bob@example.com", "delivered later@example.com",
 		"dropped dave@example.com", "dropped erin@example.com", "dropped frank@example.com", "dropped hank@example.com",
 		"open ann@example.com", "unsubscribe ann@example.com"}

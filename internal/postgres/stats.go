@@ -135,6 +135,13 @@ func linkTable(rows []db.SendLinksRow) []string {
 	return table
 }
 
+// clickRow is a (send, delivery, link) RecordClicks counted, with its
+// clicks in the flush.
+type clickRow struct {
+	db.RecordClicksRow
+	Clicks int64
+}
+
 // RecordActivity records a flush of the open and click recorder: the
 // deliveries' own counts, their sends' and automations' counters, the
 // statistics, the clicks by link and the webhooks' events, in one
@@ -147,7 +154,7 @@ func (d *DB) RecordActivity(ctx context.Context, opens []mail.Open, clicks []mai
 	return d.InTx(ctx, func(_ pgx.Tx, q *db.Queries) error {
 		counts := map[int64]mail.Counts{}
 		var opened []db.RecordOpensRow
-		var clicked []db.RecordClicksRow
+		var clicked []clickRow
 		if len(opens) > 0 {
 			p := db.RecordOpensParams{SendIds: make([]int64, len(opens)), Ids: make([]int64, len(opens)), ListTokens: make([]string, len(opens))}
 			for i, o := range opens {
@@ -169,18 +176,27 @@ func (d *DB) RecordActivity(ctx context.Context, opens []mail.Open, clicks []mai
 		}
 		if len(clicks) > 0 {
 			p := db.RecordClicksParams{SendIds: make([]int64, len(clicks)), Ids: make([]int64, len(clicks)), Idxs: make([]int32, len(clicks))}
+			type link struct {
+				send, id int64
+				idx      int32
+			}
+			n := make(map[link]int64, len(clicks))
 			for i, c := range clicks {
 				p.SendIds[i], p.Ids[i], p.Idxs[i] = c.SendID, c.DeliveryID, int32(c.Link)
+				n[link{c.SendID, c.DeliveryID, int32(c.Link)}]++
 			}
 			rows, err := q.RecordClicks(ctx, p)
 			if err != nil {
 				return err
 			}
-			clicked = rows
+			clicked = make([]clickRow, len(rows))
+			for i, r := range rows {
+				clicked[i] = clickRow{r, n[link{r.SendID, r.DeliveryID, r.Idx}]}
+			}
 			type delivery struct{ send, id int64 }
 			clickers := map[delivery]bool{}
 			var links db.BumpLinkStatsParams
-			for _, r := range rows {
+			for _, r := range clicked {
 				c := counts[r.SendID]
 				c.TotalClicks += r.Clicks
 				if r.NewClicker && !clickers[delivery{r.SendID, r.DeliveryID}] {

@@ -2,6 +2,8 @@ package postgres_test
 
 import (
 	"context"
+	"fmt"
+	"math/rand/v2"
 	"reflect"
 	"testing"
 
@@ -123,5 +125,62 @@ func BenchmarkAutomationStats(b *testing.B) {
 		if err != nil || len(st.Timeline) != 8760 || st.Delivered != 99*8760 || len(st.Links) != 1000 {
 			b.Fatalf("%d hours, %d links, %v", len(st.Timeline), len(st.Links), err)
 		}
+	}
+}
+
+// BenchmarkRecordActivity is one recorder flush of clicks (and a fifth as
+// many opens) over a send of 100,000 delivered mails and 10 links, at the
+// recorder's batch size and ten times it: what the click redirect's
+// writes cost the database per item.
+func BenchmarkRecordActivity(b *testing.B) {
+	ctx := context.Background()
+	d := testdb.New(b)
+	user, _, err := d.CreateAccount(ctx, "activity-bench")
+	if err != nil {
+		b.Fatal(err)
+	}
+	var send int64
+	if err := d.Pool.QueryRow(ctx, `INSERT INTO single_sends (user_id, utr, template_id, sender_id, unsubscribe_group_id,
+			single_send_name, subject, preheader, status, unique_open_token)
+		VALUES ($1, gen_random_uuid(), 1, 1, 1, 'r', 's', 'p', 2, '{"contacts_1": "tok"}') RETURNING id`, user).Scan(&send); err != nil {
+		b.Fatal(err)
+	}
+	if err := d.EnsurePartition(ctx, send); err != nil {
+		b.Fatal(err)
+	}
+	var ids []int64
+	if err := d.Pool.QueryRow(ctx, `WITH ins AS (INSERT INTO deliveries (send_id, user_id, email, list_key, status)
+		SELECT $1, $2, 'r' || i || '@b.example', 'contacts_1', 2 FROM generate_series(1, 100000) i RETURNING id)
+		SELECT array_agg(id) FROM ins`, send, user).Scan(&ids); err != nil {
+		b.Fatal(err)
+	}
+	urls := make([]string, 10)
+	for i := range urls {
+		urls[i] = fmt.Sprintf("https://shop.example/item/%d", i)
+	}
+	if _, err := d.NumberLinks(ctx, send, urls); err != nil {
+		b.Fatal(err)
+	}
+	if _, err := d.Pool.Exec(ctx, "ANALYZE deliveries"); err != nil {
+		b.Fatal(err)
+	}
+	r := rand.New(rand.NewPCG(1, 2))
+	for _, n := range []int{1000, 10_000} {
+		b.Run(fmt.Sprint(n), func(b *testing.B) {
+			for b.Loop() {
+				clicks := make([]mail.Click, n)
+				for i := range clicks {
+					clicks[i] = mail.Click{SendID: send, DeliveryID: ids[r.IntN(len(ids))], Link: r.IntN(len(urls))}
+				}
+				opens := make([]mail.Open, n/5)
+				for i := range opens {
+					opens[i] = mail.Open{SendID: send, DeliveryID: ids[r.IntN(len(ids))], ListToken: "tok"}
+				}
+				if err := d.RecordActivity(ctx, opens, clicks); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(b.Elapsed().Microseconds())/float64(b.N*n), "µs/click")
+		})
 	}
 }

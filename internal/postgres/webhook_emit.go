@@ -286,7 +286,7 @@ func (d *DB) emitUnsubscribes(ctx context.Context, q *db.Queries, userID int64, 
 // emitActivity puts the open and click events of a flush of the recorder
 // in the outbox of their accounts' webhooks: one row per account and
 // webhook. Nothing is read when no account has a webhook.
-func (d *DB) emitActivity(ctx context.Context, q *db.Queries, opens []db.RecordOpensRow, clicks []db.RecordClicksRow) error {
+func (d *DB) emitActivity(ctx context.Context, q *db.Queries, opens []db.RecordOpensRow, clicks []clickRow) error {
 	if len(opens) == 0 && len(clicks) == 0 {
 		return nil
 	}

@@ -216,20 +216,17 @@ WITH c AS (
     SELECT t.send_id, ($1::bigint[])[t.i] AS id, ($2::int[])[t.i] AS idx, count(*)::int AS n
     FROM unnest($3::bigint[]) WITH ORDINALITY AS t(send_id, i)
     GROUP BY 1, 2, 3
-), v AS (
-    SELECT c.send_id, c.id, c.idx, c.n, l.url,
-           NOT EXISTS (SELECT 1 FROM delivery_clicks p WHERE p.send_id = c.send_id AND p.delivery_id = c.id) AS new_clicker
-    FROM c
-    JOIN send_links l ON l.send_id = c.send_id AND l.idx = c.idx
-    JOIN deliveries dl ON dl.send_id = c.send_id AND dl.id = c.id AND dl.status IN (0, 2)
-), ins AS (
-    INSERT INTO delivery_clicks AS dc (send_id, delivery_id, idx, clicks)
-    SELECT v.send_id, v.id, v.idx, v.n FROM v ORDER BY 1, 2, 3
-    ON CONFLICT (send_id, delivery_id, idx) DO UPDATE SET clicks = dc.clicks + EXCLUDED.clicks
-    RETURNING dc.send_id, dc.delivery_id, dc.idx, (xmax = 0) AS first_of_link
 )
-SELECT v.send_id::bigint AS send_id, v.id::bigint AS delivery_id, v.url, v.n::bigint AS clicks, ins.first_of_link, v.new_clicker
-FROM v JOIN ins ON ins.send_id = v.send_id AND ins.delivery_id = v.id AND ins.idx = v.idx
+INSERT INTO delivery_clicks AS dc (send_id, delivery_id, idx, clicks)
+SELECT c.send_id, c.id, c.idx, c.n
+FROM c
+JOIN send_links l ON l.send_id = c.send_id AND l.idx = c.idx
+JOIN deliveries dl ON dl.send_id = c.send_id AND dl.id = c.id AND dl.status IN (0, 2)
+ORDER BY 1, 2, 3
+ON CONFLICT (send_id, delivery_id, idx) DO UPDATE SET clicks = dc.clicks + EXCLUDED.clicks
+RETURNING dc.send_id, dc.delivery_id, dc.idx, (xmax = 0) AS first_of_link,
+    (SELECT l.url FROM send_links l WHERE l.send_id = dc.send_id AND l.idx = dc.idx)::text AS url,
+    NOT EXISTS (SELECT 1 FROM delivery_clicks p WHERE p.send_id = dc.send_id AND p.delivery_id = dc.delivery_id) AS new_clicker
 `
 
 type RecordClicksParams struct {
@@ -241,17 +238,20 @@ type RecordClicksParams struct {
 type RecordClicksRow struct {
 	SendID      int64
 	DeliveryID  int64
-	Url         string
-	Clicks      int64
+	Idx         int32
 	FirstOfLink bool
+	Url         string
 	NewClicker  bool
 }
 
 // A flush of the click recorder: each (send, delivery, link number) with
 // its clicks, for deliveries and links that exist. Answers, per row
-// counted: the link's address, the scope it counts for, whether it is the
-// delivery's first click of that link and whether the delivery had
-// clicked nothing before this flush.
+// counted: the link's address, whether it is the delivery's first click
+// of that link and whether the delivery had clicked nothing before this
+// flush (the RETURNING subqueries see the table as it was before the
+// statement). The caller knows each row's clicks: what it sent. Nothing
+// joins the inserted rows back to the input: a CTE joined to a CTE is
+// planned as a nested loop of rows x rows.
 func (q *Queries) RecordClicks(ctx context.Context, arg RecordClicksParams) ([]RecordClicksRow, error) {
 	rows, err := q.db.Query(ctx, recordClicks, arg.Ids, arg.Idxs, arg.SendIds)
 	if err != nil {
@@ -264,9 +264,9 @@ func (q *Queries) RecordClicks(ctx context.Context, arg RecordClicksParams) ([]R
 		if err := rows.Scan(
 			&i.SendID,
 			&i.DeliveryID,
-			&i.Url,
-			&i.Clicks,
+			&i.Idx,
 			&i.FirstOfLink,
+			&i.Url,
 			&i.NewClicker,
 		); err != nil {
 			return nil, err
