@@ -1,8 +1,9 @@
 // Package activity is the open and click recorder (docs/tracking.md): the
 // open pixel and the click redirect hand it what they saw and answer at
-// once; it writes what collected with one RecordActivity every second, or
-// as soon as Options.Batch items wait, in one transaction of set-based
-// statements, rather than a write per request. What waits is lost if the
+// once; it writes what collected every second, or as soon as
+// Options.Batch items wait, by RecordActivity transactions of set-based
+// statements (Options.Write items at most each), rather than a write per
+// request. What waits is lost if the
 // process dies (at most a second's, or what a failing database held
 // back); a full buffer drops new items rather than hold a request, and
 // counts them.
@@ -35,6 +36,9 @@ type Options struct {
 	RetryFor time.Duration
 	// Timeout bounds one write: 10 s.
 	Timeout time.Duration
+	// Write is the most items one write takes (a longer backlog goes in
+	// several): 10,000, so that a write's time stays bounded.
+	Write int
 	// Metrics, when set, is where the recorder's series are registered
 	// (docs/metrics.md).
 	Metrics prometheus.Registerer
@@ -58,6 +62,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.Timeout <= 0 {
 		o.Timeout = 10 * time.Second
+	}
+	if o.Write <= 0 {
+		o.Write = 10_000
 	}
 	return o
 }
@@ -173,19 +180,33 @@ func (r *Recorder) loop() {
 	}
 }
 
-// Flush writes what waits now. On failure the items wait for the next
-// write, until they have failed for Options.RetryFor; then they are
-// dropped (counted, logged).
+// Flush writes what waits now, Options.Write items at a time. On failure
+// the items wait for the next write, until they have failed for
+// Options.RetryFor; then they are dropped (counted, logged).
 func (r *Recorder) Flush(ctx context.Context) error {
 	r.flushMu.Lock()
 	defer r.flushMu.Unlock()
-	r.mu.Lock()
-	opens, clicks := r.opens, r.clicks
-	r.opens, r.clicks = nil, nil
-	r.mu.Unlock()
-	if len(opens) == 0 && len(clicks) == 0 {
-		return nil
+	for {
+		r.mu.Lock()
+		n := min(len(r.opens), r.opts.Write)
+		opens := r.opens[:n:n]
+		r.opens = r.opens[n:]
+		m := min(len(r.clicks), r.opts.Write-n)
+		clicks := r.clicks[:m:m]
+		r.clicks = r.clicks[m:]
+		more := n+m == r.opts.Write
+		r.mu.Unlock()
+		if n+m == 0 {
+			return nil
+		}
+		if err := r.write(ctx, opens, clicks); err != nil || !more {
+			return err
+		}
 	}
+}
+
+// write writes one piece taken from what waits, or puts it back.
+func (r *Recorder) write(ctx context.Context, opens []mail.Open, clicks []mail.Click) error {
 	wctx, cancel := context.WithTimeout(ctx, r.opts.Timeout)
 	err := r.store.RecordActivity(wctx, opens, clicks)
 	cancel()

@@ -229,3 +229,38 @@ func count(t *testing.T, reg *prometheus.Registry, kind, outcome string) float64
 	t.Fatalf("no series %s %s", kind, outcome)
 	return 0
 }
+
+// A backlog longer than Options.Write goes in several writes of at most
+// that many items, opens first, and all of it is written.
+func TestRecorderWritesInPieces(t *testing.T) {
+	t.Parallel()
+	s := &store{writes: make(chan int, 10)}
+	r := New(s, quiet(), Options{Every: time.Hour, Batch: 100, Write: 10})
+	defer r.Close(context.Background())
+	for i := range 22 {
+		r.Click(mail.Click{SendID: 1, DeliveryID: int64(i + 1)})
+	}
+	for i := range 3 {
+		r.Open(mail.Open{SendID: 1, DeliveryID: int64(i + 1), ListToken: "t"})
+	}
+	if err := r.Flush(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	var sizes []int
+	for range 3 {
+		sizes = append(sizes, <-s.writes)
+	}
+	if sizes[0] != 10 || sizes[1] != 10 || sizes[2] != 5 {
+		t.Fatalf("writes of %v items, want 10, 10, 5", sizes)
+	}
+	if opens, clicks, calls := s.counts(); opens != 3 || clicks != 22 || calls != 3 {
+		t.Fatalf("%d opens, %d clicks in %d writes", opens, clicks, calls)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for i, c := range s.clicks {
+		if c.DeliveryID != int64(i+1) {
+			t.Fatalf("click %d is %+v: written out of order", i, c)
+		}
+	}
+}
