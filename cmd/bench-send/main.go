@@ -43,6 +43,7 @@ type options struct {
 	automation        bool
 	drill             string // "", "pg" or "redis"
 	webhook           bool   // a webhook wanting every event, to a receiver in this process
+	trackedLinks      bool   // the template's links are plain addresses, tracked unless CLICK_TRACKING=off
 }
 
 func main() {
@@ -56,6 +57,7 @@ func main() {
 	flag.BoolVar(&o.noPipelining, "no-pipelining", false, "the sink hides PIPELINING (the engine must still work)")
 	flag.BoolVar(&o.automation, "automation", false, "instead of a single send: N contacts imported into a live welcome automation with an instant mail")
 	flag.StringVar(&o.drill, "drill", "", "a fault mid-send (docs/operations.md): pg (restart PostgreSQL) or redis (stop Redis for 30 s)")
+	flag.BoolVar(&o.trackedLinks, "tracked-links", false, "the template's four links are plain addresses (tracked unless CLICK_TRACKING=off) rather than ones holding ((postal_code)) (never tracked)")
 	flag.BoolVar(&o.webhook, "webhook", false, "the account has a webhook wanting every event, posting to a receiver in this process that checks signatures")
 	flag.Parse()
 	if err := run(context.Background(), o); err != nil {
@@ -121,7 +123,8 @@ func run(ctx context.Context, o options) error {
 	if o.automation {
 		return runAutomation(ctx, o, c, env, dir, sink)
 	}
-	fmt.Printf("bench-send: N=%d, workers=%d, conns=%d, pipelining=%v, webhook=%v\n", o.n, o.workers, o.conns, !o.noPipelining, o.webhook)
+	fmt.Printf("bench-send: N=%d, workers=%d, conns=%d, pipelining=%v, webhook=%v, tracked links=%v, CLICK_TRACKING=%q\n",
+		o.n, o.workers, o.conns, !o.noPipelining, o.webhook, o.trackedLinks, os.Getenv("CLICK_TRACKING"))
 	var hooks *hookReceiver
 	if o.webhook {
 		if hooks, err = startHookReceiver(); err != nil {
@@ -178,7 +181,7 @@ func run(ctx context.Context, o options) error {
 	cpu0 := cpuNow(workerPIDs, api.Process.Pid, o.dbName)
 	created := time.Now()
 	res, err := c.Call("POST", "/single/send/create", url.Values{
-		"template_id": {"1"}, "template_html": {template}, "sender_id": {strconv.FormatInt(sender, 10)},
+		"template_id": {"1"}, "template_html": {mailHTML(o.trackedLinks)}, "sender_id": {strconv.FormatInt(sender, 10)},
 		"unsubscribe_group_id": {strconv.FormatInt(group, 10)}, "single_send_name": {"Bench"},
 		"subject": {"Hello ((first_name)), this week's picks"}, "preheader": {"Fresh picks for ((first_name))"},
 		"recipient_id[0]": {"contacts_" + strconv.FormatInt(listA, 10)}, "recipient_id[1]": {"contacts_" + strconv.FormatInt(listB, 10)},
@@ -337,17 +340,31 @@ func (c *client) checkStats(utr string, send sendState, mails int64) error {
 	return nil
 }
 
-// template is a ~4 KB personalized HTML mail.
-var template = `<!doctype html><html><head><meta charset="utf-8"><title>Picks</title></head><body style="margin:0;background:#f4f5f7">
+// mailHTML is a ~4 KB personalized HTML mail with four shop links: each
+// holding the recipient's ((postal_code)) (so never tracked), or, with
+// tracked, four plain addresses that click tracking rewrites.
+func mailHTML(tracked bool) string {
+	var b strings.Builder
+	b.WriteString(`<!doctype html><html><head><meta charset="utf-8"><title>Picks</title></head><body style="margin:0;background:#f4f5f7">
 <table role="presentation" width="100%" cellpadding="0" cellspacing="0"><tr><td align="center">
 <table role="presentation" width="600" cellpadding="0" cellspacing="0" style="background:#ffffff;font-family:Helvetica,Arial,sans-serif">
 <tr><td style="padding:32px 40px;font-size:24px;font-weight:bold;color:#111">Hello ((first_name)) ((last_name)),</td></tr>
-` + strings.Repeat(`<tr><td style="padding:0 40px 16px;font-size:16px;line-height:24px;color:#333">
+`)
+	for i := range 4 {
+		link := "https://shop.example/picks?ref=((postal_code))"
+		if tracked {
+			link = fmt.Sprintf("https://shop.example/picks/%d?utm_campaign=picks", i+1)
+		}
+		fmt.Fprintf(&b, `<tr><td style="padding:0 40px 16px;font-size:16px;line-height:24px;color:#333">
 Here is a pick we think you will like in ((city)): a well-made thing at a fair price, chosen for ((first_name)) by our team.
-<a href="https://shop.example/picks?ref=((postal_code))" style="color:#1f4fa3">See it in the shop</a>.</td></tr>
-`, 4) + `<tr><td style="padding:24px 40px;font-size:12px;color:#777">Sent to ((email)) by ((sender_name)), ((sender_address)).
+<a href="%s" style="color:#1f4fa3">See it in the shop</a>.</td></tr>
+`, link)
+	}
+	b.WriteString(`<tr><td style="padding:24px 40px;font-size:12px;color:#777">Sent to ((email)) by ((sender_name)), ((sender_address)).
 <a href="((unsubscribe_preferences))" style="color:#777">Unsubscribe or manage your preferences</a></td></tr>
-</table></td></tr></table></body></html>`
+</table></td></tr></table></body></html>`)
+	return b.String()
+}
 
 func command(ctx context.Context, env []string, name string, args ...string) *exec.Cmd {
 	cmd := exec.CommandContext(ctx, name, args...)
@@ -562,7 +579,7 @@ func runAutomation(ctx context.Context, o options, c *client, env []string, dir 
 	}
 	if _, err := c.Call("POST", "/automations/schedule/create", url.Values{"utr": {made.UTR}, "sender_id": {strconv.FormatInt(sender, 10)},
 		"subject": {"Welcome, ((first_name))"}, "waiting_period": {"1"}, "waiting_type": {"instantly"}, "template_id": {"1"},
-		"preview_img": {"blank.png"}, "template_html": {template}}); err != nil {
+		"preview_img": {"blank.png"}, "template_html": {mailHTML(o.trackedLinks)}}); err != nil {
 		return err
 	}
 	if _, err := c.Call("GET", "/automations/set-live?utr="+made.UTR, nil); err != nil {
