@@ -261,7 +261,8 @@ func kindsOf(events []hookEvent) []string {
 // and at claim, delivered, the hard bounce, the deferral and the later
 // delivery, an open, two clicks of a link and an unsubscribe) once each, with the
 // send's utr, in fewer POSTs than events; its first two POSTs are answered
-// 500 and are retried until accepted; the attempts are logged.
+// 500 and are retried until accepted; the attempts are logged; the send's
+// statistics count what the receiver was told.
 func TestWebhookEventsOfASend(t *testing.T) {
 	ctx := context.Background()
 	d := testdb.New(t)
@@ -365,6 +366,38 @@ func TestWebhookEventsOfASend(t *testing.T) {
 				t.Errorf("unsubscribe %+v", e)
 			}
 		}
+	}
+	// The statistics count what the receiver was told.
+	var told mail.Counts
+	opened, clicked := map[int64]bool{}, map[int64]bool{}
+	for _, e := range got {
+		switch e.Event {
+		case "delivered":
+			told.Delivered++
+		case "deferred":
+			told.Deferred++
+		case "bounce":
+			told.Bounces++
+		case "open":
+			told.TotalOpens++
+			opened[e.DeliveryID] = true
+		case "click":
+			told.TotalClicks++
+			clicked[e.DeliveryID] = true
+		case "unsubscribe":
+			told.Unsubscribes++
+		case "complaint":
+			told.Complaints++
+		}
+	}
+	told.UniqueOpens, told.UniqueClicks = int64(len(opened)), int64(len(clicked))
+	st, err := d.SingleSendStats(ctx, f.user, utr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	told.Triggered, told.SoftBounces = st.Counts.Triggered, st.Counts.SoftBounces
+	if st.Counts != told {
+		t.Errorf("statistics %+v, the receiver was told %+v", st.Counts, told)
 	}
 	r.mu.Lock()
 	posts, accepted, bad := r.posts, len(r.accepted), r.badSig

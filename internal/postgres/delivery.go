@@ -79,7 +79,7 @@ func (d *DB) DispatchSend(ctx context.Context, id int64, version int32, batchSiz
 		if err != nil {
 			return err
 		}
-		if err := d.emitDroppedAudience(ctx, q, id, audience); err != nil {
+		if err := d.emitDroppedAudience(ctx, q, id, audience, n); err != nil {
 			return err
 		}
 		bs := int32(batchSize)

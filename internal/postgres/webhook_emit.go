@@ -230,21 +230,41 @@ func emitSkipped(ctx context.Context, q *db.Queries, sendID int64, ids []int64) 
 
 // emitDroppedAudience puts a dropped event for each address of a send's
 // audience its expansion left out because suppressed, when a webhook of the
-// account wants them: the audience is read a second time for them, so
-// only then.
-func (d *DB) emitDroppedAudience(ctx context.Context, q *db.Queries, sendID int64, p db.ExpandSendParams) error {
+// account wants them: read from the audience a second time
+// (SuppressedAudience), or from the suppressions when the account has
+// fewer of them than the send has recipients (SuppressedMembers, the same
+// rows): the smaller side is walked, index probes into the other.
+// recipients is how many the expansion kept.
+func (d *DB) emitDroppedAudience(ctx context.Context, q *db.Queries, sendID int64, p db.ExpandSendParams, recipients int64) error {
 	wanted, err := d.hookKinds(ctx, q, p.UserID)
 	if err != nil || wanted&mail.HookDropped == 0 {
 		return err
 	}
-	rows, err := q.SuppressedAudience(ctx, db.SuppressedAudienceParams{UserID: p.UserID, TypeIds: p.TypeIds, SegmentIds: p.SegmentIds,
-		GroupID: p.GroupID, ExcludeTypeIds: p.ExcludeTypeIds, ExcludeSegmentIds: p.ExcludeSegmentIds})
-	if err != nil || len(rows) == 0 {
+	suppressions, err := q.SuppressionsUpTo(ctx, db.SuppressionsUpToParams{UserID: p.UserID, GroupID: p.GroupID, N: recipients + 1})
+	if err != nil {
 		return err
 	}
+	var dropped []db.SuppressedAudienceRow
+	if suppressions <= recipients {
+		rows, err := q.SuppressedMembers(ctx, db.SuppressedMembersParams{UserID: p.UserID, TypeIds: p.TypeIds, SegmentIds: p.SegmentIds,
+			GroupID: p.GroupID, ExcludeTypeIds: p.ExcludeTypeIds, ExcludeSegmentIds: p.ExcludeSegmentIds})
+		if err != nil {
+			return err
+		}
+		dropped = make([]db.SuppressedAudienceRow, len(rows))
+		for i, r := range rows {
+			dropped[i] = db.SuppressedAudienceRow(r)
+		}
+	} else if dropped, err = q.SuppressedAudience(ctx, db.SuppressedAudienceParams{UserID: p.UserID, TypeIds: p.TypeIds, SegmentIds: p.SegmentIds,
+		GroupID: p.GroupID, ExcludeTypeIds: p.ExcludeTypeIds, ExcludeSegmentIds: p.ExcludeSegmentIds}); err != nil {
+		return err
+	}
+	if len(dropped) == 0 {
+		return nil
+	}
 	at := time.Now().Unix()
-	events := make([]mail.HookEvent, len(rows))
-	for i, r := range rows {
+	events := make([]mail.HookEvent, len(dropped))
+	for i, r := range dropped {
 		events[i] = mail.HookEvent{Kind: mail.HookDropped, At: at, Email: r.Email, SendID: sendID, Reason: r.Reason}
 	}
 	return d.emitWebhookEvents(ctx, q, p.UserID, events)

@@ -523,6 +523,115 @@ func (q *Queries) SuppressedAudience(ctx context.Context, arg SuppressedAudience
 	return items, nil
 }
 
+const suppressedMembers = `-- name: SuppressedMembers :many
+WITH s AS (
+    SELECT u.email_lc FROM unsubscribes u
+    WHERE u.user_id = $1 AND COALESCE(u.unsubscribe_groups_id, 0) IN (0, $6::bigint)
+    UNION
+    SELECT b.email_lc FROM bounces b WHERE b.user_id = $1
+)
+SELECT m.email::text AS email,
+       (CASE WHEN EXISTS (SELECT 1 FROM bounces b WHERE b.user_id = $1 AND b.email_lc = s.email_lc)
+             THEN 'Bounced Address' ELSE 'Unsubscribed Address' END)::text AS reason
+FROM s
+CROSS JOIN LATERAL (
+    SELECT min(y.email) AS email
+    FROM (
+        SELECT c.email FROM contacts c
+        WHERE c.contact_type_id = ANY($2::bigint[]) AND c.email_lc = s.email_lc AND c.user_id = $1 AND c.deleted_at IS NULL
+        UNION ALL
+        SELECT c.email FROM contacts c
+        JOIN segment_recipients sr ON sr.segment_id = ANY($3::bigint[]) AND sr.contact_id = c.id
+        WHERE c.contact_type_id IN (SELECT t.id FROM contact_types t WHERE t.user_id = $1)
+          AND c.email_lc = s.email_lc AND c.user_id = $1 AND c.deleted_at IS NULL
+        UNION ALL
+        SELECT sr.email FROM segment_recipients sr
+        WHERE sr.segment_id = ANY($3::bigint[]) AND sr.contact_id IS NULL AND sr.email_lc = s.email_lc
+          AND sr.user_id = $1 AND sr.email IS NOT NULL
+    ) y
+) m
+WHERE m.email IS NOT NULL
+  AND NOT EXISTS (SELECT 1 FROM contacts e
+                  WHERE e.contact_type_id = ANY($4::bigint[]) AND e.user_id = $1
+                    AND e.email_lc = s.email_lc AND e.deleted_at IS NULL)
+  AND NOT EXISTS (SELECT 1 FROM segment_recipients es
+                  LEFT JOIN contacts ec ON ec.id = es.contact_id AND ec.deleted_at IS NULL
+                  WHERE es.segment_id = ANY($5::bigint[]) AND es.user_id = $1
+                    AND lower(COALESCE(ec.email, es.email)) = s.email_lc)
+ORDER BY s.email_lc
+`
+
+type SuppressedMembersParams struct {
+	UserID            int64
+	TypeIds           []int64
+	SegmentIds        []int64
+	ExcludeTypeIds    []int64
+	ExcludeSegmentIds []int64
+	GroupID           int64
+}
+
+type SuppressedMembersRow struct {
+	Email  string
+	Reason string
+}
+
+// SuppressedAudience worked from the suppressions: each suppressed address
+// that is in the send's lists (a live contact of the target types, a live
+// contact member of the target segments, a member stored by hand), with
+// the lists' spelling SuppressedAudience gives, unless the exclude lists
+// hold it. Index probes per suppression, for an account with fewer
+// suppressions than the send has recipients.
+func (q *Queries) SuppressedMembers(ctx context.Context, arg SuppressedMembersParams) ([]SuppressedMembersRow, error) {
+	rows, err := q.db.Query(ctx, suppressedMembers,
+		arg.UserID,
+		arg.TypeIds,
+		arg.SegmentIds,
+		arg.ExcludeTypeIds,
+		arg.ExcludeSegmentIds,
+		arg.GroupID,
+	)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []SuppressedMembersRow
+	for rows.Next() {
+		var i SuppressedMembersRow
+		if err := rows.Scan(&i.Email, &i.Reason); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const suppressionsUpTo = `-- name: SuppressionsUpTo :one
+SELECT ((SELECT count(*) FROM (SELECT 1 FROM unsubscribes u
+                                WHERE u.user_id = $1 AND COALESCE(u.unsubscribe_groups_id, 0) IN (0, $2::bigint)
+                                LIMIT $3::bigint) a)
+      + (SELECT count(*) FROM (SELECT 1 FROM bounces b WHERE b.user_id = $1 LIMIT $3::bigint) b))::bigint AS n
+`
+
+type SuppressionsUpToParams struct {
+	UserID  int64
+	GroupID int64
+	N       int64
+}
+
+// How many suppressions could drop an address of a send (the account's
+// global and the group's unsubscribes, its hard bounces), counted no
+// further than n of each kind: which way round SuppressedAudience's work
+// is cheaper.
+func (q *Queries) SuppressionsUpTo(ctx context.Context, arg SuppressionsUpToParams) (int64, error) {
+	row := q.db.QueryRow(ctx, suppressionsUpTo, arg.UserID, arg.GroupID, arg.N)
+	var n int64
+	err := row.Scan(&n)
+	return n, err
+}
+
 const updateWebhook = `-- name: UpdateWebhook :execrows
 UPDATE webhooks SET url = $1, events = $2, updated_at = now()
 WHERE id = $3 AND user_id = $4 AND deleted_at IS NULL

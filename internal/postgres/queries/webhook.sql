@@ -89,6 +89,59 @@ WHERE (EXISTS (SELECT 1 FROM unsubscribes u
                     AND lower(COALESCE(ec.email, es.email)) = x.email_lc)
 ORDER BY x.email_lc;
 
+-- name: SuppressionsUpTo :one
+-- How many suppressions could drop an address of a send (the account's
+-- global and the group's unsubscribes, its hard bounces), counted no
+-- further than n of each kind: which way round SuppressedAudience's work
+-- is cheaper.
+SELECT ((SELECT count(*) FROM (SELECT 1 FROM unsubscribes u
+                                WHERE u.user_id = @user_id AND COALESCE(u.unsubscribe_groups_id, 0) IN (0, @group_id::bigint)
+                                LIMIT @n::bigint) a)
+      + (SELECT count(*) FROM (SELECT 1 FROM bounces b WHERE b.user_id = @user_id LIMIT @n::bigint) b))::bigint AS n;
+
+-- name: SuppressedMembers :many
+-- SuppressedAudience worked from the suppressions: each suppressed address
+-- that is in the send's lists (a live contact of the target types, a live
+-- contact member of the target segments, a member stored by hand), with
+-- the lists' spelling SuppressedAudience gives, unless the exclude lists
+-- hold it. Index probes per suppression, for an account with fewer
+-- suppressions than the send has recipients.
+WITH s AS (
+    SELECT u.email_lc FROM unsubscribes u
+    WHERE u.user_id = @user_id AND COALESCE(u.unsubscribe_groups_id, 0) IN (0, @group_id::bigint)
+    UNION
+    SELECT b.email_lc FROM bounces b WHERE b.user_id = @user_id
+)
+SELECT m.email::text AS email,
+       (CASE WHEN EXISTS (SELECT 1 FROM bounces b WHERE b.user_id = @user_id AND b.email_lc = s.email_lc)
+             THEN 'Bounced Address' ELSE 'Unsubscribed Address' END)::text AS reason
+FROM s
+CROSS JOIN LATERAL (
+    SELECT min(y.email) AS email
+    FROM (
+        SELECT c.email FROM contacts c
+        WHERE c.contact_type_id = ANY(@type_ids::bigint[]) AND c.email_lc = s.email_lc AND c.user_id = @user_id AND c.deleted_at IS NULL
+        UNION ALL
+        SELECT c.email FROM contacts c
+        JOIN segment_recipients sr ON sr.segment_id = ANY(@segment_ids::bigint[]) AND sr.contact_id = c.id
+        WHERE c.contact_type_id IN (SELECT t.id FROM contact_types t WHERE t.user_id = @user_id)
+          AND c.email_lc = s.email_lc AND c.user_id = @user_id AND c.deleted_at IS NULL
+        UNION ALL
+        SELECT sr.email FROM segment_recipients sr
+        WHERE sr.segment_id = ANY(@segment_ids::bigint[]) AND sr.contact_id IS NULL AND sr.email_lc = s.email_lc
+          AND sr.user_id = @user_id AND sr.email IS NOT NULL
+    ) y
+) m
+WHERE m.email IS NOT NULL
+  AND NOT EXISTS (SELECT 1 FROM contacts e
+                  WHERE e.contact_type_id = ANY(@exclude_type_ids::bigint[]) AND e.user_id = @user_id
+                    AND e.email_lc = s.email_lc AND e.deleted_at IS NULL)
+  AND NOT EXISTS (SELECT 1 FROM segment_recipients es
+                  LEFT JOIN contacts ec ON ec.id = es.contact_id AND ec.deleted_at IS NULL
+                  WHERE es.segment_id = ANY(@exclude_segment_ids::bigint[]) AND es.user_id = @user_id
+                    AND lower(COALESCE(ec.email, es.email)) = s.email_lc)
+ORDER BY s.email_lc;
+
 -- name: WebhooksWithPending :many
 -- The webhooks with events waiting, found by skipping through the
 -- pending index (one probe per webhook, however many rows wait).
