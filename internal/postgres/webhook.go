@@ -157,10 +157,18 @@ type WebhookPost struct {
 // rows until they hold maxEvents events (at least one row), and writes
 // their JSON array into buf (reused): the deliveries the rows name are
 // read, the sends' utrs looked up. No rows: Batches is empty. A deleted
-// webhook is ENOTFOUND.
+// webhook is ENOTFOUND, and what still waits for it is dropped.
 func (d *DB) NextWebhookPost(ctx context.Context, id int64, maxEvents int, buf []byte) (WebhookPost, error) {
 	p := WebhookPost{Body: buf[:0]}
 	w, err := d.q.WebhookForDelivery(ctx, id)
+	if mail.ErrorCode(err) == mail.ENOTFOUND {
+		// Deleted: rows an emitter wrote as the delete committed go now,
+		// or the sweep would find them every second.
+		if err := d.q.DropWebhookBatches(ctx, id); err != nil {
+			return p, err
+		}
+		return p, mail.NotFound()
+	}
 	if err != nil {
 		return p, err
 	}
@@ -331,8 +339,9 @@ func (d *DB) WebhookPosted(ctx context.Context, webhookID int64, batches []int64
 }
 
 // WebhookFailed records a failed POST: each row carried counts the
-// attempt, those written before giveUpBefore are given up (state 2). It
-// answers how many rows and events were given up.
+// attempt, those written before giveUpBefore are given up (state 2), and
+// so are the webhook's other waiting rows written before it. It answers
+// how many rows and events were given up.
 func (d *DB) WebhookFailed(ctx context.Context, webhookID int64, batches []int64, a mail.WebhookAttempt, giveUpBefore time.Time) (rows, events int, err error) {
 	err = d.InTx(ctx, func(_ pgx.Tx, q *db.Queries) error {
 		rows, events = 0, 0
@@ -345,6 +354,14 @@ func (d *DB) WebhookFailed(ctx context.Context, webhookID int64, batches []int64
 				rows++
 				events += int(r.N)
 			}
+		}
+		older, err := q.GiveUpWebhookBatches(ctx, db.GiveUpWebhookBatchesParams{WebhookID: webhookID, GiveUpBefore: giveUpBefore})
+		if err != nil {
+			return err
+		}
+		for _, r := range older {
+			rows++
+			events += int(r.N)
 		}
 		a.Result = mail.WebhookRetrying
 		if rows > 0 {

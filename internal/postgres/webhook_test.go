@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/mailroom/mailroom/internal/mail"
 	"github.com/mailroom/mailroom/internal/postgres"
@@ -369,5 +370,60 @@ func TestSuppressedMembersMatchesAudience(t *testing.T) {
 		if !slices.Equal(gotRows, want) {
 			t.Errorf("case %d: from the suppressions\n%v\nfrom the audience\n%v", i, gotRows, want)
 		}
+	}
+}
+
+// A failed POST gives up every row of its webhook written before the
+// retry window, not only the rows it carried; a deleted webhook's rows
+// that an emitter wrote as the delete committed are dropped by the next
+// read instead of being found by every sweep.
+func TestWebhookGiveUpAndDeletedRows(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	d := testdb.New(t)
+	user, _, err := d.CreateAccount(ctx, "give-up")
+	if err != nil {
+		t.Fatal(err)
+	}
+	hook, _, err := d.CreateWebhook(ctx, user, mail.WebhookInput{URL: "https://dead.example/", Events: mail.HookBounce})
+	if err != nil {
+		t.Fatal(err)
+	}
+	row := func(age string) int64 {
+		t.Helper()
+		var id int64
+		if err := d.Pool.QueryRow(ctx, `INSERT INTO webhook_batches (webhook_id, events, n, created_at)
+			VALUES ($1, '[{"kind":4,"at":1,"email":"a@b.example"}]', 1, now() - $2::interval) RETURNING id`, hook, age).Scan(&id); err != nil {
+			t.Fatal(err)
+		}
+		return id
+	}
+	carried := row("30 hours")
+	row("29 hours")
+	row("25 hours")
+	fresh := row("1 hour")
+	rows, events, err := d.WebhookFailed(ctx, hook, []int64{carried}, mail.WebhookAttempt{Error: "dial: refused", Events: 1},
+		time.Now().Add(-24*time.Hour))
+	if err != nil || rows != 3 || events != 3 {
+		t.Fatalf("given up %d rows, %d events (%v): want the three older than a day", rows, events, err)
+	}
+	var pending []int64
+	if err := d.Pool.QueryRow(ctx, "SELECT COALESCE(array_agg(id), '{}') FROM webhook_batches WHERE webhook_id = $1 AND state = 0", hook).Scan(&pending); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(pending, []int64{fresh}) {
+		t.Fatalf("still waiting %v, want only the fresh row %d", pending, fresh)
+	}
+
+	if err := d.DeleteWebhook(ctx, user, hook); err != nil {
+		t.Fatal(err)
+	}
+	row("0 hours") // an emitter's row committed just after the delete
+	if _, err := d.NextWebhookPost(ctx, hook, 5000, nil); mail.ErrorCode(err) != mail.ENOTFOUND {
+		t.Fatalf("a deleted webhook's post: %v", err)
+	}
+	var left int
+	if err := d.Pool.QueryRow(ctx, "SELECT count(*) FROM webhook_batches WHERE webhook_id = $1", hook).Scan(&left); err != nil || left != 0 {
+		t.Fatalf("%d rows left for the deleted webhook (%v)", left, err)
 	}
 }

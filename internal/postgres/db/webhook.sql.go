@@ -161,6 +161,46 @@ func (q *Queries) EmitWebhookBatch(ctx context.Context, arg EmitWebhookBatchPara
 	return result.RowsAffected(), nil
 }
 
+const giveUpWebhookBatches = `-- name: GiveUpWebhookBatches :many
+UPDATE webhook_batches
+SET state = 2, failed_at = now()
+WHERE webhook_id = $1 AND state = 0 AND created_at < $2::timestamptz
+RETURNING id, n
+`
+
+type GiveUpWebhookBatchesParams struct {
+	WebhookID    int64
+	GiveUpBefore time.Time
+}
+
+type GiveUpWebhookBatchesRow struct {
+	ID int64
+	N  int32
+}
+
+// After a failed POST, the webhook's other rows older than give_up_before
+// are given up too (a POST carries only the oldest few thousand events: a
+// dead endpoint would otherwise keep a day's later rows for ever).
+func (q *Queries) GiveUpWebhookBatches(ctx context.Context, arg GiveUpWebhookBatchesParams) ([]GiveUpWebhookBatchesRow, error) {
+	rows, err := q.db.Query(ctx, giveUpWebhookBatches, arg.WebhookID, arg.GiveUpBefore)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []GiveUpWebhookBatchesRow
+	for rows.Next() {
+		var i GiveUpWebhookBatchesRow
+		if err := rows.Scan(&i.ID, &i.N); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const hookDeliveries = `-- name: HookDeliveries :many
 SELECT d.id, d.email
 FROM deliveries d

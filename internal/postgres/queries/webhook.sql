@@ -213,6 +213,15 @@ SET attempts = attempts + 1,
 WHERE id = ANY(@ids::bigint[]) AND state = 0
 RETURNING id, n, state;
 
+-- name: GiveUpWebhookBatches :many
+-- After a failed POST, the webhook's other rows older than give_up_before
+-- are given up too (a POST carries only the oldest few thousand events: a
+-- dead endpoint would otherwise keep a day's later rows for ever).
+UPDATE webhook_batches
+SET state = 2, failed_at = now()
+WHERE webhook_id = @webhook_id AND state = 0 AND created_at < @give_up_before::timestamptz
+RETURNING id, n;
+
 -- name: RecordWebhookAttempt :exec
 -- Logs an attempt and keeps the webhook's last 100 (the DELETE does not
 -- see the new row: it keeps 99 older ones).
