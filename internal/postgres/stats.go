@@ -193,16 +193,26 @@ func (d *DB) RecordActivity(ctx context.Context, opens []mail.Open, clicks []mai
 			for i, r := range rows {
 				clicked[i] = clickRow{r, n[link{r.SendID, r.DeliveryID, r.Idx}]}
 			}
-			type delivery struct{ send, id int64 }
-			clickers := map[delivery]bool{}
+			// The mails clicking for the first time, marked on their rows.
+			var m db.MarkClickersParams
+			for _, r := range rows {
+				m.SendIds, m.Ids = append(m.SendIds, r.SendID), append(m.Ids, r.DeliveryID)
+			}
+			if len(m.Ids) > 0 {
+				first, err := q.MarkClickers(ctx, m)
+				if err != nil {
+					return err
+				}
+				for _, f := range first {
+					c := counts[f.SendID]
+					c.UniqueClicks++
+					counts[f.SendID] = c
+				}
+			}
 			var links db.BumpLinkStatsParams
 			for _, r := range clicked {
 				c := counts[r.SendID]
 				c.TotalClicks += r.Clicks
-				if r.NewClicker && !clickers[delivery{r.SendID, r.DeliveryID}] {
-					clickers[delivery{r.SendID, r.DeliveryID}] = true
-					c.UniqueClicks++
-				}
 				counts[r.SendID] = c
 				uniq := int64(0)
 				if r.FirstOfLink {

@@ -184,3 +184,64 @@ func BenchmarkRecordActivity(b *testing.B) {
 		})
 	}
 }
+
+// Two processes flushing clicks of the same mails at the same moment (a
+// link scanner clicking every link through two API processes) count each
+// mail one unique clicker, and every click.
+func TestConcurrentClicksCountOnce(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	d := testdb.New(t)
+	user, _, err := d.CreateAccount(ctx, "concurrent-clicks")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var send int64
+	var utr string
+	if err := d.Pool.QueryRow(ctx, `INSERT INTO single_sends (user_id, utr, template_id, sender_id, unsubscribe_group_id,
+			single_send_name, subject, preheader, status, unique_open_token)
+		VALUES ($1, gen_random_uuid(), 1, 1, 1, 'c', 's', 'p', 2, '{"contacts_1": "tok"}') RETURNING id, utr::text`, user).Scan(&send, &utr); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.EnsurePartition(ctx, send); err != nil {
+		t.Fatal(err)
+	}
+	var ids []int64
+	if err := d.Pool.QueryRow(ctx, `WITH ins AS (INSERT INTO deliveries (send_id, user_id, email, list_key, status)
+		SELECT $1, $2, 'c' || i || '@b.example', 'contacts_1', 2 FROM generate_series(1, 300) i RETURNING id)
+		SELECT array_agg(id ORDER BY id) FROM ins`, send, user).Scan(&ids); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := d.NumberLinks(ctx, send, []string{"https://a.example/", "https://b.example/"}); err != nil {
+		t.Fatal(err)
+	}
+	const rounds, writers = 10, 2
+	per := len(ids) / rounds
+	for r := range rounds {
+		var clicks []mail.Click
+		for _, id := range ids[r*per : (r+1)*per] {
+			clicks = append(clicks, mail.Click{SendID: send, DeliveryID: id, Link: 0}, mail.Click{SendID: send, DeliveryID: id, Link: 1})
+		}
+		errs := make(chan error, writers)
+		for range writers {
+			go func() { errs <- d.RecordActivity(ctx, nil, clicks) }()
+		}
+		for range writers {
+			if err := <-errs; err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	st, err := d.SingleSendStats(ctx, user, utr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Counts.UniqueClicks != int64(len(ids)) || st.Counts.TotalClicks != int64(len(ids)*2*writers) {
+		t.Errorf("unique %d, total %d clicks; want %d and %d", st.Counts.UniqueClicks, st.Counts.TotalClicks, len(ids), len(ids)*2*writers)
+	}
+	for _, l := range st.Links {
+		if l.UniqueClicks != int64(len(ids)) || l.TotalClicks != int64(len(ids)*writers) {
+			t.Errorf("link %+v: want %d unique, %d total", l, len(ids), len(ids)*writers)
+		}
+	}
+}

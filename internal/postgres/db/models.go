@@ -159,6 +159,7 @@ type Delivery struct {
 	Error              *string
 	BouncedAt          *time.Time
 	ComplainedAt       *time.Time
+	ClickedAt          *time.Time
 }
 
 type DeliveryClick struct {

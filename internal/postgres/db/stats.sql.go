@@ -211,6 +211,48 @@ func (q *Queries) LockSendLinks(ctx context.Context, sendID int64) error {
 	return err
 }
 
+const markClickers = `-- name: MarkClickers :many
+UPDATE deliveries d SET clicked_at = now()
+FROM (SELECT DISTINCT t.send_id, ($1::bigint[])[t.i] AS id
+      FROM unnest($2::bigint[]) WITH ORDINALITY AS t(send_id, i)) k
+WHERE d.send_id = k.send_id AND d.id = k.id AND d.clicked_at IS NULL
+RETURNING d.send_id, d.id
+`
+
+type MarkClickersParams struct {
+	Ids     []int64
+	SendIds []int64
+}
+
+type MarkClickersRow struct {
+	SendID int64
+	ID     int64
+}
+
+// The deliveries of a flush's counted clicks that had clicked nothing
+// before: their first click is marked. A concurrent flush of the same
+// mail waits for this one's row lock and then finds the mark, so each
+// mail is one unique clicker however many processes record its clicks.
+func (q *Queries) MarkClickers(ctx context.Context, arg MarkClickersParams) ([]MarkClickersRow, error) {
+	rows, err := q.db.Query(ctx, markClickers, arg.Ids, arg.SendIds)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []MarkClickersRow
+	for rows.Next() {
+		var i MarkClickersRow
+		if err := rows.Scan(&i.SendID, &i.ID); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const recordClicks = `-- name: RecordClicks :many
 WITH c AS (
     SELECT t.send_id, ($1::bigint[])[t.i] AS id, ($2::int[])[t.i] AS idx, count(*)::int AS n
@@ -225,8 +267,7 @@ JOIN deliveries dl ON dl.send_id = c.send_id AND dl.id = c.id AND dl.status IN (
 ORDER BY 1, 2, 3
 ON CONFLICT (send_id, delivery_id, idx) DO UPDATE SET clicks = dc.clicks + EXCLUDED.clicks
 RETURNING dc.send_id, dc.delivery_id, dc.idx, (xmax = 0) AS first_of_link,
-    (SELECT l.url FROM send_links l WHERE l.send_id = dc.send_id AND l.idx = dc.idx)::text AS url,
-    NOT EXISTS (SELECT 1 FROM delivery_clicks p WHERE p.send_id = dc.send_id AND p.delivery_id = dc.delivery_id) AS new_clicker
+    (SELECT l.url FROM send_links l WHERE l.send_id = dc.send_id AND l.idx = dc.idx)::text AS url
 `
 
 type RecordClicksParams struct {
@@ -241,17 +282,14 @@ type RecordClicksRow struct {
 	Idx         int32
 	FirstOfLink bool
 	Url         string
-	NewClicker  bool
 }
 
 // A flush of the click recorder: each (send, delivery, link number) with
 // its clicks, for deliveries and links that exist. Answers, per row
-// counted: the link's address, whether it is the delivery's first click
-// of that link and whether the delivery had clicked nothing before this
-// flush (the RETURNING subqueries see the table as it was before the
-// statement). The caller knows each row's clicks: what it sent. Nothing
-// joins the inserted rows back to the input: a CTE joined to a CTE is
-// planned as a nested loop of rows x rows.
+// counted: the link's address and whether it is the delivery's first
+// click of that link. The caller knows each row's clicks: what it sent.
+// Nothing joins the inserted rows back to the input: a CTE joined to a
+// CTE is planned as a nested loop of rows x rows.
 func (q *Queries) RecordClicks(ctx context.Context, arg RecordClicksParams) ([]RecordClicksRow, error) {
 	rows, err := q.db.Query(ctx, recordClicks, arg.Ids, arg.Idxs, arg.SendIds)
 	if err != nil {
@@ -267,7 +305,6 @@ func (q *Queries) RecordClicks(ctx context.Context, arg RecordClicksParams) ([]R
 			&i.Idx,
 			&i.FirstOfLink,
 			&i.Url,
-			&i.NewClicker,
 		); err != nil {
 			return nil, err
 		}

@@ -105,12 +105,10 @@ WHERE a.id = x.automation_id;
 -- name: RecordClicks :many
 -- A flush of the click recorder: each (send, delivery, link number) with
 -- its clicks, for deliveries and links that exist. Answers, per row
--- counted: the link's address, whether it is the delivery's first click
--- of that link and whether the delivery had clicked nothing before this
--- flush (the RETURNING subqueries see the table as it was before the
--- statement). The caller knows each row's clicks: what it sent. Nothing
--- joins the inserted rows back to the input: a CTE joined to a CTE is
--- planned as a nested loop of rows x rows.
+-- counted: the link's address and whether it is the delivery's first
+-- click of that link. The caller knows each row's clicks: what it sent.
+-- Nothing joins the inserted rows back to the input: a CTE joined to a
+-- CTE is planned as a nested loop of rows x rows.
 WITH c AS (
     SELECT t.send_id, (@ids::bigint[])[t.i] AS id, (@idxs::int[])[t.i] AS idx, count(*)::int AS n
     FROM unnest(@send_ids::bigint[]) WITH ORDINALITY AS t(send_id, i)
@@ -124,8 +122,18 @@ JOIN deliveries dl ON dl.send_id = c.send_id AND dl.id = c.id AND dl.status IN (
 ORDER BY 1, 2, 3
 ON CONFLICT (send_id, delivery_id, idx) DO UPDATE SET clicks = dc.clicks + EXCLUDED.clicks
 RETURNING dc.send_id, dc.delivery_id, dc.idx, (xmax = 0) AS first_of_link,
-    (SELECT l.url FROM send_links l WHERE l.send_id = dc.send_id AND l.idx = dc.idx)::text AS url,
-    NOT EXISTS (SELECT 1 FROM delivery_clicks p WHERE p.send_id = dc.send_id AND p.delivery_id = dc.delivery_id) AS new_clicker;
+    (SELECT l.url FROM send_links l WHERE l.send_id = dc.send_id AND l.idx = dc.idx)::text AS url;
+
+-- name: MarkClickers :many
+-- The deliveries of a flush's counted clicks that had clicked nothing
+-- before: their first click is marked. A concurrent flush of the same
+-- mail waits for this one's row lock and then finds the mark, so each
+-- mail is one unique clicker however many processes record its clicks.
+UPDATE deliveries d SET clicked_at = now()
+FROM (SELECT DISTINCT t.send_id, (@ids::bigint[])[t.i] AS id
+      FROM unnest(@send_ids::bigint[]) WITH ORDINALITY AS t(send_id, i)) k
+WHERE d.send_id = k.send_id AND d.id = k.id AND d.clicked_at IS NULL
+RETURNING d.send_id, d.id;
 
 -- name: BumpLinkStats :exec
 -- Adds clicks to the links of sends (each counting for its scope).
