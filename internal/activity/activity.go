@@ -231,9 +231,9 @@ func (r *Recorder) write(ctx context.Context, opens []mail.Open, clicks []mail.C
 		opens, clicks = opens[:min(len(opens), room)], clicks[:min(len(clicks), max(0, room-len(opens)))]
 		dropOpens, dropClicks = dropOpens-len(opens), dropClicks-len(clicks)
 		r.opens, r.clicks = append(opens, r.opens...), append(clicks, r.clicks...)
-	} else {
-		r.failing = time.Time{}
 	}
+	// Past the window, each failed write drops what it held until one
+	// succeeds (the window is the database's failing, not a piece's).
 	r.mu.Unlock()
 	if dropOpens+dropClicks > 0 {
 		r.dropped[kindOpen].Add(float64(dropOpens))

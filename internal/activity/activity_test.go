@@ -181,6 +181,24 @@ func TestRecorderRetry(t *testing.T) {
 	if _, _, calls := s2.counts(); calls != 2 {
 		t.Fatal("a dropped item written again")
 	}
+
+	// A backlog of several pieces: past the window, every failed write
+	// drops its piece; the window does not start again for the next.
+	s3 := &store{fail: true}
+	reg3 := prometheus.NewRegistry()
+	r3 := New(s3, quiet(), Options{Every: time.Hour, RetryFor: time.Millisecond, Write: 1, Metrics: reg3})
+	defer r3.Close(context.Background())
+	r3.Click(mail.Click{SendID: 1, DeliveryID: 1})
+	r3.Click(mail.Click{SendID: 1, DeliveryID: 2})
+	r3.Click(mail.Click{SendID: 1, DeliveryID: 3})
+	r3.Flush(context.Background()) // the window starts; the first piece waits
+	time.Sleep(5 * time.Millisecond)
+	for range 3 {
+		r3.Flush(context.Background())
+	}
+	if got := count(t, reg3, "click", "dropped"); got != 3 {
+		t.Fatalf("%v clicks dropped past the window, want all 3", got)
+	}
 }
 
 // Many requests at once: every item is written once.
