@@ -199,7 +199,7 @@ func run(ctx context.Context, getenv func(string) string, stderr io.Writer) erro
 	var listener *inbound.Server
 	if cfg.InboundSMTPAddr != "" {
 		listener = inbound.New(d, log, inbound.Config{VERP: mail.VERP{Domain: cfg.BounceDomain, Signer: signer},
-			Mailto: cfg.UnsubscribeMailto, Signer: signer, MaxBytes: cfg.InboundMaxBytes})
+			Mailto: cfg.UnsubscribeMailto, Signer: signer, MaxBytes: cfg.InboundMaxBytes, KeepPerHour: cfg.InboundKeepPerHour})
 		addr, err := listener.Listen(cfg.InboundSMTPAddr)
 		if err != nil {
 			scheduler.Shutdown()

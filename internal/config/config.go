@@ -29,6 +29,7 @@ type Config struct {
 	BounceDomain           string        // BOUNCE_DOMAIN: mails go with the return path bounces+{token}@ it; empty: VERP off
 	InboundSMTPAddr        string        // INBOUND_SMTP_ADDR: the worker's SMTP listener for bounces, reports, mailto unsubscribes; empty: none
 	InboundMaxBytes        int64         // INBOUND_MAX_BYTES: cap on an inbound message
+	InboundKeepPerHour     int           // INBOUND_KEEP_PER_HOUR: inbound messages kept for inspection per hour and listener
 	DKIMKeys               string        // DKIM_KEYS: domain=selector:/path/key.pem,… (read by the worker)
 	AllowUnverifiedSenders bool          // ALLOW_UNVERIFIED_SENDERS
 	ClickTracking          bool          // CLICK_TRACKING: on (default) rewrites mails' links to tracked ones; off leaves them
@@ -121,6 +122,7 @@ func Load(getenv func(string) string) (Config, error) {
 		BounceDomain:       strings.ToLower(strings.TrimSuffix(str("BOUNCE_DOMAIN", ""), ".")),
 		InboundSMTPAddr:    str("INBOUND_SMTP_ADDR", ""),
 		InboundMaxBytes:    size("INBOUND_MAX_BYTES", 4<<20),
+		InboundKeepPerHour: integer("INBOUND_KEEP_PER_HOUR", 1000),
 		DKIMKeys:           str("DKIM_KEYS", ""),
 		MonitoringUser:     str("MONITORING_USER", ""),
 		MonitoringPassword: str("MONITORING_PASSWORD", ""),

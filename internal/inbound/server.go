@@ -11,9 +11,11 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/emersion/go-smtp"
+	"golang.org/x/time/rate"
 
 	"github.com/mailroom/mailroom/internal/mail"
 	"github.com/mailroom/mailroom/internal/postgres"
@@ -37,6 +39,10 @@ type Config struct {
 	Timeout        time.Duration // a command's read or a reply's write; 1 min when 0
 	SessionTimeout time.Duration // a connection's whole life; 10 min when 0
 	Keep           time.Duration // how long kept messages stay; 30 days when 0
+	// KeepPerHour caps the messages kept for inspection (the port takes
+	// mail from anyone): at most this many an hour, a tenth of them at
+	// once; past it they are dropped and counted. 1,000 when 0.
+	KeepPerHour int
 }
 
 func (c Config) withDefaults() Config {
@@ -58,6 +64,9 @@ func (c Config) withDefaults() Config {
 	if c.Keep <= 0 {
 		c.Keep = 30 * 24 * time.Hour
 	}
+	if c.KeepPerHour <= 0 {
+		c.KeepPerHour = 1000
+	}
 	return c
 }
 
@@ -78,12 +87,17 @@ type Server struct {
 	busy     sync.WaitGroup // messages being read or acted on
 	stopKeep chan struct{}
 	kept     sync.WaitGroup
+
+	keepLimit   *rate.Limiter // Config.KeepPerHour
+	keepDropped atomic.Int64  // messages not kept since the last warning
+	keepWarned  atomic.Int64  // when that warning was logged (unix seconds)
 }
 
 // New makes a listener over d; Listen starts it.
 func New(d *postgres.DB, log *slog.Logger, cfg Config) *Server {
 	cfg = cfg.withDefaults()
-	s := &Server{db: d, log: log, cfg: cfg, parse: Parse, stopKeep: make(chan struct{})}
+	s := &Server{db: d, log: log, cfg: cfg, parse: Parse, stopKeep: make(chan struct{}),
+		keepLimit: rate.NewLimiter(rate.Limit(float64(cfg.KeepPerHour)/3600), max(1, cfg.KeepPerHour/10))}
 	s.srv = smtp.NewServer(smtp.BackendFunc(func(c *smtp.Conn) (smtp.Session, error) {
 		return &session{s: s, remote: c.Conn().RemoteAddr().String()}, nil
 	}))
@@ -285,11 +299,27 @@ func (se *session) Data(r io.Reader) error {
 	return nil
 }
 
+// notKept counts a message dropped past Config.KeepPerHour, and warns
+// at most once a minute with the count since the last warning.
+func (s *Server) notKept(rcpt, reason string) {
+	n := s.keepDropped.Add(1)
+	now := time.Now().Unix()
+	if last := s.keepWarned.Load(); now-last >= 60 && s.keepWarned.CompareAndSwap(last, now) {
+		s.keepDropped.Add(-n)
+		s.log.Warn("inbound messages not kept: more than INBOUND_KEEP_PER_HOUR", "dropped", n, "per_hour", s.cfg.KeepPerHour,
+			"last_rcpt", rcpt, "last_reason", reason)
+	}
+}
+
 // handle acts on one message for one recipient, or keeps it for
 // inspection; only a database failure is an error. A panic of the parser
 // is recovered and the message kept with its stack's first lines.
 func (s *Server) handle(ctx context.Context, from string, rc rcpt, raw []byte) error {
 	keep := func(reason string, send, id int64) error {
+		if !s.keepLimit.Allow() {
+			s.notKept(rc.addr, reason)
+			return nil
+		}
 		_, err := s.db.KeepInbound(ctx, mail.InboundMessage{MailFrom: from, Rcpt: rc.addr, Reason: reason, SendID: send, DeliveryID: id,
 			Size: len(raw), Raw: raw})
 		if err == nil {

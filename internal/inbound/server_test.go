@@ -529,3 +529,22 @@ func benchmarkIntake(b *testing.B, conns int) {
 		b.Fatalf("%d bounces counted of %d", n, b.N)
 	}
 }
+
+// Past Config.KeepPerHour (a tenth of it at once) messages the listener
+// cannot act on are still answered 250 but no longer kept, so the open
+// port cannot fill the database.
+func TestKeepPerHour(t *testing.T) {
+	t.Parallel()
+	d := testdb.New(t)
+	f := newFixture(t, d, "ann@example.net")
+	_, addr := listen(t, d, f, Config{KeepPerHour: 30})
+	rcpt := "postmaster@" + bounceDomain
+	for i := range 8 {
+		if err := deliver(addr, "", []string{rcpt}, []byte(fmt.Sprintf("From: x@y.example\nSubject: junk %d\n\nhello\n", i))); err != nil {
+			t.Fatalf("message %d: %v", i, err)
+		}
+	}
+	if kept := f.kept(t, d, rcpt); len(kept) != 3 {
+		t.Errorf("kept %d of 8 junk messages, want the burst of 3", len(kept))
+	}
+}
