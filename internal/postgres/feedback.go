@@ -36,9 +36,12 @@ func (d *DB) RecordFeedback(ctx context.Context, f mail.Feedback) (mail.Feedback
 	reason := cut(f.Reason, 500)
 	err := d.InTx(ctx, func(_ pgx.Tx, q *db.Queries) error {
 		res = mail.FeedbackResult{}
-		// The statements take their rows in the order a batch's recording
-		// does (the delivery, the statistics, the suppression, the send),
-		// so the two wait for each other rather than deadlock.
+		// A bounce's statements take their rows in the order a batch's
+		// recording does (the delivery, the statistics, the suppression,
+		// the send); a complaint's take the suppression before the
+		// statistics, as an unsubscribe does. Each order is one another
+		// writer of those rows keeps, so they wait for each other rather
+		// than deadlock (a deadlock would be retried by InTx).
 		var userID int64
 		var email string
 		var err error
