@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/mailroom/mailroom/internal/mail"
+	"github.com/mailroom/mailroom/internal/postgres"
 	"github.com/mailroom/mailroom/internal/testdb"
 )
 
@@ -139,21 +140,7 @@ func BenchmarkRecordActivity(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	var send int64
-	if err := d.Pool.QueryRow(ctx, `INSERT INTO single_sends (user_id, utr, template_id, sender_id, unsubscribe_group_id,
-			single_send_name, subject, preheader, status, unique_open_token)
-		VALUES ($1, gen_random_uuid(), 1, 1, 1, 'r', 's', 'p', 2, '{"contacts_1": "tok"}') RETURNING id`, user).Scan(&send); err != nil {
-		b.Fatal(err)
-	}
-	if err := d.EnsurePartition(ctx, send); err != nil {
-		b.Fatal(err)
-	}
-	var ids []int64
-	if err := d.Pool.QueryRow(ctx, `WITH ins AS (INSERT INTO deliveries (send_id, user_id, email, list_key, status)
-		SELECT $1, $2, 'r' || i || '@b.example', 'contacts_1', 2 FROM generate_series(1, 100000) i RETURNING id)
-		SELECT array_agg(id) FROM ins`, send, user).Scan(&ids); err != nil {
-		b.Fatal(err)
-	}
+	send, _, ids := sendWithMails(b, d, user, 100_000)
 	urls := make([]string, 10)
 	for i := range urls {
 		urls[i] = fmt.Sprintf("https://shop.example/item/%d", i)
@@ -196,22 +183,7 @@ func TestConcurrentClicksCountOnce(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var send int64
-	var utr string
-	if err := d.Pool.QueryRow(ctx, `INSERT INTO single_sends (user_id, utr, template_id, sender_id, unsubscribe_group_id,
-			single_send_name, subject, preheader, status, unique_open_token)
-		VALUES ($1, gen_random_uuid(), 1, 1, 1, 'c', 's', 'p', 2, '{"contacts_1": "tok"}') RETURNING id, utr::text`, user).Scan(&send, &utr); err != nil {
-		t.Fatal(err)
-	}
-	if err := d.EnsurePartition(ctx, send); err != nil {
-		t.Fatal(err)
-	}
-	var ids []int64
-	if err := d.Pool.QueryRow(ctx, `WITH ins AS (INSERT INTO deliveries (send_id, user_id, email, list_key, status)
-		SELECT $1, $2, 'c' || i || '@b.example', 'contacts_1', 2 FROM generate_series(1, 300) i RETURNING id)
-		SELECT array_agg(id ORDER BY id) FROM ins`, send, user).Scan(&ids); err != nil {
-		t.Fatal(err)
-	}
+	send, utr, ids := sendWithMails(t, d, user, 300)
 	if _, err := d.NumberLinks(ctx, send, []string{"https://a.example/", "https://b.example/"}); err != nil {
 		t.Fatal(err)
 	}
@@ -244,4 +216,26 @@ func TestConcurrentClicksCountOnce(t *testing.T) {
 			t.Errorf("link %+v: want %d unique, %d total", l, len(ids), len(ids)*writers)
 		}
 	}
+}
+
+// sendWithMails makes a running send of account user (list token "tok"
+// for contacts_1) in a partition of its own, with n sent mails; it
+// answers the send, its utr and the mails' ids in order.
+func sendWithMails(tb testing.TB, d *postgres.DB, user int64, n int) (send int64, utr string, ids []int64) {
+	tb.Helper()
+	ctx := context.Background()
+	if err := d.Pool.QueryRow(ctx, `INSERT INTO single_sends (user_id, utr, template_id, sender_id, unsubscribe_group_id,
+			single_send_name, subject, preheader, status, unique_open_token)
+		VALUES ($1, gen_random_uuid(), 1, 1, 1, 'r', 's', 'p', 2, '{"contacts_1": "tok"}') RETURNING id, utr::text`, user).Scan(&send, &utr); err != nil {
+		tb.Fatal(err)
+	}
+	if err := d.EnsurePartition(ctx, send); err != nil {
+		tb.Fatal(err)
+	}
+	if err := d.Pool.QueryRow(ctx, `WITH ins AS (INSERT INTO deliveries (send_id, user_id, email, list_key, status)
+		SELECT $1, $2, 'r' || i || '@b.example', 'contacts_1', 2 FROM generate_series(1, $3::int) i RETURNING id)
+		SELECT array_agg(id ORDER BY id) FROM ins`, send, user, n).Scan(&ids); err != nil {
+		tb.Fatal(err)
+	}
+	return send, utr, ids
 }
