@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/mailroom/mailroom/internal/mail"
 	"github.com/mailroom/mailroom/internal/ratelimit"
 	"github.com/mailroom/mailroom/internal/redisconn"
 )
@@ -264,7 +265,7 @@ func (c Config) validate() []error {
 			errs = append(errs, fmt.Errorf("WORKER_METRICS_ADDR: %q is not host:port (e.g. 127.0.0.1:9091, :9091) or off", c.WorkerMetricsAddr))
 		}
 	}
-	if c.BounceDomain != "" && !validDomain(c.BounceDomain) {
+	if c.BounceDomain != "" && !mail.ValidDomain(c.BounceDomain) {
 		errs = append(errs, fmt.Errorf("BOUNCE_DOMAIN: %q is not a domain name (e.g. bounces.example.com)", c.BounceDomain))
 	}
 	if c.InboundSMTPAddr != "" {
@@ -293,26 +294,6 @@ func (c Config) validate() []error {
 func validPort(s string) bool {
 	n, err := strconv.Atoi(s)
 	return err == nil && n >= 0 && n <= 65535 && s != "" && s[0] != '+' && s[0] != '-'
-}
-
-// validDomain is a host name of at least two labels: letters, digits and
-// hyphens, no label empty, longer than 63 or at a hyphen's end.
-func validDomain(s string) bool {
-	if len(s) > 253 || !strings.Contains(s, ".") {
-		return false
-	}
-	for label := range strings.SplitSeq(s, ".") {
-		if label == "" || len(label) > 63 || label[0] == '-' || label[len(label)-1] == '-' {
-			return false
-		}
-		for i := 0; i < len(label); i++ {
-			c := label[i]
-			if !('a' <= c && c <= 'z' || '0' <= c && c <= '9' || c == '-') {
-				return false
-			}
-		}
-	}
-	return true
 }
 
 // redact hides a URL's password so it never reaches a log line.

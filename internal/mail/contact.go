@@ -36,6 +36,28 @@ func ParseEmail(s string) (Email, bool) {
 	return Email(s), true
 }
 
+// ValidDomain reports whether s is a lower-case host name of at least two
+// labels: letters, digits and hyphens, no label empty, longer than 63 or
+// at a hyphen's end, 253 characters at most (BOUNCE_DOMAIN, the
+// DOMAIN_LIMITS names).
+func ValidDomain(s string) bool {
+	if len(s) > 253 || !strings.Contains(s, ".") {
+		return false
+	}
+	for label := range strings.SplitSeq(s, ".") {
+		if label == "" || len(label) > 63 || label[0] == '-' || label[len(label)-1] == '-' {
+			return false
+		}
+		for i := 0; i < len(label); i++ {
+			c := label[i]
+			if !('a' <= c && c <= 'z' || '0' <= c && c <= '9' || c == '-') {
+				return false
+			}
+		}
+	}
+	return true
+}
+
 // Lower is the address as compared.
 func (e Email) Lower() string { return strings.ToLower(string(e)) }
 

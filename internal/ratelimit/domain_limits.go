@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/mailroom/mailroom/internal/mail"
 )
 
 // DomainLimit is how fast mail for a group of recipient domains is handed
@@ -134,7 +136,7 @@ func parseEntry(entry string) (l DomainLimit, off bool, err error) {
 	}
 	for name := range strings.SplitSeq(names, ",") {
 		name = strings.ToLower(strings.TrimSpace(name))
-		if name != "defaults" && !validDomain(name) {
+		if name != "defaults" && !mail.ValidDomain(name) {
 			return l, false, fmt.Errorf("%q is not a domain name", name)
 		}
 		l.Domains = append(l.Domains, name)
@@ -200,24 +202,4 @@ func positive(s string) (int, error) {
 		return 0, errors.New("not a positive number")
 	}
 	return n, nil
-}
-
-// validDomain is a lower-case host name with a dot: letters, digits,
-// hyphens, labels not empty.
-func validDomain(s string) bool {
-	if len(s) > 253 || !strings.Contains(s, ".") {
-		return false
-	}
-	for label := range strings.SplitSeq(s, ".") {
-		if label == "" || len(label) > 63 || label[0] == '-' || label[len(label)-1] == '-' {
-			return false
-		}
-		for i := 0; i < len(label); i++ {
-			c := label[i]
-			if !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '-') {
-				return false
-			}
-		}
-	}
-	return true
 }
