@@ -3,9 +3,6 @@ package jobs
 import (
 	"bytes"
 	"context"
-	"crypto/hmac"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -290,7 +287,7 @@ func postWebhook(ctx context.Context, client *http.Client, to postgres.WebhookTa
 	h := req.Header
 	h.Set("Content-Type", "application/json")
 	h.Set("User-Agent", "mailroom-webhooks/1")
-	h.Set("X-Mailroom-Signature", WebhookSignature(to.Secret, now, body))
+	h.Set("X-Mailroom-Signature", mail.WebhookSignature(to.Secret, now, body))
 	h.Set("X-Mailroom-Webhook-Id", strconv.FormatInt(to.ID, 10))
 	h.Set("X-Mailroom-Attempt", strconv.Itoa(attempt))
 	res, err := client.Do(req)
@@ -326,18 +323,6 @@ func clip(s string) string {
 		s = s[:cut]
 	}
 	return s
-}
-
-// WebhookSignature is the X-Mailroom-Signature of a POST of body at t:
-// t=<unix seconds>,v1=<hex HMAC-SHA256 of "<unix seconds>.<body>" keyed
-// with the webhook's secret as shown (whsec_…)>.
-func WebhookSignature(secret string, t time.Time, body []byte) string {
-	ts := strconv.FormatInt(t.Unix(), 10)
-	m := hmac.New(sha256.New, []byte(secret))
-	m.Write([]byte(ts))
-	m.Write([]byte{'.'})
-	m.Write(body)
-	return "t=" + ts + ",v1=" + hex.EncodeToString(m.Sum(nil))
 }
 
 // errPrivateTarget is a dial refused by the private-address guard.

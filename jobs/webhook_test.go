@@ -2,9 +2,6 @@ package jobs_test
 
 import (
 	"context"
-	"crypto/hmac"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -13,7 +10,6 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -104,7 +100,7 @@ func (r *receiver) serve(w http.ResponseWriter, req *http.Request) {
 		r.mu.Unlock()
 		r.signal <- struct{}{}
 	}()
-	if !validSignature(r.secret, req.Header.Get("X-Mailroom-Signature"), body) || req.Header.Get("Content-Type") != "application/json" {
+	if !mail.VerifyWebhookSignature(r.secret, req.Header.Get("X-Mailroom-Signature"), body, time.Now(), 5*time.Minute) || req.Header.Get("Content-Type") != "application/json" {
 		r.badSig = append(r.badSig, req.Header.Get("X-Mailroom-Signature"))
 		w.WriteHeader(http.StatusUnauthorized)
 		return
@@ -119,30 +115,6 @@ func (r *receiver) serve(w http.ResponseWriter, req *http.Request) {
 		r.accepted = append(r.accepted, evs)
 	}
 	w.WriteHeader(code)
-}
-
-// validSignature checks X-Mailroom-Signature as docs/webhooks.md tells a
-// receiver to: t=<unix>,v1=<hex HMAC-SHA256 of "<t>.<body>">, t recent.
-func validSignature(secret, header string, body []byte) bool {
-	var ts, sig string
-	for _, part := range strings.Split(header, ",") {
-		k, v, _ := strings.Cut(part, "=")
-		switch k {
-		case "t":
-			ts = v
-		case "v1":
-			sig = v
-		}
-	}
-	at, err := strconv.ParseInt(ts, 10, 64)
-	if err != nil || time.Since(time.Unix(at, 0)).Abs() > 5*time.Minute {
-		return false
-	}
-	m := hmac.New(sha256.New, []byte(secret))
-	m.Write([]byte(ts + "."))
-	m.Write(body)
-	want := hex.EncodeToString(m.Sum(nil))
-	return hmac.Equal([]byte(sig), []byte(want))
 }
 
 // events are the accepted events, in order.

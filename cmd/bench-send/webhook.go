@@ -2,19 +2,17 @@ package main
 
 import (
 	"bytes"
-	"crypto/hmac"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"net/url"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/mailroom/mailroom/internal/mail"
 )
 
 // hookReceiver is -webhook's endpoint: an HTTP server on loopback in this
@@ -55,7 +53,7 @@ var eventKey = []byte(`,"event":"`)
 func (r *hookReceiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	body, err := io.ReadAll(req.Body)
 	secret := r.secret.Load()
-	if err != nil || secret == nil || !signed(*secret, req.Header.Get("X-Mailroom-Signature"), body) {
+	if err != nil || secret == nil || !mail.VerifyWebhookSignature(*secret, req.Header.Get("X-Mailroom-Signature"), body, time.Now(), 5*time.Minute) {
 		r.mu.Lock()
 		r.bad++
 		r.mu.Unlock()
@@ -83,25 +81,6 @@ func (r *hookReceiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	}
 	r.mu.Unlock()
 	w.WriteHeader(http.StatusNoContent)
-}
-
-// signed checks X-Mailroom-Signature: t=<unix>,v1=<hex HMAC-SHA256 of
-// "<t>.<body>"> (docs/webhooks.md).
-func signed(secret, header string, body []byte) bool {
-	var ts, sig string
-	for _, part := range strings.Split(header, ",") {
-		k, v, _ := strings.Cut(part, "=")
-		switch k {
-		case "t":
-			ts = v
-		case "v1":
-			sig = v
-		}
-	}
-	m := hmac.New(sha256.New, []byte(secret))
-	m.Write([]byte(ts + "."))
-	m.Write(body)
-	return ts != "" && hmac.Equal([]byte(sig), []byte(hex.EncodeToString(m.Sum(nil))))
 }
 
 // subscribe saves the account's webhook for every event, to r.

@@ -1,8 +1,11 @@
 package mail
 
 import (
+	"crypto/hmac"
 	"crypto/rand"
+	"crypto/sha256"
 	"encoding/base64"
+	"encoding/hex"
 	"net"
 	"net/url"
 	"strconv"
@@ -354,4 +357,41 @@ func appendJSONString(b []byte, s string) []byte {
 	}
 	b = append(b, s[start:]...)
 	return append(b, '"')
+}
+
+// WebhookSignature is the X-Mailroom-Signature of a POST of body at t:
+// t=<unix seconds>,v1=<hex HMAC-SHA256 of "<unix seconds>.<body>" keyed
+// with the webhook's secret as shown (whsec_…)>.
+func WebhookSignature(secret string, t time.Time, body []byte) string {
+	ts := strconv.FormatInt(t.Unix(), 10)
+	m := hmac.New(sha256.New, []byte(secret))
+	m.Write([]byte(ts))
+	m.Write([]byte{'.'})
+	m.Write(body)
+	return "t=" + ts + ",v1=" + hex.EncodeToString(m.Sum(nil))
+}
+
+// VerifyWebhookSignature is what a receiver does with the header
+// (docs/webhooks.md): it reads t and v1, recomputes the HMAC over
+// "<t>.<body>" with the secret and compares it in constant time, and
+// accepts a t at most tolerance from now.
+func VerifyWebhookSignature(secret, header string, body []byte, now time.Time, tolerance time.Duration) bool {
+	var ts, sig string
+	for part := range strings.SplitSeq(header, ",") {
+		k, v, _ := strings.Cut(part, "=")
+		switch k {
+		case "t":
+			ts = v
+		case "v1":
+			sig = v
+		}
+	}
+	at, err := strconv.ParseInt(ts, 10, 64)
+	if err != nil || now.Sub(time.Unix(at, 0)).Abs() > tolerance {
+		return false
+	}
+	m := hmac.New(sha256.New, []byte(secret))
+	m.Write([]byte(ts + "."))
+	m.Write(body)
+	return hmac.Equal([]byte(sig), []byte(hex.EncodeToString(m.Sum(nil))))
 }

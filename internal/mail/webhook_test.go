@@ -6,6 +6,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestParseWebhook(t *testing.T) {
@@ -118,5 +119,37 @@ func TestAppendWebhookEvents(t *testing.T) {
 	}
 	if string(AppendWebhookEvents(nil, nil)) != "[]" {
 		t.Error("empty")
+	}
+}
+
+// The signature is the documented one (a vector computed with openssl
+// dgst -sha256 -hmac), and the verifier takes exactly it: not another
+// secret, body or digest, nor a time past the tolerance.
+func TestWebhookSignature(t *testing.T) {
+	body := []byte(`[{"email":"a@b.example","event":"delivered"}]`)
+	at := time.Unix(1700000000, 0)
+	const want = "t=1700000000,v1=5ec3bddb4034601ffbdb07172854341684d06e4d0210c631f77164f22987d6e5"
+	if got := WebhookSignature("whsec_test", at, body); got != want {
+		t.Fatalf("signature %s, want %s", got, want)
+	}
+	for _, tt := range []struct {
+		name, secret, header string
+		body                 []byte
+		now                  time.Time
+		ok                   bool
+	}{
+		{"as signed", "whsec_test", want, body, at, true},
+		{"four minutes later", "whsec_test", want, body, at.Add(4 * time.Minute), true},
+		{"six minutes later", "whsec_test", want, body, at.Add(6 * time.Minute), false},
+		{"another secret", "whsec_other", want, body, at, false},
+		{"another body", "whsec_test", want, append([]byte(" "), body...), at, false},
+		{"another time", "whsec_test", strings.Replace(want, "t=1700000000", "t=1700000001", 1), body, at, false},
+		{"no time", "whsec_test", want[strings.IndexByte(want, ',')+1:], body, at, false},
+		{"no digest", "whsec_test", "t=1700000000", body, at, false},
+		{"empty", "whsec_test", "", body, at, false},
+	} {
+		if got := VerifyWebhookSignature(tt.secret, tt.header, tt.body, tt.now, 5*time.Minute); got != tt.ok {
+			t.Errorf("%s: %v, want %v", tt.name, got, tt.ok)
+		}
 	}
 }
