@@ -118,36 +118,21 @@ const (
 )
 
 // Open adds an open; false when it was dropped.
-func (r *Recorder) Open(o mail.Open) bool {
-	r.mu.Lock()
-	ok := r.room()
-	if ok {
-		r.opens = append(r.opens, o)
-	}
-	n := len(r.opens) + len(r.clicks)
-	r.mu.Unlock()
-	return r.added(kindOpen, ok, n)
-}
+func (r *Recorder) Open(o mail.Open) bool { return add(r, &r.opens, o, kindOpen) }
 
 // Click adds a click; false when it was dropped.
-func (r *Recorder) Click(c mail.Click) bool {
+func (r *Recorder) Click(c mail.Click) bool { return add(r, &r.clicks, c, kindClick) }
+
+// add puts item on the list to (r.opens or r.clicks) when there is room,
+// and wakes the writer once Batch items wait; a dropped item is counted.
+func add[T any](r *Recorder, to *[]T, item T, kind int) bool {
 	r.mu.Lock()
-	ok := r.room()
+	ok := !r.closed && len(r.opens)+len(r.clicks) < r.opts.Max
 	if ok {
-		r.clicks = append(r.clicks, c)
+		*to = append(*to, item)
 	}
 	n := len(r.opens) + len(r.clicks)
 	r.mu.Unlock()
-	return r.added(kindClick, ok, n)
-}
-
-// room reports whether one more item may wait (under mu).
-func (r *Recorder) room() bool {
-	return !r.closed && len(r.opens)+len(r.clicks) < r.opts.Max
-}
-
-// added counts a dropped item, or wakes the writer when n items wait.
-func (r *Recorder) added(kind int, ok bool, n int) bool {
 	if !ok {
 		r.dropped[kind].Inc()
 		r.full[kind].Add(1)
