@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	netmail "net/mail"
-	"net/smtp"
 	"net/textproto"
 	"os"
 	"path/filepath"
@@ -120,12 +119,12 @@ func TestBounceIntake(t *testing.T) {
 		{"garbage-spam.eml", "bounces@" + domain, values("r5@crash.example")},
 		{"dsn-exim-5.0.0.eml", r6["{{VERP}}"], r6},
 	} {
-		if err := deliverTo(inbound, m.rcpt, inboundSample(t, m.sample, m.values)); err != nil {
+		if err := smtptest.Deliver(inbound, "", []string{m.rcpt}, inboundSample(t, m.sample, m.values)); err != nil {
 			t.Fatalf("%s to %s: %v", m.sample, m.rcpt, err)
 		}
 	}
 	var tp *textproto.Error
-	if err := deliverTo(inbound, "postmaster@example.com", []byte("Subject: relay?\n\nx\n")); !errors.As(err, &tp) || tp.Code != 550 {
+	if err := smtptest.Deliver(inbound, "", []string{"postmaster@example.com"}, []byte("Subject: relay?\n\nx\n")); !errors.As(err, &tp) || tp.Code != 550 {
 		t.Errorf("RCPT for another domain: %v", err)
 	}
 
@@ -226,30 +225,4 @@ func inboundSample(t *testing.T, name string, values map[string]string) []byte {
 		t.Fatalf("%s: a placeholder is left", name)
 	}
 	return []byte(s)
-}
-
-// deliverTo sends data from the null sender to rcpt over SMTP (net/smtp).
-func deliverTo(addr, rcpt string, data []byte) error {
-	c, err := smtp.Dial(addr)
-	if err != nil {
-		return err
-	}
-	defer c.Close()
-	if err := c.Mail(""); err != nil {
-		return err
-	}
-	if err := c.Rcpt(rcpt); err != nil {
-		return err
-	}
-	w, err := c.Data()
-	if err != nil {
-		return err
-	}
-	if _, err := w.Write(data); err != nil {
-		return err
-	}
-	if err := w.Close(); err != nil {
-		return err
-	}
-	return c.Quit()
 }

@@ -17,6 +17,7 @@ import (
 
 	"github.com/mailroom/mailroom/internal/mail"
 	"github.com/mailroom/mailroom/internal/postgres"
+	"github.com/mailroom/mailroom/internal/smtp/smtptest"
 	"github.com/mailroom/mailroom/internal/testdb"
 )
 
@@ -129,38 +130,6 @@ func listen(t testing.TB, d *postgres.DB, f *fixture, cfg Config) (*Server, stri
 	return s, addr.String()
 }
 
-// deliver sends data from from to rcpts over SMTP (net/smtp, which turns
-// LF into CRLF): the first refusal, or nil.
-func deliver(addr, from string, rcpts []string, data []byte) error {
-	c, err := smtp.Dial(addr)
-	if err != nil {
-		return err
-	}
-	defer c.Close()
-	if err := c.Hello("mx.example.net"); err != nil {
-		return err
-	}
-	if err := c.Mail(from); err != nil {
-		return err
-	}
-	for _, r := range rcpts {
-		if err := c.Rcpt(r); err != nil {
-			return err
-		}
-	}
-	w, err := c.Data()
-	if err != nil {
-		return err
-	}
-	if _, err := w.Write(data); err != nil {
-		return err
-	}
-	if err := w.Close(); err != nil {
-		return err
-	}
-	return c.Quit()
-}
-
 // code is an SMTP refusal's reply code, 0 for anything else.
 func code(err error) int {
 	var tp *textproto.Error
@@ -233,14 +202,14 @@ func TestSamplesOverSMTP(t *testing.T) {
 			if to == "verp" {
 				to = v["{{VERP}}"]
 			}
-			if err := deliver(addr, "", []string{to}, sample(t, s.file, v)); err != nil {
+			if err := smtptest.Deliver(addr, "", []string{to}, sample(t, s.file, v)); err != nil {
 				t.Fatalf("round %d, %s: %v", round, s.file, err)
 			}
 		}
 	}
 	// An out-of-office note to a return path: dropped, not kept.
 	v := f.values("auto@example.net")
-	if err := deliver(addr, "", []string{v["{{VERP}}"]}, sample(t, "garbage-autoreply.eml", v)); err != nil {
+	if err := smtptest.Deliver(addr, "", []string{v["{{VERP}}"]}, sample(t, "garbage-autoreply.eml", v)); err != nil {
 		t.Fatal(err)
 	}
 
@@ -320,7 +289,7 @@ func TestListenerRefusesAndKeeps(t *testing.T) {
 		{"postmaster@" + bounceDomain, 0},
 		{"Unsubscribe@" + bounceDomain, 0},
 	} {
-		err := deliver(addr, "", []string{tt.rcpt}, []byte("From: x@y.example\nSubject: hi\n\nhello\n"))
+		err := smtptest.Deliver(addr, "", []string{tt.rcpt}, []byte("From: x@y.example\nSubject: hi\n\nhello\n"))
 		if code(err) != tt.code {
 			t.Errorf("RCPT %s: %v, want %d", tt.rcpt, err, tt.code)
 		}
@@ -332,7 +301,7 @@ func TestListenerRefusesAndKeeps(t *testing.T) {
 
 	// Too big: refused at the end of DATA, nothing kept.
 	big := append([]byte("From: x@y.example\nSubject: big\n\n"), strings.Repeat(strings.Repeat("x", 99)+"\n", 700)...)
-	if err := deliver(addr, "", []string{"bounces@" + bounceDomain}, big); code(err) != 552 {
+	if err := smtptest.Deliver(addr, "", []string{"bounces@" + bounceDomain}, big); code(err) != 552 {
 		t.Errorf("a message over the limit: %v", err)
 	}
 
@@ -356,7 +325,7 @@ func TestListenerRefusesAndKeeps(t *testing.T) {
 		{"unsubscribe@" + bounceDomain, []byte("From: a@b.example\nSubject: unsubscribe-AAAAAAAAAAAAAAAAAAAAAAAAAAAA\n\n"), "token is not valid"},
 	} {
 		before := len(f.kept(t, d, m.rcpt))
-		if err := deliver(addr, "", []string{m.rcpt}, m.data); err != nil {
+		if err := smtptest.Deliver(addr, "", []string{m.rcpt}, m.data); err != nil {
 			t.Fatalf("%s: %v", m.want, err)
 		}
 		got := f.kept(t, d, m.rcpt)
@@ -370,14 +339,14 @@ func TestListenerRefusesAndKeeps(t *testing.T) {
 
 	// A parser panic: kept, the message answered 250, the listener alive.
 	s.parse = func([]byte) (*Report, error) { panic("boom") }
-	if err := deliver(addr, "", []string{bob["{{VERP}}"]}, sample(t, "dsn-postfix-5.1.1.eml", bob)); err != nil {
+	if err := smtptest.Deliver(addr, "", []string{bob["{{VERP}}"]}, sample(t, "dsn-postfix-5.1.1.eml", bob)); err != nil {
 		t.Fatal(err)
 	}
 	s.parse = Parse
 	if got := f.kept(t, d, bob["{{VERP}}"]); !strings.HasPrefix(got[len(got)-1], "parser panic: boom") {
 		t.Errorf("after a panic, kept %q", got[len(got)-1])
 	}
-	if err := deliver(addr, "", []string{bob["{{VERP}}"]}, sample(t, "dsn-postfix-5.1.1.eml", bob)); err != nil {
+	if err := smtptest.Deliver(addr, "", []string{bob["{{VERP}}"]}, sample(t, "dsn-postfix-5.1.1.eml", bob)); err != nil {
 		t.Fatal(err)
 	}
 	if n := scalar[int64](t, d, `SELECT count(*) FROM bounces WHERE user_id = $1 AND email_lc = 'bob@example.net'`, f.user); n != 1 {
@@ -398,7 +367,7 @@ func TestMailtoUnsubscribe(t *testing.T) {
 	v := f.values("ann@example.net")
 	for _, subject := range []string{v["{{SUBJECT}}"], "Re: " + v["{{SUBJECT}}"], mime.BEncoding.Encode("UTF-8", "Ré: "+v["{{SUBJECT}}"])} {
 		v["{{SUBJECT}}"] = subject
-		if err := deliver(addr, "ann@example.net", []string{mailto}, sample(t, "mailto-unsubscribe.eml", v)); err != nil {
+		if err := smtptest.Deliver(addr, "ann@example.net", []string{mailto}, sample(t, "mailto-unsubscribe.eml", v)); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -431,7 +400,7 @@ func TestTemporaryFailureAndShutdown(t *testing.T) {
 	s, addr := listen(t, d, f, Config{})
 	d.Close()
 	v := f.values("ann@example.net")
-	if err := deliver(addr, "", []string{v["{{VERP}}"]}, sample(t, "dsn-postfix-5.1.1.eml", v)); code(err) != 451 {
+	if err := smtptest.Deliver(addr, "", []string{v["{{VERP}}"]}, sample(t, "dsn-postfix-5.1.1.eml", v)); code(err) != 451 {
 		t.Errorf("with the database closed: %v, want 451", err)
 	}
 
@@ -540,7 +509,7 @@ func TestKeepPerHour(t *testing.T) {
 	_, addr := listen(t, d, f, Config{KeepPerHour: 30})
 	rcpt := "postmaster@" + bounceDomain
 	for i := range 8 {
-		if err := deliver(addr, "", []string{rcpt}, []byte(fmt.Sprintf("From: x@y.example\nSubject: junk %d\n\nhello\n", i))); err != nil {
+		if err := smtptest.Deliver(addr, "", []string{rcpt}, []byte(fmt.Sprintf("From: x@y.example\nSubject: junk %d\n\nhello\n", i))); err != nil {
 			t.Fatalf("message %d: %v", i, err)
 		}
 	}

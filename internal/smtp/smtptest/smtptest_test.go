@@ -11,35 +11,6 @@ import (
 	"github.com/mailroom/mailroom/internal/smtp/smtptest"
 )
 
-func send(t *testing.T, addr, to, body string) error {
-	t.Helper()
-	c, err := smtp.Dial(addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	if err := c.Hello("client.test"); err != nil {
-		return err
-	}
-	if err := c.Mail("from@example.com"); err != nil {
-		return err
-	}
-	if err := c.Rcpt(to); err != nil {
-		return err
-	}
-	w, err := c.Data()
-	if err != nil {
-		return err
-	}
-	if _, err := w.Write([]byte(body)); err != nil {
-		return err
-	}
-	if err := w.Close(); err != nil {
-		return err
-	}
-	return c.Quit()
-}
-
 func TestServerReceivesAndRefusesOnCue(t *testing.T) {
 	t.Parallel()
 	s := smtptest.New(t, smtptest.Options{Reply: func(rcpt string) error {
@@ -51,7 +22,7 @@ func TestServerReceivesAndRefusesOnCue(t *testing.T) {
 		}
 		return nil
 	}})
-	if err := send(t, s.Addr, "ann@example.com", "Subject: hi\r\n\r\nhello\r\n"); err != nil {
+	if err := smtptest.Deliver(s.Addr, "from@example.com", []string{"ann@example.com"}, []byte("Subject: hi\r\n\r\nhello\r\n")); err != nil {
 		t.Fatal(err)
 	}
 	if !s.Wait(1, 5*time.Second) {
@@ -63,7 +34,7 @@ func TestServerReceivesAndRefusesOnCue(t *testing.T) {
 	}
 	for rcpt, code := range map[string]int{"later@example.com": 451, "gone@example.com": 550} {
 		var tpErr *textproto.Error
-		if err := send(t, s.Addr, rcpt, "x\r\n"); !errors.As(err, &tpErr) || tpErr.Code != code {
+		if err := smtptest.Deliver(s.Addr, "from@example.com", []string{rcpt}, []byte("x\r\n")); !errors.As(err, &tpErr) || tpErr.Code != code {
 			t.Errorf("%s: %v, want %d", rcpt, err, code)
 		}
 	}
@@ -96,13 +67,13 @@ func TestServerWithoutPipelining(t *testing.T) {
 func TestServerDropsInData(t *testing.T) {
 	t.Parallel()
 	s := smtptest.New(t, smtptest.Options{DropInData: func(rcpt string) (int, bool) { return 10, rcpt == "drop@example.com" }})
-	if err := send(t, s.Addr, "drop@example.com", strings.Repeat("x", 100000)+"\r\n"); err == nil {
+	if err := smtptest.Deliver(s.Addr, "from@example.com", []string{"drop@example.com"}, []byte(strings.Repeat("x", 100000)+"\r\n")); err == nil {
 		t.Fatal("a dropped connection reported success")
 	}
 	if s.Count() != 0 {
 		t.Fatal("a dropped message was kept")
 	}
-	if err := send(t, s.Addr, "keep@example.com", "ok\r\n"); err != nil || !s.Wait(1, 5*time.Second) {
+	if err := smtptest.Deliver(s.Addr, "from@example.com", []string{"keep@example.com"}, []byte("ok\r\n")); err != nil || !s.Wait(1, 5*time.Second) {
 		t.Fatalf("after a drop: %v", err)
 	}
 }
@@ -128,10 +99,10 @@ func TestSink(t *testing.T) {
 		}
 		c.Close()
 		before := time.Now()
-		if err := send(t, s.Addr, "a@example.com", "Subject: x\r\n\r\nshort\r\n"); err != nil {
+		if err := smtptest.Deliver(s.Addr, "from@example.com", []string{"a@example.com"}, []byte("Subject: x\r\n\r\nshort\r\n")); err != nil {
 			t.Fatal(err)
 		}
-		if err := send(t, s.Addr, "b@example.com", "Subject: y\r\n\r\n"+strings.Repeat("z", 200<<10)+"\r\n"); err != nil {
+		if err := smtptest.Deliver(s.Addr, "from@example.com", []string{"b@example.com"}, []byte("Subject: y\r\n\r\n"+strings.Repeat("z", 200<<10)+"\r\n")); err != nil {
 			t.Fatal(err)
 		}
 		if s.Mails() != 2 || s.Bytes() < 200<<10 || s.First().Before(before) || s.Last().Before(s.First()) {
