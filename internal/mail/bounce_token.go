@@ -33,28 +33,45 @@ const MaxBounceTokenLen = (1 + 2*9 + tokenMAC) * 8 / 5
 // The MAC and its input live in a pooled scratch: an engine worker seals
 // one per mail, and nothing of it is allocated.
 func (s *TokenSigner) SealBounce(dst []byte, sendID, id int64) []byte {
+	return s.sealIDs(dst, bounceVersion, sendID, id, "")
+}
+
+// sealIDs appends lower-case base32 of version, the two ids as varints
+// and the first 128 bits of the HMAC-SHA256 of those bytes followed by
+// bound, which the token does not hold: the opener must know it.
+func (s *TokenSigner) sealIDs(dst []byte, version byte, sendID, id int64, bound string) []byte {
 	sc, _ := s.scratch.Get().(*macScratch)
 	if sc == nil {
 		sc = &macScratch{}
 	}
-	p := append(sc.buf[:0], bounceVersion)
+	p := append(sc.buf[:0], version)
 	p = binary.AppendUvarint(p, uint64(sendID))
 	p = binary.AppendUvarint(p, uint64(id))
-	p = s.sum(p, p)
-	dst = bounceEncoding.AppendEncode(dst, p[:len(p)-sha256.Size+tokenMAC])
+	msg := append(p, bound...)
+	p = append(p, s.sum(msg[len(msg):], msg)[:tokenMAC]...)
+	dst = bounceEncoding.AppendEncode(dst, p)
 	s.scratch.Put(sc)
 	return dst
 }
 
-// macScratch is room for a bounce token's bytes and their MAC.
+// macScratch is room for a token's bytes, what its MAC binds and the MAC.
 type macScratch struct {
-	buf [1 + 2*binary.MaxVarintLen64 + sha256.Size]byte
+	buf [1 + 2*binary.MaxVarintLen64 + maxBound + sha256.Size]byte
 }
+
+// maxBound is the longest bound of a token: a domain.
+const maxBound = 255
 
 // OpenBounce reads a token made by SealBounce with the same key, in any
 // case.
 func (s *TokenSigner) OpenBounce(text string) (sendID, id int64, ok bool) {
-	if len(text) > MaxBounceTokenLen || len(text) < 8 {
+	return s.openIDs(text, bounceVersion, "")
+}
+
+// openIDs reads a token made by sealIDs with the same key, version and
+// bound, in any case.
+func (s *TokenSigner) openIDs(text string, version byte, bound string) (sendID, id int64, ok bool) {
+	if len(text) > MaxBounceTokenLen || len(text) < 8 || len(bound) > maxBound {
 		return 0, 0, false
 	}
 	var low [MaxBounceTokenLen]byte
@@ -68,9 +85,9 @@ func (s *TokenSigner) OpenBounce(text string) (sendID, id int64, ok bool) {
 		}
 		low[i] = c
 	}
-	var raw [MaxBounceTokenLen * 5 / 8]byte
-	n, err := bounceEncoding.Decode(raw[:], low[:len(text)])
-	if err != nil || n < 1+2+tokenMAC || raw[0] != bounceVersion {
+	var raw [2*(MaxBounceTokenLen*5/8) + maxBound + sha256.Size]byte
+	n, err := bounceEncoding.Decode(raw[:MaxBounceTokenLen*5/8], low[:len(text)])
+	if err != nil || n < 1+2+tokenMAC || raw[0] != version {
 		return 0, 0, false
 	}
 	// One text per token: base32 has no strict mode, so the bits past the
@@ -79,8 +96,11 @@ func (s *TokenSigner) OpenBounce(text string) (sendID, id int64, ok bool) {
 		return 0, 0, false
 	}
 	body, mac := raw[:n-tokenMAC], raw[n-tokenMAC:n]
-	var sum [sha256.Size]byte
-	if !hmac.Equal(s.sum(sum[:0], body)[:tokenMAC], mac) {
+	// The MAC's input is the body, then the bound: assembled past the
+	// decoded bytes.
+	msg := append(raw[n:n], body...)
+	msg = append(msg, bound...)
+	if !hmac.Equal(s.sum(msg[len(msg):], msg)[:tokenMAC], mac) {
 		return 0, 0, false
 	}
 	p := body[1:]

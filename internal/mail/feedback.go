@@ -30,6 +30,11 @@ type Feedback struct {
 	Status             string // bounces: the enhanced status code (5.1.1)
 	Reason             string // bounces: the diagnostic; complaints: the feedback type (abuse)
 	Via                string // the report's form: dsn, text, arf
+	// NamedBy says how the report named the delivery: "return path" (the
+	// VERP address it was sent to), "quoted return path", "original mail
+	// from" (an ARF's Original-Mail-From), "message-id" (the quoted
+	// Message-ID's MAC); logged, not kept.
+	NamedBy string
 	// Match, when not empty, are the addresses the report names, lower
 	// case: the delivery is acted on only when its address is one of them
 	// (a delivery found by its unsigned Message-ID).

@@ -7,7 +7,6 @@ import (
 	"encoding/binary"
 	"math/bits"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
@@ -17,7 +16,12 @@ import (
 // FormOptions configures a send's Form.
 type FormOptions struct {
 	Domain string // right side of Message-IDs; the sender's domain when empty
-	SendID int64  // left side of Message-IDs: <SendID.deliveryID@Domain>
+	// SendID and Signer make the Message-IDs:
+	// Signer.AppendMessageID(SendID, deliveryID, Domain), which a report
+	// quoting one names its delivery by; nil Signer: <{random}@Domain>,
+	// 128 random bits naming nothing.
+	SendID int64
+	Signer *mail.TokenSigner
 	// UnsubscribeMailto, when set, is added to List-Unsubscribe as
 	// <mailto:addr?subject=unsubscribe-{token}> for a recipient with an
 	// unsubscribe token (an inbound route must read it: docs/unsubscribe.md).
@@ -57,8 +61,9 @@ type Form struct {
 	mid      string // end of text part, second boundary, HTML part headers
 	end      string // end of HTML part, closing boundary
 	boundary string
-	msgID    string // "<SendID."
-	domain   string // "@Domain>\r\n"
+	sendID   int64
+	signer   *mail.TokenSigner
+	domain   string // the Message-IDs' right side
 	mailto   string // "mailto:addr?subject=unsubscribe-"
 	now      func() time.Time
 	size     int // estimate of a built mail's size
@@ -314,8 +319,7 @@ func NewForm(t *Template, s *mail.Sender, opts FormOptions) *Form {
 	if domain == "" {
 		domain = "localhost"
 	}
-	f.msgID = "<" + strconv.FormatInt(opts.SendID, 10) + "."
-	f.domain = "@" + domain + ">\r\n"
+	f.sendID, f.signer, f.domain = opts.SendID, opts.Signer, domain
 	if m := cleanAddr(opts.UnsubscribeMailto); m != "" {
 		f.mailto = "mailto:" + m + "?subject=unsubscribe-"
 	}
@@ -415,17 +419,19 @@ func (f *Form) Build(dst []byte, b *Buffer, r *mail.Recipient, deliveryID int64)
 	return append(dst, f.end...)
 }
 
-// MessageID is the Message-ID of the delivery's mail, angle brackets
-// included.
-func (f *Form) MessageID(deliveryID int64) string {
-	b := f.appendMessageID(nil, deliveryID)
-	return string(b[:len(b)-2])
-}
-
 func (f *Form) appendMessageID(dst []byte, deliveryID int64) []byte {
-	dst = append(dst, f.msgID...)
-	dst = strconv.AppendInt(dst, deliveryID, 10)
-	return append(dst, f.domain...)
+	if f.signer != nil {
+		dst = f.signer.AppendMessageID(dst, f.sendID, deliveryID, f.domain)
+	} else {
+		dst = append(dst, '<')
+		dst = mail.AppendRandomID(dst)
+		dst = append(dst, '.')
+		dst = mail.AppendRandomID(dst)
+		dst = append(dst, '@')
+		dst = append(dst, f.domain...)
+		dst = append(dst, '>')
+	}
+	return append(dst, "\r\n"...)
 }
 
 var (

@@ -10,6 +10,7 @@ import (
 	"mime/multipart"
 	"mime/quotedprintable"
 	netmail "net/mail"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -20,10 +21,13 @@ import (
 
 var testNow = time.Date(2026, 3, 4, 5, 6, 7, 0, time.FixedZone("IST", 5*3600+1800))
 
+// testSigner seals the test forms' Message-IDs.
+var testSigner = mail.NewTokenSigner(bytes.Repeat([]byte{7}, 32))
+
 func testForm(t testing.TB, tp *Template, s *mail.Sender) *Form {
 	t.Helper()
 	return NewForm(tp, s, FormOptions{
-		Domain: "mail.example", SendID: 42, UnsubscribeMailto: "unsub@mail.example",
+		Domain: "mail.example", SendID: 42, Signer: testSigner, UnsubscribeMailto: "unsub@mail.example",
 		Now: func() time.Time { return testNow },
 	})
 }
@@ -119,18 +123,27 @@ func TestBuildHeaders(t *testing.T) {
 		"To":                    "ann@example.com",
 		"Subject":               "Hello Ann, your offers",
 		"Date":                  "Wed, 04 Mar 2026 05:06:07 +0530",
-		"Message-Id":            "<42.1001@mail.example>",
 		"List-Unsubscribe":      "<https://m.example/u/abc>, <mailto:unsub@mail.example?subject=unsubscribe-abc>",
 		"List-Unsubscribe-Post": "List-Unsubscribe=One-Click",
 		"Mime-Version":          "1.0",
 		"Content-Type":          `multipart/alternative; boundary="` + f.boundary + `"`,
 	}
+	id := m.Header.Get("Message-Id")
+	if send, delivery, ok := testSigner.OpenMessageID(id); !ok || send != 42 || delivery != 1001 || !strings.HasSuffix(id, "@mail.example>") {
+		t.Errorf("Message-ID %q opens to %d, %d, %v; want 42, 1001 at mail.example", id, send, delivery, ok)
+	}
+	if again := f.Build(nil, &b, r, 1001); bytes.Contains(again, []byte(id)) {
+		t.Errorf("Message-ID %q written twice: its random part must be new in each mail", id)
+	}
 	for k, v := range m.Header {
+		if k == "Message-Id" {
+			continue
+		}
 		if len(v) != 1 || want[k] != v[0] {
 			t.Errorf("header %s = %q, want %q", k, v, want[k])
 		}
 	}
-	if len(m.Header) != len(want) {
+	if len(m.Header) != len(want)+1 {
 		t.Errorf("%d headers, want %d: %v", len(m.Header), len(want), m.Header)
 	}
 	if d, err := m.Header.Date(); err != nil || !d.Equal(testNow) {
@@ -138,9 +151,6 @@ func TestBuildHeaders(t *testing.T) {
 	}
 	if !strings.HasPrefix(f.boundary, "=_") || len(f.boundary) < 20 {
 		t.Errorf("boundary %q", f.boundary)
-	}
-	if f.MessageID(1001) != "<42.1001@mail.example>" {
-		t.Errorf("MessageID = %q", f.MessageID(1001))
 	}
 
 	for i, ct := range []string{"text/plain; charset=utf-8", "text/html; charset=utf-8"} {
@@ -189,8 +199,9 @@ func TestBuildUnsubscribeVariants(t *testing.T) {
 			if got := m.Header.Get("List-Unsubscribe-Post"); got != tt.post {
 				t.Errorf("List-Unsubscribe-Post = %q, want %q", got, tt.post)
 			}
-			// The domain defaults to the sender's.
-			if got := m.Header.Get("Message-Id"); got != "<1.9@example.com>" {
+			// The domain defaults to the sender's; without a signer the
+			// Message-ID is random and names no delivery.
+			if got := m.Header.Get("Message-Id"); !regexp.MustCompile(`^<[a-z2-7]{13}\.[a-z2-7]{13}@example\.com>$`).MatchString(got) {
 				t.Errorf("Message-ID = %q", got)
 			}
 		})
@@ -370,7 +381,7 @@ func TestBuildInjection(t *testing.T) {
 	if got := m.Header.Get("To"); got != "ann@example.comBcc:evil@x.example" {
 		t.Errorf("To = %q", got)
 	}
-	if got := m.Header.Get("Message-Id"); got != "<1.5@m.exampleBcc:x>" {
+	if got := m.Header.Get("Message-Id"); !strings.HasSuffix(got, "@m.exampleBcc:x>") {
 		t.Errorf("Message-ID = %q", got)
 	}
 	if a, err := netmail.ParseAddress(m.Header.Get("From")); err != nil || a.Name != "ShopBcc: evil@x.example" {
@@ -393,14 +404,20 @@ func TestBuildMessageIDs(t *testing.T) {
 		return m.Header.Get("Message-Id")
 	}
 	a1, a2, c := id(7), id(7), id(8)
-	if a1 != a2 || a1 != "<42.7@mail.example>" {
-		t.Errorf("delivery 7: %q then %q", a1, a2)
+	for _, tt := range []struct {
+		id       string
+		delivery int64
+	}{{a1, 7}, {a2, 7}, {c, 8}} {
+		if send, d, ok := testSigner.OpenMessageID(tt.id); !ok || send != 42 || d != tt.delivery {
+			t.Errorf("Message-ID %q opens to %d, %d, %v; want 42, %d", tt.id, send, d, ok, tt.delivery)
+		}
 	}
-	if c == a1 || c != "<42.8@mail.example>" {
-		t.Errorf("delivery 8: %q", c)
+	// Each mail has its own random part, a replay of the same delivery too.
+	if a1 == a2 || a1 == c {
+		t.Errorf("Message-IDs %q, %q, %q: each must be new", a1, a2, c)
 	}
-	// A replay of the same delivery builds the same mail.
-	if !bytes.Equal(f.Build(nil, &b, r, 7), f.Build(nil, &b, r, 7)) {
+	// Apart from it, a replay of the same delivery builds the same mail.
+	if !bytes.Equal(messageIDMasked(f.Build(nil, &b, r, 7)), messageIDMasked(f.Build(nil, &b, r, 7))) {
 		t.Error("same delivery built two different mails")
 	}
 	// Each send has its own boundary.
