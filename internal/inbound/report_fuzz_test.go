@@ -1,6 +1,8 @@
 package inbound
 
 import (
+	"github.com/mailroom/mailroom/internal/mail"
+
 	"path/filepath"
 	"runtime"
 	"strings"
@@ -62,7 +64,11 @@ func FuzzParse(f *testing.F) {
 		}
 		// Whatever the report, the listener's reading of it does not panic.
 		failure(r.Recipients)
-		messageID(r.Original.MessageID)
+		unsignedMessageID(r.Original.MessageID)
+		recipientCount(r)
+		fuzzSigner.OpenMessageID(r.Original.MessageID)
 		unsubscribeTokens(r.Original.ListUnsubscribe)
 	})
 }
+
+var fuzzSigner = mail.NewTokenSigner(make([]byte, 32))

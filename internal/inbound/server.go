@@ -291,7 +291,7 @@ func (se *session) Data(r io.Reader) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	for _, rc := range se.rcpts {
-		if err := s.handle(ctx, se.from, rc, raw); err != nil {
+		if err := s.handle(ctx, se.from, se.remote, rc, raw); err != nil {
 			s.log.Error("inbound message not recorded: answered 451", "rcpt", rc.addr, "remote", se.remote, "err", err)
 			return errTryLater
 		}
@@ -314,7 +314,7 @@ func (s *Server) notKept(rcpt, reason string) {
 // handle acts on one message for one recipient, or keeps it for
 // inspection; only a database failure is an error. A panic of the parser
 // is recovered and the message kept with its stack's first lines.
-func (s *Server) handle(ctx context.Context, from string, rc rcpt, raw []byte) error {
+func (s *Server) handle(ctx context.Context, from, remote string, rc rcpt, raw []byte) error {
 	keep := func(reason string, send, id int64) error {
 		if !s.keepLimit.Allow() {
 			s.notKept(rc.addr, reason)
@@ -352,8 +352,8 @@ func (s *Server) handle(ctx context.Context, from string, rc rcpt, raw []byte) e
 		return keep(fmt.Sprintf("%s for delivery %d of send %d: no such delivery, or not to the address the report names", f.Kind, f.DeliveryID, f.SendID),
 			f.SendID, f.DeliveryID)
 	}
-	s.log.Debug("inbound report", "kind", f.Kind.String(), "via", f.Via, "send_id", f.SendID, "delivery_id", f.DeliveryID,
-		"status", f.Status, "counted", res.Counted)
+	s.log.Info("inbound report acted on", "kind", f.Kind.String(), "via", f.Via, "named_by", f.NamedBy, "user_id", res.UserID,
+		"send_id", f.SendID, "delivery_id", f.DeliveryID, "status", f.Status, "counted", res.Counted, "remote", remote)
 	return nil
 }
 
@@ -378,12 +378,14 @@ func (s *Server) safeParse(raw []byte) (rep *Report, reason string) {
 }
 
 // feedback is what a report says about which delivery, or why nothing
-// can be done with it. The delivery is the one the recipient's return
-// path names; else the one of the return path quoted in the report (the
-// original's Return-Path, an ARF's Original-Mail-From); else the one the
-// quoted Message-ID names, acted on only when its
-// address is one the report names (or its quoted List-Unsubscribe
-// token's): a Message-ID is not signed.
+// can be done with it. A report is acted on only through what an
+// outsider cannot make (docs/bounces.md): the delivery is the one the
+// recipient's return path names; else the one of the return path quoted
+// in the report (the original's Return-Path, an ARF's Original-Mail-From);
+// else the one the quoted Message-ID names when its MAC opens (it covers
+// the domain too), acted on only when its address is one the report names
+// (or its quoted List-Unsubscribe token's). A report about more than one
+// recipient acts on none: a mail of ours has one.
 func (s *Server) feedback(rc rcpt, rep *Report) (*mail.Feedback, string) {
 	f := &mail.Feedback{Via: string(rep.Format)}
 	switch rep.Format {
@@ -407,31 +409,64 @@ func (s *Server) feedback(rc rcpt, rep *Report) (*mail.Feedback, string) {
 			f.Reason = r.Status
 		}
 	}
+	if n := recipientCount(rep); n > 1 {
+		return nil, fmt.Sprintf("report about %d recipients: a mail of ours has one, so it names no delivery", n)
+	}
 	switch {
 	case rc.kind == rcptVERP:
-		f.SendID, f.DeliveryID = rc.send, rc.id
+		f.SendID, f.DeliveryID, f.NamedBy = rc.send, rc.id, "return path"
 	default:
 		// The quoted message's Return-Path, or the envelope sender a
 		// feedback report names (Original-Mail-From).
 		if send, id, ok := s.cfg.VERP.Parse(rep.Original.ReturnPath); ok {
-			f.SendID, f.DeliveryID = send, id
+			f.SendID, f.DeliveryID, f.NamedBy = send, id, "quoted return path"
 			break
 		}
 		if send, id, ok := s.cfg.VERP.Parse(rep.Feedback.MailFrom); ok {
-			f.SendID, f.DeliveryID = send, id
+			f.SendID, f.DeliveryID, f.NamedBy = send, id, "original mail from"
 			break
 		}
-		send, id, ok := messageID(rep.Original.MessageID)
+		var send, id int64
+		ok := s.cfg.Signer != nil
+		if ok {
+			send, id, ok = s.cfg.Signer.OpenMessageID(rep.Original.MessageID)
+		}
 		if !ok {
+			if unsignedMessageID(rep.Original.MessageID) {
+				return nil, "no delivery named: the quoted Message-ID has the unsigned <send.delivery@domain> form, which anyone can write"
+			}
 			return nil, "no delivery named: no return path of ours, no Message-ID of ours in the quoted message"
 		}
-		f.SendID, f.DeliveryID = send, id
+		f.SendID, f.DeliveryID, f.NamedBy = send, id, "message-id"
 		f.Match = s.named(rep, send)
 		if len(f.Match) == 0 {
 			return nil, fmt.Sprintf("delivery %d of send %d named by Message-ID alone: no address in the report to confirm it", id, send)
 		}
 	}
 	return f, ""
+}
+
+// recipientCount is how many recipients a report is about: its DSN
+// recipients (each by its Final-Recipient, else its Original-Recipient)
+// and an ARF's Original-Rcpt-To addresses, each counted once.
+func recipientCount(rep *Report) int {
+	var seen []string
+	add := func(a string) {
+		if a != "" && !contains(seen, a) {
+			seen = append(seen, a)
+		}
+	}
+	for _, r := range rep.Recipients {
+		if r.Final != "" {
+			add(r.Final)
+		} else {
+			add(r.Original)
+		}
+	}
+	for _, a := range rep.Feedback.RcptTo {
+		add(a)
+	}
+	return len(seen)
 }
 
 // named are the addresses a report names (lower case): its recipients,
@@ -507,23 +542,22 @@ func hard(status string) bool {
 // kept for inspection.
 func complaint(typ string) bool { return typ == "abuse" || typ == "fraud" || typ == "virus" }
 
-// messageID reads a Message-ID mailroom made: <send.delivery@domain>.
-func messageID(v string) (send, id int64, ok bool) {
+// unsignedMessageID reports whether v has the form of the Message-IDs
+// mailroom wrote before they were signed, <send.delivery@domain>: a
+// report quoting one is kept, not acted on.
+func unsignedMessageID(v string) bool {
 	v = strings.TrimSpace(v)
 	if len(v) < 2 || v[0] != '<' || v[len(v)-1] != '>' {
-		return 0, 0, false
+		return false
 	}
 	left, _, found := strings.Cut(v[1:len(v)-1], "@")
 	a, b, dot := strings.Cut(left, ".")
 	if !found || !dot {
-		return 0, 0, false
+		return false
 	}
-	send, err1 := strconv.ParseInt(a, 10, 64)
-	id, err2 := strconv.ParseInt(b, 10, 64)
-	if err1 != nil || err2 != nil || send <= 0 || id <= 0 || a[0] == '+' || b[0] == '+' {
-		return 0, 0, false
-	}
-	return send, id, true
+	_, err1 := strconv.ParseUint(a, 10, 63)
+	_, err2 := strconv.ParseUint(b, 10, 63)
+	return err1 == nil && err2 == nil
 }
 
 // unsubscribeTokens are the tokens of a List-Unsubscribe value: the

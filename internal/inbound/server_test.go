@@ -100,7 +100,7 @@ func (f *fixture) values(email string) map[string]string {
 	links.Fill(&r, mail.UnsubscribeToken{UserID: f.user, Email: mail.Email(email), GroupID: f.group, SendID: f.send})
 	return map[string]string{
 		"{{VERP}}":             f.verp.Address(f.send, id),
-		"{{MESSAGE_ID}}":       fmt.Sprintf("<%d.%d@acme.example>", f.send, id),
+		"{{MESSAGE_ID}}":       string(f.signer.AppendMessageID(nil, f.send, id, "acme.example")),
 		"{{RCPT}}":             email,
 		"{{LIST_UNSUBSCRIBE}}": "<" + r.Tokens.UnsubscribeURL + ">,\r\n <mailto:unsubscribe@" + bounceDomain + "?subject=unsubscribe-" + r.Tokens.Unsubscribe + ">",
 		"{{BOUNCE_DOMAIN}}":    bounceDomain,
