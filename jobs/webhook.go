@@ -341,7 +341,10 @@ func webhookClient(timeout time.Duration, allowPrivate bool) *http.Client {
 			if err != nil {
 				return err
 			}
-			if ip := net.ParseIP(host); ip == nil || mail.PrivateIP(ip) {
+			// The address is the resolved one, so always an IP: read
+			// and judged as the save check reads and judges a URL's host
+			// (mail.PrivateHost).
+			if _, ip := mail.WebhookHost(host); !ip.IsValid() || mail.PrivateAddr(ip) {
 				return errPrivateTarget
 			}
 			return nil

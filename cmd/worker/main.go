@@ -199,7 +199,9 @@ func run(ctx context.Context, getenv func(string) string, stderr io.Writer) erro
 	var listener *inbound.Server
 	if cfg.InboundSMTPAddr != "" {
 		listener = inbound.New(d, log, inbound.Config{VERP: mail.VERP{Domain: cfg.BounceDomain, Signer: signer},
-			Mailto: cfg.UnsubscribeMailto, Signer: signer, MaxBytes: cfg.InboundMaxBytes, KeepPerHour: cfg.InboundKeepPerHour})
+			Mailto: cfg.UnsubscribeMailto, Signer: signer, MaxBytes: cfg.InboundMaxBytes, KeepPerHour: cfg.InboundKeepPerHour,
+			MaxConns: cfg.InboundMaxConns, MaxConnsPerIP: cfg.InboundMaxConnsPerIP, GreetingTimeout: cfg.InboundGreetingTimeout,
+			Timeout: cfg.InboundTimeout})
 		addr, err := listener.Listen(cfg.InboundSMTPAddr)
 		if err != nil {
 			scheduler.Shutdown()

@@ -31,6 +31,10 @@ type Config struct {
 	InboundSMTPAddr        string        // INBOUND_SMTP_ADDR: the worker's SMTP listener for bounces, reports, mailto unsubscribes; empty: none
 	InboundMaxBytes        int64         // INBOUND_MAX_BYTES: cap on an inbound message
 	InboundKeepPerHour     int           // INBOUND_KEEP_PER_HOUR: inbound messages kept for inspection per hour and listener
+	InboundMaxConns        int           // INBOUND_MAX_CONNS: inbound connections at once; more are answered 421
+	InboundMaxConnsPerIP   int           // INBOUND_MAX_CONNS_PER_IP: inbound connections at once from one address (IPv6: one /64)
+	InboundGreetingTimeout time.Duration // INBOUND_GREETING_TIMEOUT: from the greeting to an inbound connection's first command
+	InboundTimeout         time.Duration // INBOUND_TIMEOUT: each later inbound command's read, each reply's write
 	DKIMKeys               string        // DKIM_KEYS: domain=selector:/path/key.pem,… (read by the worker)
 	AllowUnverifiedSenders bool          // ALLOW_UNVERIFIED_SENDERS
 	ClickTracking          bool          // CLICK_TRACKING: on (default) rewrites mails' links to tracked ones; off leaves them
@@ -112,33 +116,35 @@ func Load(getenv func(string) string) (Config, error) {
 	}
 
 	c := Config{
-		DatabaseURL:        str("DATABASE_URL", "postgres://postgres@127.0.0.1:5432/mailer?sslmode=disable"),
-		RedisURL:           str("REDIS_URL", "redis://127.0.0.1:6379/0"),
-		HTTPAddr:           str("HTTP_ADDR", ":8080"),
-		PublicURL:          strings.TrimRight(str("PUBLIC_URL", "http://localhost:8080"), "/"),
-		SMTPURL:            str("SMTP_URL", ""),
-		OutboxDir:          str("OUTBOX_DIR", "./var/outbox"),
-		NotifyFrom:         str("NOTIFY_FROM", "mailroom <notifications@localhost>"),
-		UnsubscribeMailto:  str("UNSUBSCRIBE_MAILTO", ""),
-		BounceDomain:       strings.ToLower(strings.TrimSuffix(str("BOUNCE_DOMAIN", ""), ".")),
-		InboundSMTPAddr:    str("INBOUND_SMTP_ADDR", ""),
-		InboundMaxBytes:    size("INBOUND_MAX_BYTES", 4<<20),
-		InboundKeepPerHour: integer("INBOUND_KEEP_PER_HOUR", 1000),
-		DKIMKeys:           str("DKIM_KEYS", ""),
-		MonitoringUser:     str("MONITORING_USER", ""),
-		MonitoringPassword: str("MONITORING_PASSWORD", ""),
-		WorkerMetricsAddr:  str("WORKER_METRICS_ADDR", "127.0.0.1:9091"),
-		MetricsUser:        str("METRICS_USER", ""),
-		MetricsPassword:    str("METRICS_PASSWORD", ""),
-		MaxBodyBytes:       size("MAX_BODY_BYTES", 10<<20),
-		MaxUploadBytes:     size("MAX_UPLOAD_BYTES", 2<<30),
-		WorkerConcurrency:  integer("WORKER_CONCURRENCY", 20),
-		SendBatchSize:      integer("SEND_BATCH_SIZE", 1000),
-		SendWindow:         integer("SEND_WINDOW", 4),
-		SendConcurrency:    integer("SEND_CONCURRENCY", 16),
-		MaxImports:         integer("MAX_CONCURRENT_IMPORTS", 4),
-		WebhookConcurrency: integer("WEBHOOK_CONCURRENCY", 4),
-		LogLevel:           strings.ToLower(str("LOG_LEVEL", "info")),
+		DatabaseURL:          str("DATABASE_URL", "postgres://postgres@127.0.0.1:5432/mailer?sslmode=disable"),
+		RedisURL:             str("REDIS_URL", "redis://127.0.0.1:6379/0"),
+		HTTPAddr:             str("HTTP_ADDR", ":8080"),
+		PublicURL:            strings.TrimRight(str("PUBLIC_URL", "http://localhost:8080"), "/"),
+		SMTPURL:              str("SMTP_URL", ""),
+		OutboxDir:            str("OUTBOX_DIR", "./var/outbox"),
+		NotifyFrom:           str("NOTIFY_FROM", "mailroom <notifications@localhost>"),
+		UnsubscribeMailto:    str("UNSUBSCRIBE_MAILTO", ""),
+		BounceDomain:         strings.ToLower(strings.TrimSuffix(str("BOUNCE_DOMAIN", ""), ".")),
+		InboundSMTPAddr:      str("INBOUND_SMTP_ADDR", ""),
+		InboundMaxBytes:      size("INBOUND_MAX_BYTES", 4<<20),
+		InboundKeepPerHour:   integer("INBOUND_KEEP_PER_HOUR", 1000),
+		InboundMaxConns:      integer("INBOUND_MAX_CONNS", 100),
+		InboundMaxConnsPerIP: integer("INBOUND_MAX_CONNS_PER_IP", 10),
+		DKIMKeys:             str("DKIM_KEYS", ""),
+		MonitoringUser:       str("MONITORING_USER", ""),
+		MonitoringPassword:   str("MONITORING_PASSWORD", ""),
+		WorkerMetricsAddr:    str("WORKER_METRICS_ADDR", "127.0.0.1:9091"),
+		MetricsUser:          str("METRICS_USER", ""),
+		MetricsPassword:      str("METRICS_PASSWORD", ""),
+		MaxBodyBytes:         size("MAX_BODY_BYTES", 10<<20),
+		MaxUploadBytes:       size("MAX_UPLOAD_BYTES", 2<<30),
+		WorkerConcurrency:    integer("WORKER_CONCURRENCY", 20),
+		SendBatchSize:        integer("SEND_BATCH_SIZE", 1000),
+		SendWindow:           integer("SEND_WINDOW", 4),
+		SendConcurrency:      integer("SEND_CONCURRENCY", 16),
+		MaxImports:           integer("MAX_CONCURRENT_IMPORTS", 4),
+		WebhookConcurrency:   integer("WEBHOOK_CONCURRENCY", 4),
+		LogLevel:             strings.ToLower(str("LOG_LEVEL", "info")),
 	}
 
 	boolean := func(name string, def bool) bool {
@@ -199,6 +205,8 @@ func Load(getenv func(string) string) (Config, error) {
 	c.SendSlice = duration("SEND_SLICE", time.Second)
 	c.AutomationRunEvery = duration("AUTOMATION_RUN_EVERY", 30*time.Second)
 	c.WorkerPollInterval = duration("WORKER_POLL_INTERVAL", 100*time.Millisecond)
+	c.InboundGreetingTimeout = duration("INBOUND_GREETING_TIMEOUT", 5*time.Second)
+	c.InboundTimeout = duration("INBOUND_TIMEOUT", time.Minute)
 	c.WebhookTimeout = duration("WEBHOOK_TIMEOUT", 10*time.Second)
 	c.WebhookRetryMin = duration("WEBHOOK_RETRY_MIN", 30*time.Second)
 	c.WebhookRetryMax = duration("WEBHOOK_RETRY_MAX", time.Hour)
@@ -274,6 +282,9 @@ func (c Config) validate() []error {
 		}
 		if c.BounceDomain == "" && c.UnsubscribeMailto == "" {
 			errs = append(errs, errors.New("INBOUND_SMTP_ADDR: set BOUNCE_DOMAIN or UNSUBSCRIBE_MAILTO: the listener would take no mail"))
+		}
+		if c.InboundMaxConnsPerIP > c.InboundMaxConns {
+			errs = append(errs, fmt.Errorf("INBOUND_MAX_CONNS_PER_IP: %d is more than INBOUND_MAX_CONNS (%d)", c.InboundMaxConnsPerIP, c.InboundMaxConns))
 		}
 	}
 	if (c.MetricsUser == "") != (c.MetricsPassword == "") {

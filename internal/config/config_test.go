@@ -173,12 +173,15 @@ func TestDomainLimits(t *testing.T) {
 func TestBounceIntake(t *testing.T) {
 	t.Parallel()
 	c, err := Load(env(nil))
-	if err != nil || c.BounceDomain != "" || c.InboundSMTPAddr != "" || c.InboundMaxBytes != 4<<20 {
-		t.Fatalf("defaults: %q %q %d %v", c.BounceDomain, c.InboundSMTPAddr, c.InboundMaxBytes, err)
+	if err != nil || c.BounceDomain != "" || c.InboundSMTPAddr != "" || c.InboundMaxBytes != 4<<20 || c.InboundMaxConns != 100 ||
+		c.InboundMaxConnsPerIP != 10 || c.InboundGreetingTimeout != 5*time.Second || c.InboundTimeout != time.Minute {
+		t.Fatalf("defaults: %+v %v", c, err)
 	}
-	c, err = Load(env(map[string]string{"BOUNCE_DOMAIN": "Bounces.Example.COM.", "INBOUND_SMTP_ADDR": ":2525", "INBOUND_MAX_BYTES": "1MB"}))
-	if err != nil || c.BounceDomain != "bounces.example.com" || c.InboundSMTPAddr != ":2525" || c.InboundMaxBytes != 1<<20 {
-		t.Fatalf("values: %q %q %d %v", c.BounceDomain, c.InboundSMTPAddr, c.InboundMaxBytes, err)
+	c, err = Load(env(map[string]string{"BOUNCE_DOMAIN": "Bounces.Example.COM.", "INBOUND_SMTP_ADDR": ":2525", "INBOUND_MAX_BYTES": "1MB",
+		"INBOUND_MAX_CONNS": "50", "INBOUND_MAX_CONNS_PER_IP": "50", "INBOUND_GREETING_TIMEOUT": "2s", "INBOUND_TIMEOUT": "5m"}))
+	if err != nil || c.BounceDomain != "bounces.example.com" || c.InboundSMTPAddr != ":2525" || c.InboundMaxBytes != 1<<20 ||
+		c.InboundMaxConns != 50 || c.InboundMaxConnsPerIP != 50 || c.InboundGreetingTimeout != 2*time.Second || c.InboundTimeout != 5*time.Minute {
+		t.Fatalf("values: %+v %v", c, err)
 	}
 	for _, bad := range []struct {
 		name string
@@ -191,6 +194,11 @@ func TestBounceIntake(t *testing.T) {
 		// nothing to receive: neither bounces nor the mailto
 		{"INBOUND_SMTP_ADDR", map[string]string{"INBOUND_SMTP_ADDR": ":2525", "UNSUBSCRIBE_MAILTO": "none"}},
 		{"INBOUND_MAX_BYTES", map[string]string{"INBOUND_MAX_BYTES": "big"}},
+		{"INBOUND_MAX_CONNS", map[string]string{"INBOUND_MAX_CONNS": "0"}},
+		{"INBOUND_MAX_CONNS_PER_IP", map[string]string{"INBOUND_MAX_CONNS_PER_IP": "-1"}},
+		{"INBOUND_MAX_CONNS_PER_IP", map[string]string{"INBOUND_SMTP_ADDR": ":2525", "INBOUND_MAX_CONNS": "5", "INBOUND_MAX_CONNS_PER_IP": "6"}},
+		{"INBOUND_GREETING_TIMEOUT", map[string]string{"INBOUND_GREETING_TIMEOUT": "5"}},
+		{"INBOUND_TIMEOUT", map[string]string{"INBOUND_TIMEOUT": "-1m"}},
 	} {
 		if _, err := Load(env(bad.env)); err == nil || !strings.Contains(err.Error(), bad.name+":") {
 			t.Errorf("%v: %v", bad.env, err)

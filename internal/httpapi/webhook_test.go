@@ -169,6 +169,45 @@ func TestWebhookValidation(t *testing.T) {
 	saveWebhook(t, open, acct, url.Values{"url": {"http://localhost/hook"}})
 }
 
+// Hosts spelt so they read as no private address but dial one (every
+// IPv4 spelling inet_aton takes, IPv6 with a zone, IPv4 inside IPv6,
+// IDNA full stops and digits, trailing dots) are refused at save and at
+// update with the private-address message; public names, literals and
+// IDN hosts are still taken, and WEBHOOK_ALLOW_PRIVATE takes the odd
+// spellings too.
+func TestWebhookOddHosts(t *testing.T) {
+	t.Parallel()
+	a := newAPI(t)
+	acct := a.account()
+	id, _ := saveWebhook(t, a, acct, url.Values{"url": {"https://hooks.example.com/odd"}})
+	const private = `{"status":"failed","errors":{"url":["The url may not point to a private or loopback address."]}}`
+	odd := []string{
+		"http://2130706433/", "http://0x7f000001/", "http://0177.0.0.1/", "http://127.1/", "http://0x7f.1/", "http://0/",
+		"http://0.0.0.0/", "http://[::1%25lo]/", "http://[fe80::1%25lo]/", "http://[fe80::1]/", "http://[::ffff:127.0.0.1]/",
+		"http://[::127.0.0.1]/", "http://[64:ff9b::7f00:1]/", "http://[64:ff9b::a00:1]/", "http://[2002:c0a8:101::1]/",
+		"http://127。0。0。1/", "http://127．0．0．1/", "http://127｡0｡0｡1/", "http://１２７.0.0.1/", "http://①②⑦.0.0.1/",
+		"http://localhost../", "http://LocalHost./", "http://api.localhost/", "http://ｌｏｃａｌｈｏｓｔ/", "http://localhost｡/",
+		"http://255.255.255.255/", "http://240.1.2.3/", "http://224.0.0.1/", "http://[ff02::1]/", "http://[::]/",
+		"http://169.254.169.254/latest/meta-data/", "http://0xa9fea9fe/", "http://10.1/", "http://127.0.0.1./",
+	}
+	for _, u := range odd {
+		a.do(req{method: "POST", path: "/api/webhooks/save", acct: &acct, body: url.Values{"url": {u}}}).expect(t, 422, private)
+		a.do(req{method: "POST", path: "/api/webhooks/update", acct: &acct,
+			body: url.Values{"id": {fmt.Sprint(id)}, "url": {u}}}).expect(t, 422, private)
+	}
+	a.do(req{method: "POST", path: "/api/webhooks/save", acct: &acct, body: url.Values{"url": {"http://a..example/"}}}).expect(t, 422,
+		`{"status":"failed","errors":{"url":["The url must be a valid http or https URL."]}}`)
+	for _, u := range []string{"https://hooks.example.com./x", "http://8.8.8.8/x", "http://[2606:4700:4700::1111]/x",
+		"https://bücher.example/x", "http://[64:ff9b::808:808]/x", "http://134744072/x", "https://0x.example/x"} {
+		saveWebhook(t, a, acct, url.Values{"url": {u}})
+	}
+	open := newAPIWith(t, httpapi.Config{MaxBodyBytes: 1 << 20, MaxUploadBytes: 1 << 20, AllowPrivateWebhooks: true})
+	local := open.account()
+	for _, u := range []string{"http://2130706433/", "http://[fe80::1%25lo]/", "http://127。0。0。1/"} {
+		saveWebhook(t, open, local, url.Values{"url": {u}})
+	}
+}
+
 func TestWebhookIsolation(t *testing.T) {
 	t.Parallel()
 	a := newAPI(t)

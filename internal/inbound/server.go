@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"net/netip"
 	"runtime/debug"
 	"strconv"
 	"strings"
@@ -33,12 +34,21 @@ type Config struct {
 	// List-Unsubscribe quoted in a report).
 	Signer *mail.TokenSigner
 
-	MaxBytes       int64         // a message's size; 4 MiB when 0
-	MaxRecipients  int           // RCPT TO per message; 10 when 0
-	MaxConns       int           // connections at once (more wait to be accepted); 100 when 0
-	Timeout        time.Duration // a command's read or a reply's write; 1 min when 0
-	SessionTimeout time.Duration // a connection's whole life; 10 min when 0
-	Keep           time.Duration // how long kept messages stay; 30 days when 0
+	MaxBytes      int64 // a message's size; 4 MiB when 0
+	MaxRecipients int   // RCPT TO per message; 10 when 0
+	// MaxConns caps the connections served at once, MaxConnsPerIP those
+	// from one address (an IPv6 /64 counts as one; loopback is not
+	// special): a connection past either is answered 421 at once and
+	// closed, so connections that say nothing never keep a sender under
+	// the caps waiting. 100 and 10 when 0.
+	MaxConns      int
+	MaxConnsPerIP int
+	// GreetingTimeout is how long a connection has from the greeting to
+	// its first command; 5 s when 0. Then Timeout applies.
+	GreetingTimeout time.Duration
+	Timeout         time.Duration // each later command's read (a message's data too), each reply's write; 1 min when 0
+	SessionTimeout  time.Duration // a connection's whole life; 10 min when 0
+	Keep            time.Duration // how long kept messages stay; 30 days when 0
 	// KeepPerHour caps the messages kept for inspection (the port takes
 	// mail from anyone): at most this many an hour, a tenth of them at
 	// once; past it they are dropped and counted. 1,000 when 0.
@@ -54,6 +64,12 @@ func (c Config) withDefaults() Config {
 	}
 	if c.MaxConns <= 0 {
 		c.MaxConns = 100
+	}
+	if c.MaxConnsPerIP <= 0 {
+		c.MaxConnsPerIP = 10
+	}
+	if c.GreetingTimeout <= 0 {
+		c.GreetingTimeout = 5 * time.Second
 	}
 	if c.Timeout <= 0 {
 		c.Timeout = time.Minute
@@ -91,12 +107,15 @@ type Server struct {
 	keepLimit   *rate.Limiter // Config.KeepPerHour
 	keepDropped atomic.Int64  // messages not kept since the last warning
 	keepWarned  atomic.Int64  // when that warning was logged (unix seconds)
+
+	cuts cuts             // connections cut or refused, logged once a minute
+	now  func() time.Time // time.Now; tests move it
 }
 
 // New makes a listener over d; Listen starts it.
 func New(d *postgres.DB, log *slog.Logger, cfg Config) *Server {
 	cfg = cfg.withDefaults()
-	s := &Server{db: d, log: log, cfg: cfg, parse: Parse, stopKeep: make(chan struct{}),
+	s := &Server{db: d, log: log, cfg: cfg, parse: Parse, stopKeep: make(chan struct{}), now: time.Now,
 		keepLimit: rate.NewLimiter(rate.Limit(float64(cfg.KeepPerHour)/3600), max(1, cfg.KeepPerHour/10))}
 	s.srv = smtp.NewServer(smtp.BackendFunc(func(c *smtp.Conn) (smtp.Session, error) {
 		return &session{s: s, remote: c.Conn().RemoteAddr().String()}, nil
@@ -120,7 +139,8 @@ func (s *Server) Listen(addr string) (net.Addr, error) {
 	if err != nil {
 		return nil, err
 	}
-	ll := &limitListener{Listener: l, sem: make(chan struct{}, s.cfg.MaxConns), done: make(chan struct{}), life: s.cfg.SessionTimeout}
+	ll := &limitListener{Listener: l, max: s.cfg.MaxConns, perIP: s.cfg.MaxConnsPerIP, greeting: s.cfg.GreetingTimeout,
+		life: s.cfg.SessionTimeout, domain: s.srv.Domain, cut: s.cut, from: map[netip.Addr]int{}}
 	s.mu.Lock()
 	s.ln = ll
 	s.mu.Unlock()
@@ -129,8 +149,9 @@ func (s *Server) Listen(addr string) (net.Addr, error) {
 			s.log.Error("inbound SMTP listener stopped", "err", err)
 		}
 	}()
-	s.kept.Add(1)
+	s.kept.Add(2)
 	go s.prune()
+	go s.reportEvery(10 * time.Second)
 	return l.Addr(), nil
 }
 
@@ -610,53 +631,6 @@ func (s *Server) unsubscribe(ctx context.Context, rc rcpt, raw []byte, keep func
 	}
 	s.log.Info("unsubscribed by mail", "send_id", t.SendID, "automation_id", t.AutomationID, "added", added)
 	return nil
-}
-
-// limitListener holds at most cap(sem) connections at once (Accept waits
-// for a free one) and closes each after life.
-type limitListener struct {
-	net.Listener
-	sem  chan struct{}
-	done chan struct{}
-	once sync.Once
-	life time.Duration
-}
-
-func (l *limitListener) Accept() (net.Conn, error) {
-	select {
-	case l.sem <- struct{}{}:
-	case <-l.done:
-		return nil, net.ErrClosed
-	}
-	c, err := l.Listener.Accept()
-	if err != nil {
-		<-l.sem
-		return nil, err
-	}
-	lc := &limitConn{Conn: c, release: func() { <-l.sem }}
-	lc.timer = time.AfterFunc(l.life, func() { c.Close() })
-	return lc, nil
-}
-
-func (l *limitListener) Close() error {
-	l.once.Do(func() { close(l.done) })
-	return l.Listener.Close()
-}
-
-type limitConn struct {
-	net.Conn
-	once    sync.Once
-	timer   *time.Timer
-	release func()
-}
-
-func (c *limitConn) Close() error {
-	err := c.Conn.Close()
-	c.once.Do(func() {
-		c.timer.Stop()
-		c.release()
-	})
-	return err
 }
 
 // errorLog routes go-smtp's own error lines into slog.

@@ -110,14 +110,17 @@ func (f *fixture) values(email string) map[string]string {
 }
 
 // listen starts a listener over d for the fixture's key, stopped when the
-// test ends.
-func listen(t testing.TB, d *postgres.DB, f *fixture, cfg Config) (*Server, string) {
+// test ends; opts change the server before it listens.
+func listen(t testing.TB, d *postgres.DB, f *fixture, cfg Config, opts ...func(*Server)) (*Server, string) {
 	t.Helper()
 	cfg.VERP, cfg.Signer = f.verp, f.signer
 	if cfg.Mailto == "" {
 		cfg.Mailto = "unsubscribe@" + bounceDomain
 	}
 	s := New(d, slog.New(slog.NewTextHandler(io.Discard, nil)), cfg)
+	for _, o := range opts {
+		o(s)
+	}
 	addr, err := s.Listen("127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)

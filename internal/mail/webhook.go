@@ -6,7 +6,6 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/hex"
-	"net"
 	"net/url"
 	"strconv"
 	"strings"
@@ -138,36 +137,14 @@ func webhookURLProblem(raw string, allowPrivate bool) string {
 	if port := u.Port(); port != "" && (len(port) > 5 || strings.TrimLeft(port, "0123456789") != "") {
 		return invalid
 	}
-	if !allowPrivate && PrivateHost(u.Hostname()) {
+	name, ip := WebhookHost(u.Hostname())
+	if !ip.IsValid() && (name == "" || strings.HasPrefix(name, ".") || strings.Contains(name, "..")) {
+		return invalid // an empty label: no resolver takes it
+	}
+	if !allowPrivate && privateHost(name, ip) {
 		return "The url may not point to a private or loopback address."
 	}
 	return ""
-}
-
-// PrivateHost reports whether host (a name or an IP literal, without
-// brackets) is one a webhook may not reach unless private targets are
-// allowed: localhost and its subdomains, and loopback, private,
-// link-local, unspecified or multicast addresses. Names that resolve to
-// such addresses are refused when dialled (PrivateIP).
-func PrivateHost(host string) bool {
-	h := strings.TrimSuffix(strings.ToLower(host), ".")
-	if h == "localhost" || strings.HasSuffix(h, ".localhost") {
-		return true
-	}
-	if ip := net.ParseIP(h); ip != nil {
-		return PrivateIP(ip)
-	}
-	return false
-}
-
-// PrivateIP reports whether ip is loopback, private (RFC 1918, RFC 4193,
-// 100.64/10 shared), link-local, unspecified or multicast.
-func PrivateIP(ip net.IP) bool {
-	if ip4 := ip.To4(); ip4 != nil && ip4[0] == 100 && ip4[1]&0xc0 == 64 { // 100.64.0.0/10
-		return true
-	}
-	return ip.IsLoopback() || ip.IsPrivate() || ip.IsLinkLocalUnicast() || ip.IsLinkLocalMulticast() ||
-		ip.IsInterfaceLocalMulticast() || ip.IsMulticast() || ip.IsUnspecified()
 }
 
 // NewWebhookSecret is a fresh signing secret: whsec_ and 32 random bytes

@@ -153,3 +153,107 @@ func TestWebhookSignature(t *testing.T) {
 		}
 	}
 }
+
+// WebhookHost reads a URL's host as the webhook dialer will (an IP in
+// every spelling a resolver takes, IDNA-mapped names), and PrivateHost,
+// the judge the save check and the dialer share, refuses what reaches
+// inside.
+func TestWebhookHost(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		host    string
+		name    string // the name read, when no IP
+		ip      string // the IP read
+		private bool
+	}{
+		// IPv4 as inet_aton reads it.
+		{"127.0.0.1", "", "127.0.0.1", true},
+		{"2130706433", "", "127.0.0.1", true},
+		{"0x7f000001", "", "127.0.0.1", true},
+		{"0X7F000001", "", "127.0.0.1", true},
+		{"0177.0.0.1", "", "127.0.0.1", true},
+		{"0177.0.0.01", "", "127.0.0.1", true},
+		{"127.1", "", "127.0.0.1", true},
+		{"0x7f.1", "", "127.0.0.1", true},
+		{"127.0.1", "", "127.0.0.1", true},
+		{"0", "", "0.0.0.0", true},
+		{"00", "", "0.0.0.0", true},
+		{"10.1", "", "10.0.0.1", true},
+		{"0xa9fea9fe", "", "169.254.169.254", true},
+		{"127.0.0.1.", "", "127.0.0.1", true},
+		{"127.1..", "", "127.0.0.1", true},
+		{"134744072", "", "8.8.8.8", false},
+		{"8.8.8.8", "", "8.8.8.8", false},
+		{"255.255.255.255", "", "255.255.255.255", true},
+		{"240.0.0.1", "", "240.0.0.1", true},
+		{"224.0.0.251", "", "224.0.0.251", true},
+		{"100.64.0.1", "", "100.64.0.1", true},
+		{"198.18.0.1", "", "198.18.0.1", true},
+		{"192.0.2.1", "", "192.0.2.1", true},
+		// Not inet_aton: names, judged when dialled.
+		{"1.2.3.4.5", "1.2.3.4.5", "", false},
+		{"256.1.1.1", "256.1.1.1", "", false},
+		{"1.2.65536", "1.2.65536", "", false},
+		{"127.16777216", "127.16777216", "", false},
+		{"4294967296", "4294967296", "", false},
+		{"0x", "0x", "", false},
+		{"08", "08", "", false},
+		{"0x1g", "0x1g", "", false},
+		{"1..2", "1..2", "", false},
+		{"0x.example", "0x.example", "", false},
+		// IPv6: zones, IPv4 inside.
+		{"::1", "", "::1", true},
+		{"::", "", "::", true},
+		{"::1%lo", "", "::1%lo", true},
+		{"fe80::1%lo", "", "fe80::1%lo", true},
+		{"2606:4700:4700::1111%eth0", "", "2606:4700:4700::1111%eth0", true},
+		{"fe80::1", "", "fe80::1", true},
+		{"fd00::1", "", "fd00::1", true},
+		{"fec0::1", "", "fec0::1", true},
+		{"ff02::1", "", "ff02::1", true},
+		{"::ffff:127.0.0.1", "", "::ffff:127.0.0.1", true},
+		{"::ffff:7f00:1", "", "::ffff:127.0.0.1", true},
+		{"::ffff:8.8.8.8", "", "::ffff:8.8.8.8", false},
+		{"::127.0.0.1", "", "::7f00:1", true},
+		{"::8.8.8.8", "", "::808:808", true}, // IPv4-compatible: deprecated, never reachable
+		{"64:ff9b::7f00:1", "", "64:ff9b::7f00:1", true},
+		{"64:ff9b::10.0.0.1", "", "64:ff9b::a00:1", true},
+		{"64:ff9b::8.8.8.8", "", "64:ff9b::808:808", false},
+		{"64:ff9b:1::8.8.8.8", "", "64:ff9b:1::808:808", true},
+		{"2002:7f00:1::1", "", "2002:7f00:1::1", true},
+		{"2002:0808:0808::1", "", "2002:808:808::1", false},
+		{"2001:db8::1", "", "2001:db8::1", true},
+		{"2001:0:4136:e378:8000:63bf:3fff:fdd2", "", "2001:0:4136:e378:8000:63bf:3fff:fdd2", true}, // Teredo
+		{"2606:4700:4700::1111", "", "2606:4700:4700::1111", false},
+		// Names: IDNA full stops and digits, case, trailing dots.
+		{"127。0。0。1", "", "127.0.0.1", true},
+		{"127．0．0．1", "", "127.0.0.1", true},
+		{"127｡0｡0｡1", "", "127.0.0.1", true},
+		{"１２７.０.０.１", "", "127.0.0.1", true},
+		{"①②⑦.0.0.1", "", "127.0.0.1", true},
+		{"𝟏𝟐𝟕.𝟏", "", "127.0.0.1", true},
+		{"localhost", "localhost", "", true},
+		{"LocalHost.", "localhost", "", true},
+		{"localhost..", "localhost", "", true},
+		{"localhost｡", "localhost", "", true},
+		{"ｌｏｃａｌｈｏｓｔ", "localhost", "", true},
+		{"api.localhost", "api.localhost", "", true},
+		{"notlocalhost", "notlocalhost", "", false},
+		{"Hooks.Example.COM.", "hooks.example.com", "", false},
+		{"bücher.example", "xn--bcher-kva.example", "", false},
+		{"printer.local", "printer.local", "", false}, // a name: judged on what it resolves to
+	}
+	for _, tt := range tests {
+		name, ip := WebhookHost(tt.host)
+		gotIP := ""
+		if ip.IsValid() {
+			gotIP = ip.String()
+		}
+		if name != tt.name || gotIP != tt.ip {
+			t.Errorf("WebhookHost(%q) = %q, %q; want %q, %q", tt.host, name, gotIP, tt.name, tt.ip)
+		}
+		if got := PrivateHost(tt.host); got != tt.private {
+			t.Errorf("PrivateHost(%q) = %v, want %v", tt.host, got, tt.private)
+		}
+	}
+}

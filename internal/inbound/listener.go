@@ -1,0 +1,248 @@
+package inbound
+
+import (
+	"bytes"
+	"errors"
+	"io"
+	"net"
+	"net/netip"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// cutReason is why the listener cut or refused a connection.
+type cutReason int
+
+const (
+	cutFirstCommand cutReason = iota // no command within GreetingTimeout of the greeting
+	cutIdle                          // later, no command (or message data) within Timeout
+	cutLife                          // open longer than SessionTimeout
+	cutPerAddress                    // refused: MaxConnsPerIP already open from its address
+	cutTotal                         // refused: MaxConns already open
+	cutReasons
+)
+
+// cutNames are the reasons' attribute names in the log line.
+var cutNames = [cutReasons]string{"no_command", "idle", "session_timeout", "over_per_ip", "over_total"}
+
+// cuts counts the connections the listener cut or refused, logged at
+// most once a minute with the counts since the line before.
+type cuts struct {
+	n      [cutReasons]atomic.Int64
+	last   atomic.Pointer[string] // the address of the last one cut
+	logged atomic.Int64           // when the last line was logged (unix seconds)
+}
+
+// cut counts a connection cut or refused, and logs the counts if the
+// last line is a minute old.
+func (s *Server) cut(why cutReason, from netip.Addr) {
+	s.cuts.n[why].Add(1)
+	a := from.String()
+	s.cuts.last.Store(&a)
+	s.reportCuts()
+}
+
+// reportCuts logs the connections cut or refused since the last line,
+// if any were and that line is at least a minute old. Called on each
+// cut, and every few seconds so the last counts are not held back.
+func (s *Server) reportCuts() {
+	now := s.now().Unix()
+	last := s.cuts.logged.Load()
+	if now-last < 60 {
+		return
+	}
+	pending := false
+	for i := range s.cuts.n {
+		pending = pending || s.cuts.n[i].Load() > 0
+	}
+	if !pending || !s.cuts.logged.CompareAndSwap(last, now) {
+		return
+	}
+	attrs := make([]any, 0, 2*cutReasons+10)
+	for i := range s.cuts.n {
+		attrs = append(attrs, cutNames[i], s.cuts.n[i].Swap(0))
+	}
+	if a := s.cuts.last.Load(); a != nil {
+		attrs = append(attrs, "last_remote", *a)
+	}
+	attrs = append(attrs, "greeting_timeout", s.cfg.GreetingTimeout.String(), "timeout", s.cfg.Timeout.String(),
+		"max_conns_per_ip", s.cfg.MaxConnsPerIP, "max_conns", s.cfg.MaxConns)
+	s.log.Warn("inbound SMTP connections cut or refused", attrs...)
+}
+
+// reportEvery calls reportCuts every few seconds until Shutdown.
+func (s *Server) reportEvery(d time.Duration) {
+	defer s.kept.Done()
+	t := time.NewTicker(d)
+	defer t.Stop()
+	for {
+		select {
+		case <-s.stopKeep:
+			return
+		case <-t.C:
+			s.reportCuts()
+		}
+	}
+}
+
+// limitListener serves at most max connections at once, at most perIP of
+// them from one address (an IPv6 /64 counts as one): a connection past
+// either is answered 421 at once and closed, so Accept never waits and
+// every sender under the caps is greeted at once. Each connection it
+// hands out must say its first command within greeting, and is closed
+// after life.
+type limitListener struct {
+	net.Listener
+	max, perIP     int
+	greeting, life time.Duration
+	domain         string
+	cut            func(cutReason, netip.Addr)
+	mu             sync.Mutex
+	total          int
+	from           map[netip.Addr]int
+}
+
+func (l *limitListener) Accept() (net.Conn, error) {
+	for {
+		c, err := l.Listener.Accept()
+		if err != nil {
+			return nil, err
+		}
+		key := addressKey(c.RemoteAddr())
+		if why, ok := l.admit(key); !ok {
+			l.cut(why, key)
+			l.refuse(c, why)
+			continue
+		}
+		lc := &limitConn{Conn: c, l: l, key: key, firstBy: time.Now().Add(l.greeting)}
+		c.SetReadDeadline(lc.firstBy)
+		lc.timer = time.AfterFunc(l.life, lc.expire)
+		return lc, nil
+	}
+}
+
+// admit takes a slot for a connection from key, or says which cap is full.
+func (l *limitListener) admit(key netip.Addr) (cutReason, bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	switch {
+	case l.from[key] >= l.perIP:
+		return cutPerAddress, false
+	case l.total >= l.max:
+		return cutTotal, false
+	}
+	l.from[key]++
+	l.total++
+	return 0, true
+}
+
+func (l *limitListener) release(key netip.Addr) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.total--
+	if l.from[key]--; l.from[key] <= 0 {
+		delete(l.from, key)
+	}
+}
+
+// refuse answers a connection past a cap with a 421 greeting (RFC 5321
+// 3.1: the sender tries again later) and closes it. The reply fits any
+// new socket's send buffer, so the write does not wait on the peer.
+func (l *limitListener) refuse(c net.Conn, why cutReason) {
+	msg := "Too many connections, try again later"
+	code := "4.3.2"
+	if why == cutPerAddress {
+		msg, code = "Too many connections from your address, try again later", "4.7.0"
+	}
+	if l.domain != "" {
+		msg = l.domain + " " + msg
+	}
+	c.SetWriteDeadline(time.Now().Add(time.Second))
+	io.WriteString(c, "421 "+code+" "+msg+"\r\n")
+	c.Close()
+}
+
+// addressKey is the address a connection counts against: its IP (an
+// IPv4-mapped one as IPv4), or its /64 for IPv6, which one host often
+// holds whole. Loopback is not special: a relay on the same host counts
+// as one address.
+func addressKey(a net.Addr) netip.Addr {
+	var ip netip.Addr
+	if t, ok := a.(*net.TCPAddr); ok {
+		ip = t.AddrPort().Addr()
+	} else if ap, err := netip.ParseAddrPort(a.String()); err == nil {
+		ip = ap.Addr()
+	}
+	ip = ip.Unmap().WithZone("")
+	if ip.Is6() {
+		p, _ := ip.Prefix(64)
+		ip = p.Addr()
+	}
+	return ip
+}
+
+// limitConn is one connection held by a limitListener. Until a whole
+// command line has arrived its read deadline is the greeting's
+// (GreetingTimeout), whatever go-smtp asks (it sets Timeout before each
+// command); then go-smtp's own applies.
+type limitConn struct {
+	net.Conn
+	l        *limitListener
+	key      netip.Addr
+	firstBy  time.Time   // the first command's deadline
+	started  atomic.Bool // a whole command line has arrived
+	timedOut atomic.Bool // a read timed out (counted once)
+	closed   atomic.Bool
+	once     sync.Once
+	timer    *time.Timer // SessionTimeout
+}
+
+func (c *limitConn) Read(p []byte) (int, error) {
+	n, err := c.Conn.Read(p)
+	if n > 0 && !c.started.Load() && bytes.IndexByte(p[:n], '\n') >= 0 {
+		c.started.Store(true)
+	}
+	var ne net.Error
+	if err != nil && errors.As(err, &ne) && ne.Timeout() && c.timedOut.CompareAndSwap(false, true) {
+		if c.started.Load() {
+			c.l.cut(cutIdle, c.key)
+		} else {
+			c.l.cut(cutFirstCommand, c.key)
+		}
+	}
+	return n, err
+}
+
+func (c *limitConn) SetReadDeadline(t time.Time) error {
+	if !c.started.Load() && (t.IsZero() || t.After(c.firstBy)) {
+		t = c.firstBy
+	}
+	return c.Conn.SetReadDeadline(t)
+}
+
+func (c *limitConn) SetDeadline(t time.Time) error {
+	if err := c.Conn.SetWriteDeadline(t); err != nil {
+		return err
+	}
+	return c.SetReadDeadline(t)
+}
+
+// expire closes a connection open for SessionTimeout; go-smtp's read
+// fails and it closes its side, which frees the slot.
+func (c *limitConn) expire() {
+	if !c.closed.Load() {
+		c.l.cut(cutLife, c.key)
+	}
+	c.Conn.Close()
+}
+
+func (c *limitConn) Close() error {
+	err := c.Conn.Close()
+	c.once.Do(func() {
+		c.closed.Store(true)
+		c.timer.Stop()
+		c.l.release(c.key)
+	})
+	return err
+}
