@@ -89,6 +89,12 @@ func CheckEmail(s string) (Email, EmailProblem) {
 	return Email(s), EmailOK
 }
 
+// DomainALabel is a domain name as it goes out (bücher.example is
+// xn--bcher-kva.example; an ASCII name lower-cased) and whether it is a
+// valid one: the domain half of CheckEmail's rule, for names configured
+// alone (DKIM_KEYS).
+func DomainALabel(domain string) (string, bool) { return aLabel(domain) }
+
 // aLabel is domain as it goes out (IDNA2008 lookup: mapped, lower-cased,
 // each label its A-label) and whether it is a valid host name.
 func aLabel(domain string) (string, bool) {
