@@ -112,6 +112,28 @@ func aLabel(domain string) (string, bool) {
 	return a, true
 }
 
+// WithULabels is addrs (lower-cased addresses a bounce or complaint
+// names) with, after each whose domain has an A-label, its spelling with
+// the domain's U-labels: a report names an address as it went out
+// (h@xn--bcher-kva.example), a delivery holds it as written
+// (h@bücher.example).
+func WithULabels(addrs []string) []string {
+	var extra []string
+	for _, a := range addrs {
+		at := strings.LastIndexByte(a, '@')
+		if at < 0 || !strings.Contains(a[at:], "xn--") {
+			continue
+		}
+		if u, err := idna.Lookup.ToUnicode(a[at+1:]); err == nil && u != a[at+1:] {
+			extra = append(extra, a[:at+1]+u)
+		}
+	}
+	if extra == nil {
+		return addrs
+	}
+	return append(append(make([]string, 0, len(addrs)+len(extra)), addrs...), extra...)
+}
+
 // Lower is the address as compared.
 func (e Email) Lower() string { return strings.ToLower(string(e)) }
 

@@ -1,6 +1,7 @@
 package mail
 
 import (
+	"slices"
 	"strings"
 	"testing"
 )
@@ -72,5 +73,17 @@ func TestCheckEmail(t *testing.T) {
 	}
 	if got := EmailBadDomain.Message("alt email"); got != "The alt email must be a valid email address: its domain is not a valid domain name." {
 		t.Errorf("EmailBadDomain: %q", got)
+	}
+}
+
+func TestWithULabels(t *testing.T) {
+	t.Parallel()
+	in := []string{"a@example.com", "h@xn--bcher-kva.example", "x@xn--zz.example"}
+	got := WithULabels(in)
+	if want := append(in[:3:3], "h@bücher.example"); !slices.Equal(got, want) {
+		t.Fatalf("%q, want %q", got, want)
+	}
+	if got := WithULabels(in[:1]); !slices.Equal(got, in[:1]) {
+		t.Fatalf("%q", got)
 	}
 }
