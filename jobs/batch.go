@@ -210,7 +210,8 @@ func (d Deps) deliver(ctx context.Context, cs *compiledSend, claimed []mail.Clai
 	var failing atomic.Int32 // connection-level failures in a row
 	out := make([]mail.Outcome, len(claimed))
 	plan.fill(out)
-	key := d.DKIM.For(string(cs.send.Sender.FromEmail))
+	sender := cs.send.Sender.FromEmail.Wire() // the envelope's and the DKIM key's form
+	key := d.DKIM.For(sender)
 	var next atomic.Int64
 	var wg sync.WaitGroup
 	for range min(d.Engine.Concurrency, plan.sending(len(claimed))) {
@@ -250,11 +251,11 @@ func (d Deps) deliver(ctx context.Context, cs *compiledSend, claimed []mail.Clai
 						msg = signed
 					}
 				}
-				from := string(cs.send.Sender.FromEmail)
+				from := sender
 				if d.VERP.On() { // the return path names the delivery (docs/bounces.md)
 					from = d.VERP.Address(cs.send.ID, c.ID)
 				}
-				res := d.Transport.Send(ctx, &smtp.Message{From: from, To: string(r.Email), Data: msg})
+				res := d.Transport.Send(ctx, &smtp.Message{From: from, To: r.Email.Wire(), Data: msg})
 				out[i] = outcome(c, res)
 				run.done(ctx, res, &out[i])
 				d.Metrics.mail(&out[i])
@@ -284,7 +285,8 @@ var errRelayDown = errors.New("jobs: the SMTP server is not taking mail")
 // outcome is what a send's result makes of a delivery. Only a 5xx to RCPT
 // TO is a hard bounce (the address is suppressed), unless its enhanced
 // code is a policy refusal (5.7.x: the message, not the address); a 5xx to
-// the message fails this mail alone. A failure before the recipient's step
+// the message fails this mail alone, as does a mail that needs SMTPUTF8
+// (a UTF-8 address) where the server does not offer it (smtp.ErrNoSMTPUTF8). A failure before the recipient's step
 // (the relay down, a refused login or sender) is not the recipient's: the
 // row waits NotTriedDelay and the attempt does not count, so an outage
 // fails nobody. Temporary failures at the recipient or the message retry

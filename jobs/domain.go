@@ -68,10 +68,11 @@ type domainRun struct {
 	sent    atomic.Bool // a mail of the group was accepted
 }
 
-// domainOf is the lower-cased domain of an address; it allocates only for
-// one that has capitals.
+// domainOf is the lower-cased domain of an address as it goes out (an
+// internationalized one as its A-label, as DOMAIN_LIMITS names it); it
+// allocates only for one that has capitals or is internationalized.
 func domainOf(e mail.Email) string {
-	s := string(e)
+	s := e.Wire()
 	s = s[strings.LastIndexByte(s, '@')+1:]
 	for i := 0; i < len(s); i++ {
 		if c := s[i]; c >= 'A' && c <= 'Z' {

@@ -108,6 +108,7 @@ func TestOutcome(t *testing.T) {
 		{"no such user", smtp.Result{Class: smtp.Permanent, Stage: smtp.StageRecipient, Err: reply(550, "5.1.1 no such user")}, 1, mail.DeliveryBounced, false},
 		{"policy at RCPT", smtp.Result{Class: smtp.Permanent, Stage: smtp.StageRecipient, Err: reply(550, "5.7.1 blocked for spam")}, 1, mail.DeliveryFailed, false},
 		{"message too big", smtp.Result{Class: smtp.Permanent, Stage: smtp.StageData, Err: reply(552, "5.3.4 too big")}, 1, mail.DeliveryFailed, false},
+		{"no SMTPUTF8", smtp.Result{Class: smtp.Permanent, Stage: smtp.StageData, Err: smtp.ErrNoSMTPUTF8}, 1, mail.DeliveryFailed, false},
 		{"login refused", smtp.Result{Class: smtp.Permanent, Stage: smtp.StageConnect, Err: reply(535, "5.7.8 bad credentials")}, 5, mail.DeliveryPending, true},
 		{"sender refused", smtp.Result{Class: smtp.Permanent, Stage: smtp.StageSender, Err: reply(550, "5.7.1 sender")}, 1, mail.DeliveryPending, true},
 		{"relay down", smtp.Result{Class: smtp.Temporary, Stage: smtp.StageConnect, Err: errors.New("connection refused")}, 5, mail.DeliveryPending, true},

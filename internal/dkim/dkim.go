@@ -15,6 +15,8 @@ import (
 	"strings"
 
 	"github.com/emersion/go-msgauth/dkim"
+
+	"github.com/mailroom/mailroom/internal/mail"
 )
 
 // signedHeaders are the header fields signed when present: what a reader
@@ -37,7 +39,10 @@ type Keys struct {
 
 // Parse reads DKIM_KEYS: comma-separated domain=selector:path entries,
 // each path a PEM private key (RSA in PKCS #1 or #8, or Ed25519 in
-// PKCS #8), read through read (os.ReadFile). An empty spec is no keys.
+// PKCS #8), read through read (os.ReadFile). An empty spec is no keys. An
+// internationalized domain may be written either way (bücher.example or
+// xn--bcher-kva.example): it is kept as its A-label, the form senders'
+// addresses go out in and the one a DKIM signature's d= names (RFC 8616).
 func Parse(spec string, read func(string) ([]byte, error)) (*Keys, error) {
 	ks := &Keys{byDomain: map[string]*Key{}}
 	for _, entry := range strings.Split(spec, ",") {
@@ -50,6 +55,9 @@ func Parse(spec string, read func(string) ([]byte, error)) (*Keys, error) {
 		domain, selector = strings.ToLower(strings.TrimSpace(domain)), strings.TrimSpace(selector)
 		if !ok1 || !ok2 || domain == "" || selector == "" || strings.TrimSpace(path) == "" {
 			return nil, fmt.Errorf("%q is not domain=selector:/path/to/key.pem", entry)
+		}
+		if a, ok := mail.DomainALabel(domain); ok {
+			domain = a
 		}
 		if _, dup := ks.byDomain[domain]; dup {
 			return nil, fmt.Errorf("domain %s has two keys", domain)
@@ -113,7 +121,8 @@ func (ks *Keys) Add(k *Key) {
 }
 
 // For is the key of the domain of address (the part after the last @),
-// nil when there is none.
+// nil when there is none; address is as it goes out (mail.Email.Wire),
+// an internationalized domain as its A-label.
 func (ks *Keys) For(address string) *Key {
 	if ks == nil || len(ks.byDomain) == 0 {
 		return nil

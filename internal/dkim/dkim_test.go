@@ -229,3 +229,52 @@ func BenchmarkRawSignature(b *testing.B) {
 		})
 	}
 }
+
+// A mail with UTF-8 addresses in its header (RFC 6532: a UTF-8 local
+// part, the domains as A-labels) is signed by the key of its From domain,
+// configured by its U-label, and verifies; a change to the UTF-8 To
+// breaks it.
+func TestSignVerifiesUTF8Header(t *testing.T) {
+	t.Parallel()
+	pkcs8, err := x509.MarshalPKCS8PrivateKey(edKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ks, err := Parse("Bücher.example=s1:/k/ed.pem", func(string) ([]byte, error) { return pemOf(t, "PRIVATE KEY", pkcs8), nil })
+	if err != nil {
+		t.Fatal(err)
+	}
+	tp, err := render.Compile("Grüße", "", "<p>Hallo</p>")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &mail.Sender{FromName: "Bücher", FromEmail: "ü@bücher.example", ReplyTo: "h@bücher.example"}
+	r := &mail.Recipient{Email: "ü-h@example.com"}
+	var b render.Buffer
+	msg := render.NewForm(tp, s, render.FormOptions{SendID: 1}).Build(nil, &b, r, 2)
+	if !bytes.Contains(msg, []byte("\r\nTo: ü-h@example.com\r\n")) {
+		t.Fatalf("no UTF-8 To in\n%s", msg)
+	}
+	k := ks.For(s.FromEmail.Wire())
+	if k == nil || k.Domain != "xn--bcher-kva.example" {
+		t.Fatalf("key %+v for %s", k, s.FromEmail.Wire())
+	}
+	signed, err := k.Sign(nil, msg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lookup := &dkim.VerifyOptions{LookupTXT: func(name string) ([]string, error) {
+		if name != "s1._domainkey.xn--bcher-kva.example" {
+			return nil, errors.New("no record for " + name)
+		}
+		return []string{record(t, edKey)}, nil
+	}}
+	vs, err := dkim.VerifyWithOptions(bytes.NewReader(signed), lookup)
+	if err != nil || len(vs) != 1 || vs[0].Err != nil || vs[0].Domain != "xn--bcher-kva.example" {
+		t.Fatalf("%v %+v\n%s", err, vs, signed)
+	}
+	tampered := bytes.Replace(signed, []byte("To: ü-h@"), []byte("To: ü-x@"), 1)
+	if vs, err := dkim.VerifyWithOptions(bytes.NewReader(tampered), lookup); err == nil && len(vs) == 1 && vs[0].Err == nil {
+		t.Fatal("a changed UTF-8 To still verifies")
+	}
+}

@@ -1,40 +1,12 @@
 package mail
 
 import (
-	netmail "net/mail"
 	"regexp"
 	"sort"
 	"strconv"
 	"strings"
 	"time"
-	"unicode/utf8"
 )
-
-// Email is a syntactically valid address, trimmed; compare it lower-cased.
-type Email string
-
-// ParseEmail accepts an RFC 5322 addr-spec (no display name, no angle
-// brackets) whose domain has a dot, at most 254 characters long.
-func ParseEmail(s string) (Email, bool) {
-	s = strings.TrimSpace(s)
-	if s == "" || len(s) > 254 || !utf8.ValidString(s) || hasControl(s, false) {
-		return "", false
-	}
-	at := strings.LastIndexByte(s, '@')
-	if at <= 0 || at == len(s)-1 {
-		return "", false
-	}
-	domain := s[at+1:]
-	if !strings.Contains(domain, ".") || strings.HasPrefix(domain, ".") || strings.HasSuffix(domain, ".") ||
-		strings.Contains(domain, "..") || strings.ContainsAny(domain, "[]") {
-		return "", false
-	}
-	a, err := netmail.ParseAddress(s)
-	if err != nil || a.Name != "" || a.Address != s {
-		return "", false
-	}
-	return Email(s), true
-}
 
 // ValidDomain reports whether s is a lower-case host name of at least two
 // labels: letters, digits and hyphens, no label empty, longer than 63 or
@@ -57,9 +29,6 @@ func ValidDomain(s string) bool {
 	}
 	return true
 }
-
-// Lower is the address as compared.
-func (e Email) Lower() string { return strings.ToLower(string(e)) }
 
 // ReservedField is one of the eleven fields every contact has.
 type ReservedField struct {
@@ -237,8 +206,8 @@ func ParseContact(f ContactForm, fields []CustomField, knownCountry func(int32) 
 	}
 	if v, _ := f.Get("email"); v == "" {
 		p.Required("email")
-	} else if e, ok := ParseEmail(v); !ok {
-		p.Add("email", "The email must be a valid email address.")
+	} else if e, why := CheckEmail(v); why != EmailOK {
+		p.Add("email", why.Message("email"))
 	} else {
 		in.Email = e
 	}
@@ -253,12 +222,12 @@ func ParseContact(f ContactForm, fields []CustomField, knownCountry func(int32) 
 		in.Country = &c
 	}
 	if v, sent := f.Get("alt_email"); sent {
-		switch e, ok := ParseEmail(v); {
+		switch e, why := CheckEmail(v); {
 		case strings.TrimSpace(v) == "":
 			empty := ""
 			in.AltEmail = &empty
-		case !ok:
-			p.Add("alt_email", "The alt email must be a valid email address.")
+		case why != EmailOK:
+			p.Add("alt_email", why.Message("alt email"))
 		default:
 			s := string(e)
 			in.AltEmail = &s

@@ -203,8 +203,11 @@ func (c *ContactCSV) Next() (*ContactRow, error) {
 		}
 		row.Fields[ColEmail] = string(email)
 		if v := row.Fields[ColAltEmail]; v != "" {
-			if _, ok := ParseEmail(v); !ok {
+			switch _, why := CheckEmail(v); why {
+			case EmailInvalid:
 				return nil, fileError(fmt.Sprintf("Line %d: the alt_email %q is not a valid email address.", line, v))
+			case EmailBadDomain:
+				return nil, fileError(fmt.Sprintf("Line %d: the alt_email %q is not a valid email address: its domain is not a valid domain name.", line, v))
 			}
 		}
 		row.Country = 0

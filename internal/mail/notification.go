@@ -32,8 +32,8 @@ func ParseNotificationRecipient(email, owner string) (NotificationRecipientInput
 	var in NotificationRecipientInput
 	if strings.TrimSpace(email) == "" {
 		p.Required("email_address")
-	} else if e, ok := ParseEmail(email); !ok {
-		p.Add("email_address", "The email address must be a valid email address.")
+	} else if e, why := CheckEmail(email); why != EmailOK {
+		p.Add("email_address", why.Message("email address"))
 	} else {
 		in.Email = e
 	}

@@ -357,8 +357,8 @@ func ParseSegmentRecipient(segmentID, first, last, email string) (SegmentRecipie
 	}
 	if v := strings.TrimSpace(email); v == "" {
 		p.Required("email")
-	} else if e, ok := ParseEmail(v); !ok {
-		p.Add("email", "The email must be a valid email address.")
+	} else if e, why := CheckEmail(v); why != EmailOK {
+		p.Add("email", why.Message("email"))
 	} else {
 		in.Email = e
 	}

@@ -61,10 +61,10 @@ func ParseSender(get SenderForm, places Places) (SenderInput, error) {
 		case v == "":
 			p.Required(name)
 		default:
-			if e, ok := ParseEmail(v); ok {
+			if e, why := CheckEmail(v); why == EmailOK {
 				*dst = e
 			} else {
-				p.Add(name, "The "+Label(name)+" must be a valid email address.")
+				p.Add(name, why.Message(Label(name)))
 			}
 		}
 	}

@@ -94,10 +94,14 @@ func ParseEmailList(field string, values []string) ([]Email, error) {
 			if item == "" {
 				continue
 			}
-			e, ok := ParseEmail(item)
-			if !ok {
+			e, why := CheckEmail(item)
+			if why != EmailOK {
 				if invalid++; invalid <= maxNamedInvalid {
-					p.Add(field, "The "+Label(field)+` "`+item+`" is not a valid email address.`)
+					msg := "The " + Label(field) + ` "` + item + `" is not a valid email address.`
+					if why == EmailBadDomain {
+						msg = msg[:len(msg)-1] + ": its domain is not a valid domain name."
+					}
+					p.Add(field, msg)
 				}
 				continue
 			}

@@ -45,6 +45,9 @@ func TestParseEmailList(t *testing.T) {
 		{"one bad", []string{"a@example.com, nope ,b@example.com"}, nil, `The email address "nope" is not a valid email address.`},
 		{"each bad named", []string{"x@y, a@example.com, Ada <a@b.co>"}, nil,
 			`The email address "x@y" is not a valid email address. | The email address "Ada <a@b.co>" is not a valid email address.`},
+		{"international", []string{"ü-h@example.com, h@bücher.example, H@BÜCHER.example"}, []Email{"ü-h@example.com", "h@bücher.example"}, ""},
+		{"a domain without a valid A-label", []string{"a@xn--zz.example"}, nil,
+			`The email address "a@xn--zz.example" is not a valid email address: its domain is not a valid domain name.`},
 	}
 	for _, tt := range tests {
 		got, err := ParseEmailList("email_address", tt.in)

@@ -29,7 +29,7 @@ import (
 // out, or is not to one of f.Match.
 func (d *DB) RecordFeedback(ctx context.Context, f mail.Feedback) (mail.FeedbackResult, error) {
 	var res mail.FeedbackResult
-	match := f.Match
+	match := mail.WithULabels(f.Match)
 	if match == nil {
 		match = []string{}
 	}

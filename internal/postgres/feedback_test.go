@@ -259,3 +259,49 @@ func TestRecordFeedbackAutomationRun(t *testing.T) {
 		t.Errorf("automation: total_bounces %d, statistics %+v", total, stats.Counts)
 	}
 }
+
+// A complaint found by its Message-ID names the address as it went out,
+// its domain an A-label (h@xn--bcher-kva.example); the delivery holds it
+// as written (H@Bücher.example): they match.
+func TestRecordFeedbackIDN(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	d := testdb.New(t)
+	user, _, err := d.CreateAccount(ctx, "feedback-idn")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var typ, sender, send int64
+	row := func(sql string, args []any, dst ...any) {
+		t.Helper()
+		if err := d.Pool.QueryRow(ctx, sql, args...).Scan(dst...); err != nil {
+			t.Fatalf("%s: %v", sql, err)
+		}
+	}
+	row(`INSERT INTO contact_types (user_id, name) VALUES ($1, 'T') RETURNING id`, []any{user}, &typ)
+	row(`INSERT INTO contacts (user_id, contact_type_id, email) VALUES ($1, $2, 'H@Bücher.example') RETURNING contact_type_id`, []any{user, typ}, &typ)
+	row(`INSERT INTO senders (user_id, from_name, from_email, reply_to_email, country_id, company_address, nickname, utr, is_verified)
+		VALUES ($1, 'F', 'news@f.example', 'news@f.example', 276, 'S 1', 'n', gen_random_uuid()::text, 1) RETURNING id`, []any{user}, &sender)
+	row(`INSERT INTO single_sends (user_id, utr, template_id, template_html, sender_id, unsubscribe_group_id, single_send_name,
+			subject, preheader, recipient_id, status, due_at, unique_open_token)
+		VALUES ($1, gen_random_uuid(), 1, '<p>x</p>', $2, 0, 'fb', 's', 'p', $3::jsonb, 1, now(), '{}') RETURNING id`,
+		[]any{user, sender, fmt.Sprintf(`[{"id":"%d","table":"contacts_"}]`, typ)}, &send)
+	var version int32
+	row(`SELECT version FROM single_sends WHERE id = $1`, []any{send}, &version)
+	disp, err := d.DispatchSend(ctx, send, version, 10)
+	if err != nil || disp.Triggered != 1 {
+		t.Fatalf("dispatch %+v %v", disp, err)
+	}
+	lease, claimed, err := d.ClaimDeliveries(ctx, send, 0, 0, disp.First, disp.First+10, time.Minute)
+	if err != nil || len(claimed) != 1 {
+		t.Fatalf("claim: %d %v", len(claimed), err)
+	}
+	if _, err := d.RecordBatch(ctx, lease, user, []mail.Outcome{{ID: claimed[0].ID, Email: claimed[0].Recipient.Email, Status: mail.DeliverySent}}); err != nil {
+		t.Fatal(err)
+	}
+	r, err := d.RecordFeedback(ctx, mail.Feedback{Kind: mail.Complaint, SendID: send, DeliveryID: claimed[0].ID, Reason: "abuse", Via: "arf",
+		Match: []string{"h@xn--bcher-kva.example"}})
+	if err != nil || !r.Found || !r.Counted || r.Email != "H@Bücher.example" {
+		t.Fatalf("complaint: %+v %v", r, err)
+	}
+}

@@ -9,6 +9,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/mailroom/mailroom/internal/mail"
 )
@@ -269,7 +271,9 @@ const maxURL = 900
 
 // NewForm precomputes a send's frame. Control characters are removed
 // from the sender's name and addresses, so nothing there can start a
-// header line.
+// header line. The addresses are written as they go out
+// (mail.Email.Wire: the domain as its A-label; a UTF-8 local part as
+// UTF-8, RFC 6532, and the mail then needs SMTPUTF8).
 func NewForm(t *Template, s *mail.Sender, opts FormOptions) *Form {
 	if s == nil {
 		s = &mail.Sender{}
@@ -288,12 +292,12 @@ func NewForm(t *Template, s *mail.Sender, opts FormOptions) *Form {
 	if f.now == nil {
 		f.now = time.Now
 	}
-	from := cleanAddr(string(s.FromEmail))
+	from := cleanAddr(s.FromEmail.Wire()) // ASCII: for the Message-ID's domain
 
 	var h []byte
 	h = append(h, "From: "...)
-	h = appendDisplayName(h, len("From: "), s.FromName, from)
-	if rt := cleanAddr(string(s.ReplyTo)); rt != "" {
+	h = appendDisplayName(h, len("From: "), s.FromName, string(appendMailbox(nil, s.FromEmail.Wire())))
+	if rt := appendMailbox(nil, s.ReplyTo.Wire()); len(rt) > 0 {
 		h = append(h, "Reply-To: "...)
 		h = append(h, rt...)
 		h = append(h, "\r\n"...)
@@ -373,7 +377,7 @@ func (f *Form) Build(dst []byte, b *Buffer, r *mail.Recipient, deliveryID int64)
 
 	dst = append(dst, f.head...)
 	dst = append(dst, "To: "...)
-	dst = appendAddr(dst, string(r.Email))
+	dst = appendMailbox(dst, r.Email.Wire())
 	dst = append(dst, "\r\nSubject: "...)
 	dst = appendSubject(dst, b.Subject)
 	dst = append(dst, "\r\nDate: "...)
@@ -519,6 +523,27 @@ func appendAddr(dst []byte, s string) []byte {
 		default:
 			dst = append(dst, c)
 		}
+	}
+	return dst
+}
+
+// appendMailbox appends an address for a header as appendAddr does, but
+// keeping its UTF-8 (RFC 6532): a valid character past ASCII stays unless
+// it is a control, a space or a line or paragraph separator; invalid
+// UTF-8 is dropped.
+func appendMailbox(dst []byte, s string) []byte {
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c < utf8.RuneSelf {
+			dst = appendAddr(dst, s[i:i+1])
+			i++
+			continue
+		}
+		r, n := utf8.DecodeRuneInString(s[i:])
+		if r != utf8.RuneError && !unicode.IsControl(r) && !unicode.IsSpace(r) && r != '\u2028' && r != '\u2029' {
+			dst = append(dst, s[i:i+n]...)
+		}
+		i += n
 	}
 	return dst
 }

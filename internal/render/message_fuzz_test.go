@@ -12,12 +12,26 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/mailroom/mailroom/internal/mail"
 )
 
 // refAddr is an address or domain as docs/render.md says a header gets
 // it: control characters, spaces, non-ASCII and , ; < > ( ) " \ removed.
+// refMailbox is an address as docs/render.md says From, To and Reply-To
+// carry it: as it goes out (mail.Email.Wire), then without what
+// refAddr drops, but for printable characters past ASCII (RFC 6532).
+func refMailbox(s string) string {
+	return strings.Map(func(r rune) rune {
+		if r <= ' ' || r == 0x7f || strings.ContainsRune(`,;<>()"\`, r) || unicode.IsControl(r) || unicode.IsSpace(r) {
+			return -1
+		}
+		return r
+	}, strings.ToValidUTF8(mail.Email(s).Wire(), ""))
+}
+
 func refAddr(s string) string {
 	return strings.Map(func(r rune) rune {
 		if r <= ' ' || r >= 0x7f || strings.ContainsRune(`,;<>()"\`, r) {
@@ -71,6 +85,10 @@ func FuzzMessage(f *testing.F) {
 	f.Add(strings.Repeat("Ünïcödé wörds ", 20), "  ", "((first_name))\r\n((last_name))\n((company_name)) \n</body>tail",
 		`Quote "me" \ please`, "a@b.example", "", "x@y.example", strings.Repeat("x", 80), "=?utf-8?q?x?=",
 		"", "", "", "", "", int64(-1), int64(0))
+	f.Add("Hi", "", "<body>x</body>", "N", "ü@bücher.example", "h@bücher.example", "ü-h@example.com", "", "",
+		"", "", "", "", "", int64(3), int64(4))
+	f.Add("Hi", "", "<body>x</body>", "Ünï", "ü\u2028\u00a0\x85\xff@bücher.example\r\nBcc: x", "h@BÜCHER.example", "a\u3000b@\u00e9.x", "", "",
+		"", "", "", "", "", int64(3), int64(4))
 	f.Add("  leading and trailing  ", "=?x?=", strings.Repeat("a", 74)+"((first_name))"+strings.Repeat("b", 73)+" ((company_name)) </BODY>",
 		strings.Repeat("Ωμέγα ", 30), "", "", "", " = ", "\u00e9\u00e9", "https://u.example/"+strings.Repeat("\u00e9", 300), "tk-1_Z",
 		"https://t.example/"+strings.Repeat("a", 901), "none", "", int64(7), int64(9))
@@ -104,18 +122,28 @@ func FuzzMessage(f *testing.F) {
 		if !ok {
 			t.Fatal("no blank line after the header")
 		}
+		// Only the address lines may hold UTF-8 (RFC 6532): printable.
+		inHead := true
 		for i, l := range bytes.Split(data[:len(data)-2], []byte("\r\n")) {
 			if bytes.ContainsAny(l, "\r\n") {
 				t.Fatalf("line %d holds a bare CR or LF: %q", i, l)
 			}
-			if i := bytes.IndexFunc(l, func(r rune) bool { return r >= 0x7f || r < ' ' && r != '\t' }); i >= 0 {
+			inHead = inHead && len(l) > 0
+			s := string(l)
+			addr := inHead && (strings.HasPrefix(s, "From: ") || strings.HasPrefix(s, "To: ") || strings.HasPrefix(s, "Reply-To: ") || strings.HasPrefix(s, " <"))
+			if addr && !utf8.Valid(l) {
+				t.Fatalf("line %q is not UTF-8", l)
+			}
+			if i := bytes.IndexFunc(l, func(r rune) bool {
+				return (r >= 0x7f && !addr) || r < ' ' && r != '\t' || unicode.IsControl(r) || r == '\u2028' || r == '\u2029'
+			}); i >= 0 {
 				t.Fatalf("line %q holds byte %#x", l, l[i])
 			}
 		}
 
 		// The header: exactly the expected fields, once each.
 		wantFields := []string{"From", "To", "Subject", "Date", "Message-ID", "MIME-Version", "Content-Type"}
-		if refAddr(replyTo) != "" {
+		if refMailbox(replyTo) != "" {
 			wantFields = append(wantFields, "Reply-To")
 		}
 		wantURL := unsubURL != "" && len(refURL(unsubURL, false)) <= maxURL
@@ -146,7 +174,7 @@ func FuzzMessage(f *testing.F) {
 				fields = append(fields, name)
 			}
 			// An address cannot be folded: a From line over 78 holds it alone.
-			long := field == "Subject" || field == "From" && l != " <"+refAddr(fromEmail)+">" && l != "From: <"+refAddr(fromEmail)+">"
+			long := field == "Subject" || field == "From" && l != " <"+refMailbox(fromEmail)+">" && l != "From: <"+refMailbox(fromEmail)+">"
 			if max := 998; long && len(l) > 78 || len(l) > max {
 				t.Fatalf("%s line of %d characters: %q", field, len(l), l)
 			}
@@ -175,23 +203,23 @@ func FuzzMessage(f *testing.F) {
 		if string(scratch.Subject) != string(want.Subject) {
 			t.Fatalf("Build's subject %q, Render's %q", scratch.Subject, want.Subject)
 		}
-		from := refAddr(fromEmail)
+		from := refMailbox(fromEmail)
 		if _, err := netmail.ParseAddress("<" + from + ">"); err == nil {
 			a, err := netmail.ParseAddress(get("From"))
 			if name := strings.TrimSpace(refClean(fromName)); err != nil || a.Name != name || a.Address != from {
 				t.Fatalf("From %q reads as %+v, %v; want %q <%s>", get("From"), a, err, name, from)
 			}
 		}
-		if got := get("To"); got != refAddr(to) {
-			t.Fatalf("To %q, want %q", got, refAddr(to))
+		if got := get("To"); got != refMailbox(to) {
+			t.Fatalf("To %q, want %q", got, refMailbox(to))
 		}
-		if rt := refAddr(replyTo); rt != "" && get("Reply-To") != rt {
+		if rt := refMailbox(replyTo); rt != "" && get("Reply-To") != rt {
 			t.Fatalf("Reply-To %q, want %q", get("Reply-To"), rt)
 		}
 		msgDomain := refAddr(domain)
 		if msgDomain == "" {
-			if i := strings.LastIndexByte(from, '@'); i >= 0 {
-				msgDomain = from[i+1:]
+			if ascii := refAddr(mail.Email(fromEmail).Wire()); strings.LastIndexByte(ascii, '@') >= 0 {
+				msgDomain = ascii[strings.LastIndexByte(ascii, '@')+1:]
 			}
 		}
 		if msgDomain == "" {

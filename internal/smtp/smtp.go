@@ -3,13 +3,16 @@
 // connection), MAIL FROM, RCPT TO and DATA written in one flush and their
 // replies read together when the server offers PIPELINING (RFC 2920), no
 // NOOP or RSET per message, and every outcome sorted once into accepted,
-// temporary or permanent.
+// temporary or permanent. A mail with a UTF-8 address, in its envelope or
+// its header (RFC 6532), goes with SMTPUTF8 (RFC 6531) and only to a
+// server that offers it.
 package smtp
 
 import (
 	"bytes"
 	"context"
 	"crypto/tls"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -24,7 +27,10 @@ import (
 )
 
 // Message is one mail: its envelope and its whole RFC 5322 text (CRLF
-// line ends, headers first).
+// line ends, headers first). The envelope addresses are as they go out
+// (mail.Email.Wire: an internationalized domain as its A-label); when
+// one of them, or the header, holds more than ASCII, the mail needs
+// SMTPUTF8.
 type Message struct {
 	From string
 	To   string
@@ -85,6 +91,13 @@ func at(stage Stage, err error) error {
 	}
 	return &stageError{stage, err}
 }
+
+// ErrNoSMTPUTF8 is the failure of a mail that needs SMTPUTF8 (a UTF-8
+// address) on a connection to a server that does not offer it: nothing is
+// sent, and the result is permanent, at StageData (the mail, not the
+// address, cannot go there: the recipient is not suppressed, and the
+// connection stays in use).
+var ErrNoSMTPUTF8 = errors.New("smtp: the receiving server does not support SMTPUTF8, needed for a non-ASCII address")
 
 // classify sorts a failure: a reply code of 5xx is permanent, anything
 // else (4xx, network errors, timeouts) temporary; the stage is where it
@@ -225,8 +238,11 @@ func (p *Pool) Close() error {
 type conn struct {
 	client     *gsmtp.Client
 	pipelining bool
+	smtputf8   bool   // the server offers SMTPUTF8
+	eightbit   bool   // the server offers 8BITMIME
 	broken     bool   // a network failure: close, do not reuse
 	data       []byte // the dot-stuffed message being sent, reused
+	cmd        []byte // the MAIL FROM line being sent, reused
 }
 
 func (p *Pool) dial(ctx context.Context) (*conn, error) {
@@ -276,7 +292,9 @@ func (p *Pool) dial(ctx context.Context) (*conn, error) {
 		}
 	}
 	pipelining, _ := client.Extension("PIPELINING")
-	return &conn{client: client, pipelining: pipelining && !p.cfg.NoPipelining}, nil
+	smtputf8, _ := client.Extension("SMTPUTF8")
+	eightbit, _ := client.Extension("8BITMIME")
+	return &conn{client: client, pipelining: pipelining && !p.cfg.NoPipelining, smtputf8: smtputf8, eightbit: eightbit}, nil
 }
 
 // send runs one mail transaction. After a refusal the transaction is
@@ -286,6 +304,11 @@ func (c *conn) send(m *Message, timeout time.Duration) Result {
 	if strings.ContainsAny(m.From, "\r\n") || strings.ContainsAny(m.To, "\r\n") {
 		return Result{Class: Permanent, Stage: StageRecipient, Err: errors.New("smtp: an envelope address holds a line break")}
 	}
+	utf8 := m.needsUTF8()
+	if utf8 && !c.smtputf8 {
+		return Result{Class: Permanent, Stage: StageData, Err: ErrNoSMTPUTF8}
+	}
+	c.cmd = c.mailFrom(c.cmd[:0], m.From, utf8)
 	if err := c.client.UpdateDeadline(timeout); err != nil {
 		c.broken = true
 		return classify(err)
@@ -315,9 +338,8 @@ func (c *conn) send(m *Message, timeout time.Duration) Result {
 // their three replies, then the body and its reply.
 func (c *conn) pipelined(m *Message) error {
 	t := c.client.Text
-	t.W.WriteString("MAIL FROM:<")
-	t.W.WriteString(m.From)
-	t.W.WriteString(">\r\nRCPT TO:<")
+	t.W.Write(c.cmd)
+	t.W.WriteString("RCPT TO:<")
 	t.W.WriteString(m.To)
 	t.W.WriteString(">\r\nDATA\r\n")
 	if err := t.W.Flush(); err != nil {
@@ -352,17 +374,28 @@ func (c *conn) pipelined(m *Message) error {
 	return at(StageData, c.body(m))
 }
 
-// stepwise is the same transaction a command at a time.
+// stepwise is the same transaction a command at a time. The commands are
+// written by hand, as pipelined writes them: go-mail's Mail would ask for
+// SMTPUTF8 and 8BITMIME whenever the server offers them, and its Data's
+// Close wants 250 exactly.
 func (c *conn) stepwise(m *Message) error {
-	if err := c.client.Mail(m.From); err != nil {
+	t := c.client.Text
+	t.W.Write(c.cmd)
+	if err := t.W.Flush(); err != nil {
 		return at(StageSender, err)
 	}
-	if err := c.client.Rcpt(m.To); err != nil {
+	if _, _, err := t.ReadResponse(250); err != nil { // 250 exactly, as go-mail's Mail read it
+		return at(StageSender, err)
+	}
+	t.W.WriteString("RCPT TO:<")
+	t.W.WriteString(m.To)
+	t.W.WriteString(">\r\n")
+	if err := t.W.Flush(); err != nil {
 		return at(StageRecipient, err)
 	}
-	// DATA by hand, not go-mail's Data: its Close wants 250 exactly, and
-	// the message then goes out as pipelined (body).
-	t := c.client.Text
+	if _, _, err := t.ReadResponse(25); err != nil {
+		return at(StageRecipient, err)
+	}
 	t.W.WriteString("DATA\r\n")
 	if err := t.W.Flush(); err != nil {
 		return at(StageData, err)
@@ -371,6 +404,58 @@ func (c *conn) stepwise(m *Message) error {
 		return at(StageData, err)
 	}
 	return at(StageData, c.body(m))
+}
+
+// mailFrom appends the MAIL FROM line (CRLF included): with SMTPUTF8 when
+// the mail needs it, and then BODY=8BITMIME when the server offers it (its
+// header holds 8-bit text). A mail that needs neither asks for neither, so
+// it goes out as it always did.
+func (c *conn) mailFrom(dst []byte, from string, utf8 bool) []byte {
+	dst = append(dst, "MAIL FROM:<"...)
+	dst = append(dst, from...)
+	dst = append(dst, '>')
+	if utf8 {
+		if c.eightbit {
+			dst = append(dst, " BODY=8BITMIME"...)
+		}
+		dst = append(dst, " SMTPUTF8"...)
+	}
+	return append(dst, "\r\n"...)
+}
+
+// needsUTF8 reports whether m needs SMTPUTF8: an envelope address or its
+// header holds a byte past ASCII (a UTF-8 address, RFC 6532). The body is
+// not looked at: mailroom's bodies are quoted-printable. The header is
+// read eight bytes at a time, as this runs for every mail.
+func (m *Message) needsUTF8() bool {
+	if !ascii(m.From) || !ascii(m.To) {
+		return true
+	}
+	head := m.Data
+	if i := bytes.Index(head, []byte("\r\n\r\n")); i >= 0 {
+		head = head[:i]
+	}
+	for len(head) >= 8 {
+		if binary.LittleEndian.Uint64(head)&0x8080808080808080 != 0 {
+			return true
+		}
+		head = head[8:]
+	}
+	for _, c := range head {
+		if c >= 0x80 {
+			return true
+		}
+	}
+	return false
+}
+
+func ascii(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] >= 0x80 {
+			return false
+		}
+	}
+	return true
 }
 
 // body writes the message, dot-stuffed, and reads the server's verdict:

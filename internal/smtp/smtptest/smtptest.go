@@ -2,7 +2,7 @@
 // process (emersion/go-smtp on 127.0.0.1:0): it keeps what it receives,
 // signals each message on a channel, and misbehaves on cue — a 4xx or 5xx
 // to chosen recipients, a connection dropped in the middle of DATA, no
-// PIPELINING in its EHLO answer — so the transport's failure classes are
+// PIPELINING or no SMTPUTF8 in its EHLO answer — so the transport's failure classes are
 // tested against the protocol, not a mock.
 package smtptest
 
@@ -25,6 +25,8 @@ type Message struct {
 	To   []string
 	Data []byte
 	At   time.Time // when its DATA ended
+	UTF8 bool      // MAIL FROM carried SMTPUTF8 (RFC 6531)
+	Body string    // MAIL FROM's BODY= ("8BITMIME"), "" when none
 }
 
 // Options say how the server misbehaves.
@@ -37,6 +39,10 @@ type Options struct {
 	DropInData func(rcpt string) (afterBytes int, drop bool)
 	// NoPipelining hides PIPELINING from the EHLO answer.
 	NoPipelining bool
+	// NoSMTPUTF8 leaves SMTPUTF8 out of the EHLO answer (it is offered
+	// otherwise); a MAIL FROM with SMTPUTF8 then gets a 504, as from a
+	// server without it.
+	NoSMTPUTF8 bool
 	// Discard keeps no message, only counts them (for benchmarks).
 	Discard bool
 }
@@ -79,6 +85,7 @@ func Start(opts Options) (*Server, error) {
 	s.srv.ReadTimeout = time.Minute
 	s.srv.WriteTimeout = time.Minute
 	s.srv.MaxRecipients = 1000
+	s.srv.EnableSMTPUTF8 = !opts.NoSMTPUTF8
 	if opts.NoPipelining {
 		l = &hidePipelining{Listener: l}
 	}
@@ -137,14 +144,19 @@ type session struct {
 	conn net.Conn
 	from string
 	to   []string
+	utf8 bool
+	body string
 }
 
-func (se *session) Reset() { se.from, se.to = "", nil }
+func (se *session) Reset() { se.from, se.to, se.utf8, se.body = "", nil, false, "" }
 
 func (se *session) Logout() error { return nil }
 
-func (se *session) Mail(from string, _ *smtp.MailOptions) error {
+func (se *session) Mail(from string, opts *smtp.MailOptions) error {
 	se.from = from
+	if opts != nil {
+		se.utf8, se.body = opts.UTF8, string(opts.Body)
+	}
 	return nil
 }
 
@@ -174,7 +186,7 @@ func (se *session) Data(r io.Reader) error {
 	} else if _, err := io.Copy(&b, r); err != nil {
 		return err
 	}
-	se.s.keep(Message{From: se.from, To: se.to, Data: b.Bytes(), At: time.Now()})
+	se.s.keep(Message{From: se.from, To: se.to, Data: b.Bytes(), At: time.Now(), UTF8: se.utf8, Body: se.body})
 	return nil
 }
 

@@ -64,6 +64,22 @@ func TestServerWithoutPipelining(t *testing.T) {
 	}
 }
 
+// SMTPUTF8 is offered unless NoSMTPUTF8, and a message says whether its
+// MAIL FROM asked for it (net/smtp asks whenever it is offered).
+func TestServerSMTPUTF8(t *testing.T) {
+	t.Parallel()
+	for _, hide := range []bool{false, true} {
+		s := smtptest.New(t, smtptest.Options{NoSMTPUTF8: hide})
+		err := smtptest.Deliver(s.Addr, "from@example.com", []string{"ü@example.com"}, []byte("Subject: hi\r\n\r\nhello\r\n"))
+		if err != nil || !s.Wait(1, 5*time.Second) {
+			t.Fatalf("hide %v: %v", hide, err)
+		}
+		if m := s.Messages()[0]; m.UTF8 == hide || m.Body != "8BITMIME" || m.To[0] != "ü@example.com" {
+			t.Errorf("hide %v: received %+v", hide, m)
+		}
+	}
+}
+
 func TestServerDropsInData(t *testing.T) {
 	t.Parallel()
 	s := smtptest.New(t, smtptest.Options{DropInData: func(rcpt string) (int, bool) { return 10, rcpt == "drop@example.com" }})
