@@ -245,8 +245,9 @@ func (d Deps) deliver(ctx context.Context, cs *compiledSend, claimed []mail.Clai
 				var err error
 				if data, err = cs.form.BuildChecked(data[:0], &b, r, c.ID); err != nil {
 					// Its values make the mail longer than MAX_MAIL_BYTES: this
-					// recipient's fails for good, unsent; the range goes on.
-					out[i] = mail.Outcome{ID: c.ID, Email: r.Email, Status: mail.DeliveryFailed, Error: errText(err)}
+					// recipient's fails for good, untried (no attempt counts);
+					// the range goes on.
+					out[i] = mail.Outcome{ID: c.ID, Email: r.Email, Status: mail.DeliveryFailed, Error: errText(err), NotTried: true}
 					d.Metrics.mail(&out[i])
 					run.free()
 					continue

@@ -55,9 +55,10 @@ func TestOversizeMailFails(t *testing.T) {
 		f.send).Scan(&status, &attempts, &reason); err != nil {
 		t.Fatal(err)
 	}
-	if want := "the mail is at least 35700"; status != 4 || !strings.HasPrefix(reason, want) ||
+	if want := "the mail is at least 35700"; status != 4 || attempts != 0 || !strings.HasPrefix(reason, want) ||
 		!strings.HasSuffix(reason, " bytes, more than the limit of 10485760 bytes") {
-		t.Errorf("ann's delivery: status %d, error %q; want 4 (failed), %q… bytes, more than the limit of 10485760 bytes", status, reason, want)
+		t.Errorf("ann's delivery: status %d, %d attempts, error %q; want 4 (failed), none, %q… bytes, more than the limit of 10485760 bytes",
+			status, attempts, reason, want)
 	}
 	if got, want := sendCounters(t, d, f.send), (counters{Status: 3, Triggered: 5, Delivered: 4, SentAt: true}); got != want {
 		t.Errorf("send %+v, want %+v", got, want)
