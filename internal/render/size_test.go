@@ -206,3 +206,27 @@ func TestBuildCheckedMemory(t *testing.T) {
 		t.Errorf("%d of 100 mails refused, %d bytes allocated: want all, under 1 MB", failed, alloc)
 	}
 }
+
+// BenchmarkBuildChecked is the engine's per-recipient path: MinSize, then
+// Build, on BenchmarkRenderAndBuild's mail.
+func BenchmarkBuildChecked(b *testing.B) {
+	s, p, h := benchTemplate()
+	tp := mustCompile(b, s, p, h)
+	r, snd := recipient(), sender()
+	r.Tokens.OpenPixelURL = "https://t.example/o/abc?x=1&y=2"
+	f := testForm(b, tp, snd)
+	var buf Buffer
+	var dst []byte
+	b.SetBytes(int64(len(h)))
+	b.ReportAllocs()
+	id := int64(0)
+	for b.Loop() {
+		id++
+		var err error
+		if dst, err = f.BuildChecked(dst[:0], &buf, r, id); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "mails/s")
+	b.ReportMetric(float64(len(dst)), "mail-bytes")
+}
