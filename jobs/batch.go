@@ -243,10 +243,18 @@ func (d Deps) deliver(ctx context.Context, cs *compiledSend, claimed []mail.Clai
 					link = d.Links.Pixel(link[:0], lt, cs.send.ID, c.ID)
 					r.Tokens.OpenPixelURL = string(link)
 				}
-				data = cs.form.Build(data[:0], &b, r, c.ID)
+				var err error
+				if data, err = cs.form.BuildChecked(data[:0], &b, r, c.ID); err != nil {
+					// Its values make the mail longer than MAX_MAIL_BYTES: this
+					// recipient's fails for good, untried (no attempt counts);
+					// the range goes on.
+					out[i] = mail.Outcome{ID: c.ID, Email: r.Email, Status: mail.DeliveryFailed, Error: errText(err), NotTried: true}
+					d.Metrics.mail(&out[i])
+					run.free()
+					continue
+				}
 				msg := data
 				if key != nil {
-					var err error
 					if signed, err = key.Sign(signed[:0], data); err == nil {
 						msg = signed
 					}

@@ -63,6 +63,10 @@ type Engine struct {
 	// RunEvery is how long an automation schedule that made a small run
 	// waits before its next one (docs/automations.md); 30 s.
 	RunEvery time.Duration
+	// MaxMailBytes is the longest mail sent (MAX_MAIL_BYTES): a recipient
+	// whose mail is longer fails, not sent (docs/limits.md); 0 is
+	// render.MaxMailBytes, 10 MB.
+	MaxMailBytes int
 }
 
 func (e Engine) withDefaults() Engine {

@@ -67,7 +67,7 @@ func (c *sendCache) get(ctx context.Context, d Deps, id int64) (*compiledSend, e
 	if err != nil {
 		return nil, err
 	}
-	opts := render.FormOptions{SendID: id, Signer: d.Links.Signer, UnsubscribeMailto: d.UnsubscribeMailto}
+	opts := render.FormOptions{SendID: id, Signer: d.Links.Signer, UnsubscribeMailto: d.UnsubscribeMailto, MaxBytes: d.Engine.MaxMailBytes}
 	if err := d.trackClicks(ctx, id, tmpl, &opts); err != nil {
 		return nil, err
 	}

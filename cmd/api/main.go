@@ -277,6 +277,7 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger) error {
 		AllowUnverifiedSenders: cfg.AllowUnverifiedSenders,
 		PublicURL:              cfg.PublicURL,
 		AllowPrivateWebhooks:   cfg.WebhookAllowPrivate,
+		MaxMailBytes:           int(cfg.MaxMailBytes),
 	}, deps)
 
 	go resumeRebuilds(ctx, d, log)

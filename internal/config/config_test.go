@@ -17,7 +17,7 @@ func TestDefaults(t *testing.T) {
 	if c.DatabaseURL != "postgres://postgres@127.0.0.1:5432/mailer?sslmode=disable" ||
 		c.RedisURL != "redis://127.0.0.1:6379/0" || c.HTTPAddr != ":8080" ||
 		c.PublicURL != "http://localhost:8080" || c.SMTPURL != "" || c.AllowUnverifiedSenders ||
-		c.ShutdownTimeout != 30*time.Second || c.WorkerShutdownTimeout != 2*time.Minute || c.MaxBodyBytes != 10<<20 ||
+		c.ShutdownTimeout != 30*time.Second || c.WorkerShutdownTimeout != 2*time.Minute || c.MaxBodyBytes != 10<<20 || c.MaxMailBytes != 10<<20 ||
 		c.NotifyFrom != "mailroom <notifications@localhost>" || c.UnsubscribeMailto != "unsubscribe@localhost" || c.DKIMKeys != "" ||
 		!c.APIMetrics || c.WorkerMetricsAddr != "127.0.0.1:9091" || c.MetricsUser != "" ||
 		c.WebhookConcurrency != 4 || c.WebhookTimeout != 10*time.Second || c.WebhookRetryMin != 30*time.Second ||
@@ -31,6 +31,7 @@ func TestValues(t *testing.T) {
 	c, err := Load(env(map[string]string{
 		"ALLOW_UNVERIFIED_SENDERS": "true",
 		"MAX_UPLOAD_BYTES":         "512MB",
+		"MAX_MAIL_BYTES":           "25MB",
 		"PUBLIC_URL":               "https://mail.example.com/",
 		"SMTP_URL":                 "smtps://u:p@smtp.example.com:465",
 		"SHUTDOWN_TIMEOUT":         "90s",
@@ -55,7 +56,7 @@ func TestValues(t *testing.T) {
 		c.WebhookRetryMax != 10*time.Minute || c.WebhookRetryFor != 72*time.Hour || !c.WebhookAllowPrivate {
 		t.Fatalf("webhooks: %+v", c)
 	}
-	if !c.AllowUnverifiedSenders || c.MaxUploadBytes != 512<<20 || c.PublicURL != "https://mail.example.com" || c.ShutdownTimeout != 90*time.Second ||
+	if !c.AllowUnverifiedSenders || c.MaxUploadBytes != 512<<20 || c.MaxMailBytes != 25<<20 || c.PublicURL != "https://mail.example.com" || c.ShutdownTimeout != 90*time.Second ||
 		c.WorkerShutdownTimeout != 5*time.Minute || c.NotifyFrom != "Acme <ops@acme.example>" ||
 		c.UnsubscribeMailto != "unsubscribe@mail.example.com" || c.DKIMKeys != "acme.example=s1:/etc/dkim/acme.pem" ||
 		c.APIMetrics || c.WorkerMetricsAddr != ":9100" || c.MetricsUser != "prom" || c.MetricsPassword != "scrape" {
@@ -199,6 +200,7 @@ func TestBounceIntake(t *testing.T) {
 		{"INBOUND_MAX_CONNS_PER_IP", map[string]string{"INBOUND_SMTP_ADDR": ":2525", "INBOUND_MAX_CONNS": "5", "INBOUND_MAX_CONNS_PER_IP": "6"}},
 		{"INBOUND_GREETING_TIMEOUT", map[string]string{"INBOUND_GREETING_TIMEOUT": "5"}},
 		{"INBOUND_TIMEOUT", map[string]string{"INBOUND_TIMEOUT": "-1m"}},
+		{"MAX_MAIL_BYTES", map[string]string{"MAX_MAIL_BYTES": "0"}},
 	} {
 		if _, err := Load(env(bad.env)); err == nil || !strings.Contains(err.Error(), bad.name+":") {
 			t.Errorf("%v: %v", bad.env, err)

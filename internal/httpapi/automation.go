@@ -332,6 +332,7 @@ func (s *Server) createAutomationSchedule(c *gin.Context) {
 			return s.db.SendReferences(ctx, user, refs)
 		},
 		AllowUnverified: s.cfg.AllowUnverifiedSenders,
+		MailSize:        s.mailSize(),
 	})
 	if err := f.checked(mail.JoinInvalid(utrErr, err)); err != nil {
 		s.fail(c, err)

@@ -43,6 +43,9 @@ type Config struct {
 	// AllowPrivateWebhooks lets a webhook's URL name a loopback, private
 	// or link-local address (WEBHOOK_ALLOW_PRIVATE; docs/webhooks.md).
 	AllowPrivateWebhooks bool
+	// MaxMailBytes is the longest mail a send's template may make
+	// (MAX_MAIL_BYTES, docs/limits.md); 0 is render.MaxMailBytes, 10 MB.
+	MaxMailBytes int
 }
 
 // Server holds the API's dependencies.

@@ -8,6 +8,7 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/mailroom/mailroom/internal/mail"
+	"github.com/mailroom/mailroom/internal/render"
 )
 
 func (s *Server) singleSendRoutes(api *gin.RouterGroup) {
@@ -160,7 +161,25 @@ func (s *Server) parseSingleSend(c *gin.Context, f form) (mail.SingleSendInput, 
 			return s.db.SendReferences(ctx, user, refs)
 		},
 		AllowUnverified: s.cfg.AllowUnverifiedSenders,
+		MailSize:        s.mailSize(),
 	})
+}
+
+// mailSize is the check of a template's worst-case mail (docs/limits.md):
+// compiled once, then one pass over its parts, the links counted at
+// PUBLIC_URL's length.
+func (s *Server) mailSize() mail.MailSize {
+	max := s.cfg.MaxMailBytes
+	if max <= 0 {
+		max = render.MaxMailBytes
+	}
+	return mail.MailSize{Max: max, Worst: func(subject, preheader, html string) (int, bool) {
+		t, err := render.Compile(subject, preheader, html)
+		if err != nil {
+			return 0, false
+		}
+		return t.WorstSize(len(s.cfg.PublicURL)), true
+	}}
 }
 
 // designTemplate reports whether id is in the design catalogue.

@@ -178,6 +178,9 @@ type ScheduleRules struct {
 	// AllowUnverified lets a schedule use an unverified sender
 	// (ALLOW_UNVERIFIED_SENDERS).
 	AllowUnverified bool
+	// MailSize refuses a template_html whose mails can be too large (an
+	// automation's mails have no preheader).
+	MailSize MailSize
 }
 
 // ScheduleInput is a validated automation schedule create.
@@ -285,6 +288,9 @@ func ParseSchedule(f ScheduleForm, rules ScheduleRules) (ScheduleInput, error) {
 		}
 	}
 	html := templateBody("template_html", f.TemplateHTML, add)
+	if html != nil {
+		rules.MailSize.check(in.Subject, "", *html, add)
+	}
 	js := templateBody("template_json", f.TemplateJSON, add)
 	if designOK {
 		switch {

@@ -107,6 +107,8 @@ type SingleSendRules struct {
 	// AllowUnverified lets a send use an unverified sender
 	// (ALLOW_UNVERIFIED_SENDERS).
 	AllowUnverified bool
+	// MailSize refuses a template_html whose mails can be too large.
+	MailSize MailSize
 }
 
 // SingleSendInput is a validated single send create or update.
@@ -183,6 +185,9 @@ func ParseSingleSend(f SingleSendForm, rules SingleSendRules) (SingleSendInput, 
 		}
 	}
 	in.TemplateHTML = templateBody("template_html", f.TemplateHTML, add)
+	if in.TemplateHTML != nil {
+		rules.MailSize.check(in.Subject, in.Preheader, *in.TemplateHTML, add)
+	}
 	in.TemplateJSON = templateBody("template_json", f.TemplateJSON, add)
 
 	refs := SendRefs{SenderID: in.SenderID, GroupID: in.GroupID}
@@ -347,6 +352,28 @@ func parseLists(field string, vals []string, required bool, add func(field, msg 
 		return lists, true
 	}
 	return []ListRef{}, false
+}
+
+// MailSize bounds the mails a template makes (docs/limits.md): a
+// template_html whose worst case passes Max is refused when it is saved.
+type MailSize struct {
+	// Max is the longest mail allowed, in bytes; 0 checks nothing.
+	Max int
+	// Worst is the longest mail subject, preheader and html can make, every
+	// placeholder at its longest value (render.Template.WorstSize); ok is
+	// false when they do not compile, which is not this check's to report.
+	Worst func(subject, preheader, html string) (n int, ok bool)
+}
+
+// check adds the template_html problem when html's mails can pass s.Max.
+func (s MailSize) check(subject, preheader, html string, add func(field, msg string)) {
+	if s.Max <= 0 || s.Worst == nil {
+		return
+	}
+	if n, ok := s.Worst(subject, preheader, html); ok && n > s.Max {
+		add("template_html", "The template html may not make mails larger than "+strconv.Itoa(s.Max)+
+			" bytes; with every placeholder at its longest value its mails take up to "+strconv.Itoa(n)+" bytes.")
+	}
 }
 
 // templateBody reads template_html or template_json: at most

@@ -37,6 +37,9 @@ type FormOptions struct {
 	// a number (a negative one, or past LinkNumbers) is left as written.
 	Clicks      ClickURLs
 	LinkNumbers []int
+
+	// MaxBytes is the longest mail Build finishes; MaxMailBytes when 0.
+	MaxBytes int
 }
 
 // ClickURLs makes the tracked addresses of a send's links
@@ -69,6 +72,9 @@ type Form struct {
 	mailto   string // "mailto:addr?subject=unsubscribe-"
 	now      func() time.Time
 	size     int // estimate of a built mail's size
+	max      int // FormOptions.MaxBytes
+	fixed    int // bytes every mail holds: frame and encoded literals (MinSize)
+	uses     []fieldUse
 	clicks   ClickURLs
 
 	t      *Template
@@ -177,6 +183,9 @@ func (q *qprogram) size() int {
 func (f *Form) appendPart(dst []byte, p *qprogram, r *mail.Recipient, b *Buffer, pixel string, id int64) []byte {
 	var q qp
 	for i := range p.segs {
+		if len(dst) > b.stop {
+			return dst // past the form's MaxBytes: the mail is not finished
+		}
 		sg := &p.segs[i]
 		if sg.enc != "" {
 			if q.n > 0 {
@@ -281,7 +290,10 @@ func NewForm(t *Template, s *mail.Sender, opts FormOptions) *Form {
 	if t == nil {
 		t = &Template{}
 	}
-	f := &Form{now: opts.Now, t: t, sender: s, clicks: opts.Clicks}
+	f := &Form{now: opts.Now, t: t, sender: s, clicks: opts.Clicks, max: opts.MaxBytes}
+	if f.max <= 0 {
+		f.max = MaxMailBytes
+	}
 	var numbers []int // none: every link as written
 	var prefix string
 	if opts.Clicks != nil {
@@ -327,6 +339,7 @@ func NewForm(t *Template, s *mail.Sender, opts FormOptions) *Form {
 	if m := cleanAddr(opts.UnsubscribeMailto); m != "" {
 		f.mailto = "mailto:" + m + "?subject=unsubscribe-"
 	}
+	f.sizeUses()
 	f.size = len(f.head) + len(f.mime) + len(f.mid) + len(f.end) + f.text.size() + f.html.size() + 1024
 	if n := f.text.links() + f.html.links(); n > 0 {
 		// A token is about as long as link 0's of delivery 1, its ids'
@@ -368,10 +381,17 @@ func (t *Template) holds(s string) bool {
 // holding r's subject); the parts are made from the literals NewForm
 // encoded, so per recipient only values are encoded. With a reused dst
 // and b it allocates nothing.
+//
+// A mail longer than the form's MaxBytes is not finished: once the parts
+// pass it Build writes no more of them, so it holds at most one literal
+// or value more than the limit. The dst returned is then more than
+// MaxBytes longer than the one given, and is no mail to send
+// (BuildChecked says so).
 func (f *Form) Build(dst []byte, b *Buffer, r *mail.Recipient, deliveryID int64) []byte {
 	if r == nil {
 		r = &mail.Recipient{}
 	}
+	b.stop = len(dst) + f.max
 	b.Subject = f.t.subject.run(grow(b.Subject[:0], f.t.size[0]), r, f.sender)
 	dst = slices.Grow(dst, f.size+len(b.Subject)*2+3*len(r.Tokens.OpenPixelURL))
 

@@ -111,6 +111,7 @@ type Buffer struct {
 
 	scratch []byte // a value being encoded (Form.Build)
 	link    []byte // a tracked link's address (Form.Build)
+	stop    int    // the length of dst past which Form.Build stops writing
 }
 
 // Compile parses subject, preheader and html once. The preheader becomes

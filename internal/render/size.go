@@ -1,0 +1,213 @@
+package render
+
+import (
+	"strconv"
+	"unicode/utf8"
+
+	"github.com/mailroom/mailroom/internal/mail"
+)
+
+// MaxMailBytes is the largest mail a send may make, headers included:
+// 10 MB (10,485,760 bytes), what most providers accept
+// (docs/limits.md). A template whose WorstSize passes it is refused when
+// it is saved, and Build leaves unfinished a mail that passes a Form's
+// limit (FormOptions.MaxBytes), which the engine then fails.
+const MaxMailBytes = 10 << 20
+
+// Longest values, in characters and in bytes, the placeholders can take
+// (docs/limits.md): single-line text is at most mail.MaxLine characters
+// of up to four bytes; an address at most maxAddr bytes. A number custom
+// value (jsonb prints 1e300 in full, about 330 digits) is shorter than
+// the text bound in bytes and in what it encodes to.
+const (
+	maxAddr     = 254
+	lineRunes   = mail.MaxLine
+	lineBytes   = mail.MaxLine * utf8.UTFMax
+	qpLine      = 73 // characters at least on a line quoted-printable breaks softly
+	softBreak   = len("=\r\n")
+	senderParts = 5 // company_address, company_address2, city, state, country
+)
+
+// headRoom bounds every header but Subject, the MIME frame and a
+// DKIM-Signature added after Build: From (a 255-character name B-encoded,
+// under 2,100 bytes, and its address), Reply-To, To, Date and Message-ID
+// (254-byte addresses and domain, 20-digit ids), List-Unsubscribe (a
+// 900-byte URL and a mailto of an address and a token), the
+// List-Unsubscribe-Post, MIME-Version and Content-Type headers, the part
+// headers and boundaries (about 5,300 bytes together), and some 800 bytes
+// of DKIM signature.
+const headRoom = 8 << 10
+
+// encoded bounds what a value of at most runes characters and bytes bytes
+// becomes in a part, quoted-printable, soft line breaks aside: a byte at
+// most three characters (=XX), and in HTML an escaped ASCII character at
+// most five (&amp;, all printable); so a character at most twelve.
+func encoded(m mode, runes, bytes int) int {
+	per := 3
+	if m == modeHTML {
+		per = 5
+	}
+	return min(runes*3*utf8.UTFMax, bytes*per)
+}
+
+// valueMax bounds f's value for m: in a part (quoted-printable, escaped in
+// HTML) when m is set, else raw (the subject, before RFC 2047). linkBase
+// is the length of the base of the mail's own links (PUBLIC_URL).
+func valueMax(f field, m mode, raw bool, linkBase int) int {
+	runes, bytes := 0, 0
+	switch f {
+	case fFirstName, fLastName, fCountry, fState, fCity, fAddressLine1, fAddressLine2, fStateProvinceRegion,
+		fPostalCode, fFatherName, fDesignation, fAge, fCompanyName, fBirthDate, fJoinDate, fSenderName:
+		runes, bytes = lineRunes, lineBytes
+	case fEmail:
+		runes, bytes = maxAddr, maxAddr
+	case fAltEmail: // an address, but counted as a line of text
+		runes, bytes = lineRunes, lineBytes
+	case fFullName:
+		runes, bytes = 2*lineRunes+1, 2*lineBytes+1
+	case fSenderAddress: // the parts joined by " " and ", "
+		runes, bytes = senderParts*lineRunes+7, senderParts*lineBytes+7
+	case fUnsubscribePreferences:
+		n := linkBase + len(mail.UnsubscribePath) + mail.MaxTokenLen
+		runes, bytes = n, n
+	}
+	if raw {
+		return bytes
+	}
+	return encoded(m, runes, bytes)
+}
+
+// litMax bounds what quoted-printable makes of literal text s encoded from
+// the start of a line, soft line breaks included: a printable byte stays
+// one character, a line end two, any other byte (a space may be one
+// before a line end) three; a soft break follows at least qpLine
+// characters.
+func litMax(s string) int {
+	n := 0
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; {
+		case c == '\r' || c == '\n':
+			n += 2
+		case c > ' ' && c <= '~' && c != '=':
+			n++
+		default:
+			n += 3
+		}
+	}
+	return n + softBreak*(n/qpLine)
+}
+
+// WorstSize is the largest mail, in bytes, a Form of t can build, so
+// what a send of t may cost at most per recipient: the headers (headRoom)
+// and the subject (its longest rendering, B-encoded at worst), then both
+// parts with every literal as quoted-printable encodes it at worst, every
+// placeholder at the longest value it can take (valueMax), every link at
+// the longer of its address as written and a tracked address (linkBase,
+// the length of PUBLIC_URL, the click path and the longest token), and
+// the open pixel. It is one pass over the compiled parts, with nothing
+// rendered or encoded.
+func (t *Template) WorstSize(linkBase int) int {
+	subject := 0
+	for _, sg := range t.subject.segs {
+		subject += len(sg.lit)
+		if sg.f != fNone {
+			subject += valueMax(sg.f, modePlain, true, linkBase)
+		}
+	}
+	// B-encoded words of at least 39 bytes take at most 75 bytes each, with
+	// the folding; folding plain text adds at most a byte per byte.
+	n := headRoom + 2*subject + 80
+
+	tracked := 5 * (linkBase + len(mail.ClickPath) + mail.MaxClickTokenLen)
+	for _, p := range []*program{&t.text, &t.html} {
+		for _, sg := range p.segs {
+			n += litMax(sg.lit) + softBreak // a soft break may start it, after a value
+			v := 0
+			switch sg.f {
+			case fNone, fUnknown:
+				continue
+			case fLink:
+				v = max(litMax(sg.raw), tracked)
+			default:
+				v = valueMax(sg.f, p.mode, false, linkBase)
+			}
+			// Written where the line is: its soft breaks may come sooner.
+			n += v + softBreak*(v/qpLine+2)
+		}
+	}
+	// The open pixel, cutting the HTML's literal before </body.
+	px := len(pixelOpen) + 5*maxURL + len(pixelClose)
+	n += px + softBreak*(px/qpLine+2) + 2*softBreak
+	return n
+}
+
+// fieldUse is a field whose value the parts write n times.
+type fieldUse struct {
+	f field
+	n int
+}
+
+// sizeUses sets what MinSize needs: the bytes of the frame and the
+// encoded literals, which every mail holds, and how often each field's
+// value is written.
+func (f *Form) sizeUses() {
+	f.fixed = len(f.head) + len(f.mime) + len(f.mid) + len(f.end)
+	var count [fLink + 1]int
+	for _, q := range []*qprogram{&f.text, &f.html} {
+		for i := range q.segs {
+			f.fixed += len(q.segs[i].enc)
+			count[q.segs[i].f]++
+		}
+	}
+	for fl := fFirstName; fl < fUnknown; fl++ {
+		if count[fl] > 0 {
+			f.uses = append(f.uses, fieldUse{fl, count[fl]})
+		}
+	}
+}
+
+// MinSize is a lower bound of the length of the mail Build makes for r:
+// the frame and the encoded literals, and each value as often as the
+// parts write it, cleaned but neither escaped nor encoded (both only
+// lengthen it). It writes each value once into b's scratch space, so it
+// costs little beside Build and allocates nothing once b has grown.
+func (f *Form) MinSize(b *Buffer, r *mail.Recipient) int {
+	if r == nil {
+		r = &mail.Recipient{}
+	}
+	n := f.fixed
+	for _, u := range f.uses {
+		b.scratch = value(b.scratch[:0], u.f, modePlain, r, f.sender)
+		n += u.n * len(b.scratch)
+	}
+	return n
+}
+
+// TooLarge is the error of a mail longer than its form's MaxBytes.
+type TooLarge struct {
+	Size int // the mail's length, at least
+	Max  int // the form's MaxBytes
+}
+
+func (e *TooLarge) Error() string {
+	return "the mail is at least " + strconv.Itoa(e.Size) + " bytes, more than the limit of " +
+		strconv.Itoa(e.Max) + " bytes"
+}
+
+// BuildChecked is Build for a mail that may pass the form's MaxBytes:
+// such a mail is answered with a *TooLarge and dst as it was given (its
+// capacity kept). A recipient whose values alone make the mail too long
+// (MinSize) is found before anything is written; otherwise Build stops
+// soon after the limit, so no more than about MaxBytes is ever written
+// for one mail.
+func (f *Form) BuildChecked(dst []byte, b *Buffer, r *mail.Recipient, deliveryID int64) ([]byte, error) {
+	if n := f.MinSize(b, r); n > f.max {
+		return dst, &TooLarge{Size: n, Max: f.max}
+	}
+	start := len(dst)
+	out := f.Build(dst, b, r, deliveryID)
+	if n := len(out) - start; n > f.max {
+		return out[:start], &TooLarge{Size: n, Max: f.max}
+	}
+	return out, nil
+}
