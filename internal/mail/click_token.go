@@ -12,7 +12,7 @@ import (
 // number in the send's link table. A mail carries one per tracked link, so
 // they are made per link per mail and must be cheap: a token is the
 // AES-SIV sealing (siv) of the three ids as varints under the signer's
-// click key, two AES blocks for the usual ids (up to 15 bytes of them),
+// click key, two AES blocks for the usual ids (up to 16 bytes of them),
 // well under 100 ns with the encoding (BenchmarkClickURL). Nothing of the
 // ids shows: the send, the delivery and the link number are all inside
 // the ciphertext.
@@ -97,6 +97,7 @@ func (s *TokenSigner) OpenClick(text string) (sendID, id int64, link int, ok boo
 		return 0, 0, 0, false
 	}
 	var p []byte
+	ok = false // a version neither case names
 	switch raw[0] {
 	case clickSIVVersion:
 		p, ok = s.click.openRaw(raw)

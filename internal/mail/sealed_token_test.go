@@ -233,3 +233,46 @@ func TestSealedTokenKinds(t *testing.T) {
 		t.Error("an open token opened as a click token")
 	}
 }
+
+// Every sealed token opens to what it was sealed from, and to nothing
+// once a character is changed, once cut, or under another key.
+func TestSealedTokensRefused(t *testing.T) {
+	t.Parallel()
+	s, other := NewTokenSigner(testKey), NewTokenSigner(bytes.Repeat([]byte{8}, 32))
+	unsub := UnsubscribeToken{UserID: 5, Email: "ann@example.com", GroupID: 2, SendID: 77}
+	for _, c := range []struct {
+		tok  func(*TokenSigner) string
+		open func(*TokenSigner, string) bool
+	}{
+		{func(s *TokenSigner) string { return string(s.Seal(nil, unsub)) },
+			func(s *TokenSigner, tok string) bool { got, ok := s.Open(tok); return ok && got == unsub }},
+		{func(s *TokenSigner) string { return string(s.SealOpen(nil, 77, 123456)) },
+			func(s *TokenSigner, tok string) bool {
+				a, b, ok := s.OpenOpen(tok)
+				return ok && a == 77 && b == 123456
+			}},
+		{func(s *TokenSigner) string { return string(s.ClickKey(77).Seal(nil, 123456, 3)) },
+			func(s *TokenSigner, tok string) bool {
+				a, b, l, ok := s.OpenClick(tok)
+				return ok && a == 77 && b == 123456 && l == 3
+			}},
+	} {
+		tok := c.tok(s)
+		if tok[0] != 'B' || !c.open(s, tok) {
+			t.Fatalf("%q does not open", tok)
+		}
+		if c.open(other, tok) || c.open(s, c.tok(other)) {
+			t.Errorf("%q opened under another key", tok)
+		}
+		for i := range len(tok) {
+			if c.open(s, tok[:i]+flip(tok[i])+tok[i+1:]) || c.open(s, tok[:i]) || c.open(s, tok[:i]+tok[i+1:]) {
+				t.Fatalf("%q changed or cut at %d opened", tok, i)
+			}
+		}
+		for _, bad := range []string{tok + "A", tok + "=", tok + "\n", tok[:3] + "\r" + tok[3:]} {
+			if c.open(s, bad) {
+				t.Errorf("%q opened", bad)
+			}
+		}
+	}
+}

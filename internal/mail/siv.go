@@ -29,7 +29,7 @@ import (
 //     birthday bound of its 128-bit IV.
 //
 // RFC 5297's test vector pins the construction (TestSIVVector). Costs:
-// a plaintext of up to 15 bytes takes two AES blocks, a longer one two per
+// a plaintext of up to 16 bytes takes two AES blocks, a longer one two per
 // 16 bytes.
 //
 // The block cipher is reached through the cipher.Block interface, to

@@ -121,6 +121,7 @@ func (s *TokenSigner) Open(text string) (t UnsubscribeToken, ok bool) {
 		return t, false
 	}
 	var p []byte
+	ok = false // a version neither case names
 	switch raw[0] {
 	case unsubscribeVersion:
 		p, ok = s.unsub.openRaw(raw)
@@ -270,6 +271,7 @@ func (s *TokenSigner) OpenOpen(text string) (sendID, id int64, ok bool) {
 		return 0, 0, false
 	}
 	var p []byte
+	ok = false // a version neither case names
 	switch raw[0] {
 	case openSIVVersion:
 		p, ok = s.open.openRaw(raw)
