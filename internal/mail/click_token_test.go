@@ -57,16 +57,17 @@ func TestClickToken(t *testing.T) {
 			t.Fatalf("%q and %q share a tag", tok, other)
 		}
 	}
-	// Another delivery's tag under this delivery's ids; a token of another
-	// key; ids out of range; the open-pixel and unsubscribe tokens.
+	// A changed IV under this token's ciphertext; a token of another key;
+	// ids out of range; the open-pixel and unsubscribe tokens.
 	raw, _ := base64.RawURLEncoding.DecodeString(tok)
 	otherRaw, _ := base64.RawURLEncoding.DecodeString(string(s.ClickKey(5).Seal(nil, 10, 2)))
-	swapped := append(append([]byte(nil), raw[:len(raw)-clickTag]...), otherRaw[len(otherRaw)-clickTag:]...)
+	swapped := append(append([]byte{raw[0]}, otherRaw[1:17]...), raw[17:]...)
 	for _, bad := range []string{
 		"", "A", base64.RawURLEncoding.EncodeToString(swapped),
 		string(NewTokenSigner(bytes.Repeat([]byte{8}, 32)).ClickKey(5).Seal(nil, 9, 2)),
 		string(s.ClickKey(0).Seal(nil, 9, 2)), string(s.ClickKey(5).Seal(nil, 0, 2)),
 		string(s.ClickKey(5).Seal(nil, -1, 2)), string(s.ClickKey(5).Seal(nil, 9, -1)), string(s.ClickKey(5).Seal(nil, 9, MaxLink+1)),
+		string(s.clickV3(nil, 0, 9, 2)), string(s.clickV3(nil, 5, 9, MaxLink+1)),
 		string(s.SealOpen(nil, 5, 9)), string(s.Seal(nil, UnsubscribeToken{UserID: 5, Email: "a@b.example"})),
 		strings.Repeat("A", MaxClickTokenLen+1),
 	} {
@@ -74,20 +75,22 @@ func TestClickToken(t *testing.T) {
 			t.Errorf("OpenClick(%q) = %d %d %d, want refused", bad, send, id, link)
 		}
 	}
-	// An overlong varint spells the same ids: refused, as the tag covers
-	// the ids and not their bytes.
+	// In a version-3 token an overlong varint spells the same ids:
+	// refused, as its tag covers the ids and not their bytes.
+	raw3, _ := base64.RawURLEncoding.DecodeString(string(s.clickV3(nil, 5, 9, 2)))
 	long := []byte{clickVersion, 5 | 0x80, 0}
-	long = append(long, raw[2:]...)
+	long = append(long, raw3[2:]...)
 	if _, _, _, ok := s.OpenClick(base64.RawURLEncoding.EncodeToString(long)); ok {
 		t.Error("an overlong varint opened")
 	}
 }
 
-// The token is what docs/tracking.md writes down: the send's AES-128 key
-// is the first half of HMAC-SHA256(key, "mailroom click key\x00" ||
-// uvarint(send)), the tag that key's encryption of (delivery id, link
-// number) as two little-endian 64-bit words.
-func TestClickTokenFormat(t *testing.T) {
+// The version-3 token, still opened, is what docs/tracking.md writes
+// down: the send's AES-128 key is the first half of HMAC-SHA256(key,
+// "mailroom click key\x00" || uvarint(send)), the tag that key's
+// encryption of (delivery id, link number) as two little-endian 64-bit
+// words.
+func TestClickTokenV3Format(t *testing.T) {
 	t.Parallel()
 	m := hmac.New(sha256.New, testKey)
 	m.Write(append([]byte("mailroom click key\x00"), binary.AppendUvarint(nil, 77)...))
@@ -101,8 +104,13 @@ func TestClickTokenFormat(t *testing.T) {
 	block.Encrypt(tag[:], tag[:])
 	want := append([]byte{3, 77}, binary.AppendUvarint(nil, 1234)...)
 	want = append(append(want, 5), tag[:]...)
-	if got := string(NewTokenSigner(testKey).ClickKey(77).Seal(nil, 1234, 5)); got != base64.RawURLEncoding.EncodeToString(want) {
-		t.Fatalf("token %q, want %q", got, base64.RawURLEncoding.EncodeToString(want))
+	s := NewTokenSigner(testKey)
+	tok := base64.RawURLEncoding.EncodeToString(want)
+	if got := string(s.clickV3(nil, 77, 1234, 5)); got != tok {
+		t.Fatalf("token %q, want %q", got, tok)
+	}
+	if send, id, link, ok := s.OpenClick(tok); !ok || send != 77 || id != 1234 || link != 5 {
+		t.Fatalf("OpenClick(%q) = %d %d %d %v", tok, send, id, link, ok)
 	}
 }
 
