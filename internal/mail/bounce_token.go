@@ -33,46 +33,50 @@ const MaxBounceTokenLen = (1 + 2*9 + tokenMAC) * 8 / 5
 // The MAC and its input live in a pooled scratch: an engine worker seals
 // one per mail, and nothing of it is allocated.
 func (s *TokenSigner) SealBounce(dst []byte, sendID, id int64) []byte {
-	return s.sealIDs(dst, bounceVersion, sendID, id, "")
-}
-
-// sealIDs appends lower-case base32 of version, the two ids as varints
-// and the first 128 bits of the HMAC-SHA256 of those bytes followed by
-// bound, which the token does not hold: the opener must know it.
-func (s *TokenSigner) sealIDs(dst []byte, version byte, sendID, id int64, bound string) []byte {
 	sc, _ := s.scratch.Get().(*macScratch)
 	if sc == nil {
 		sc = &macScratch{}
 	}
-	p := append(sc.buf[:0], version)
+	p := append(sc.buf[:0], bounceVersion)
 	p = binary.AppendUvarint(p, uint64(sendID))
 	p = binary.AppendUvarint(p, uint64(id))
-	msg := append(p, bound...)
-	p = append(p, s.sum(msg[len(msg):], msg)[:tokenMAC]...)
-	dst = bounceEncoding.AppendEncode(dst, p)
+	p = s.sum(p, p)
+	dst = bounceEncoding.AppendEncode(dst, p[:len(p)-sha256.Size+tokenMAC])
 	s.scratch.Put(sc)
 	return dst
 }
 
-// macScratch is room for a token's bytes, what its MAC binds and the MAC.
+// macScratch is room for a bounce token's bytes and their MAC.
 type macScratch struct {
-	buf [1 + 2*binary.MaxVarintLen64 + maxBound + sha256.Size]byte
+	buf [1 + 2*binary.MaxVarintLen64 + sha256.Size]byte
 }
-
-// maxBound is the longest bound of a token: a domain.
-const maxBound = 255
 
 // OpenBounce reads a token made by SealBounce with the same key, in any
 // case.
 func (s *TokenSigner) OpenBounce(text string) (sendID, id int64, ok bool) {
-	return s.openIDs(text, bounceVersion, "")
+	var raw [maxBase32Raw]byte
+	n, ok := decodeBase32(raw[:], text)
+	if !ok || n < 1+2+tokenMAC || raw[0] != bounceVersion {
+		return 0, 0, false
+	}
+	body, mac := raw[:n-tokenMAC], raw[n-tokenMAC:n]
+	var sum [sha256.Size]byte
+	if !hmac.Equal(s.sum(sum[:0], body)[:tokenMAC], mac) {
+		return 0, 0, false
+	}
+	return readIDs(body[1:])
 }
 
-// openIDs reads a token made by sealIDs with the same key, version and
-// bound, in any case.
-func (s *TokenSigner) openIDs(text string, version byte, bound string) (sendID, id int64, ok bool) {
-	if len(text) > MaxBounceTokenLen || len(text) < 8 || len(bound) > maxBound {
-		return 0, 0, false
+// maxBase32Raw is room for the bytes of the longest lower-case base32
+// token (a return path's, a Message-ID's).
+const maxBase32Raw = MaxBounceTokenLen * 5 / 8
+
+// decodeBase32 decodes text, lower-case base32 in any case, into raw
+// (maxBase32Raw bytes): ok only for the one text the encoder writes for
+// its bytes (no line ends, which the decoder skips; no set padding bits).
+func decodeBase32(raw []byte, text string) (n int, ok bool) {
+	if len(text) > MaxBounceTokenLen || len(text) < 8 {
+		return 0, false
 	}
 	var low [MaxBounceTokenLen]byte
 	for i := 0; i < len(text); i++ {
@@ -81,29 +85,25 @@ func (s *TokenSigner) openIDs(text string, version byte, bound string) (sendID, 
 			c += 'a' - 'A'
 		}
 		if !('a' <= c && c <= 'z' || '2' <= c && c <= '7') { // also refuses CR and LF, which the decoder skips
-			return 0, 0, false
+			return 0, false
 		}
 		low[i] = c
 	}
-	var raw [2*(MaxBounceTokenLen*5/8) + maxBound + sha256.Size]byte
-	n, err := bounceEncoding.Decode(raw[:MaxBounceTokenLen*5/8], low[:len(text)])
-	if err != nil || n < 1+2+tokenMAC || raw[0] != version {
-		return 0, 0, false
+	n, err := bounceEncoding.Decode(raw[:maxBase32Raw], low[:len(text)])
+	if err != nil {
+		return 0, false
 	}
 	// One text per token: base32 has no strict mode, so the bits past the
 	// last whole byte must be zero (the encoder writes them so).
 	if bits := len(text) * 5 % 8; bits > 0 && decodeChar(low[len(text)-1])&(1<<bits-1) != 0 {
-		return 0, 0, false
+		return 0, false
 	}
-	body, mac := raw[:n-tokenMAC], raw[n-tokenMAC:n]
-	// The MAC's input is the body, then the bound: assembled past the
-	// decoded bytes.
-	msg := append(raw[n:n], body...)
-	msg = append(msg, bound...)
-	if !hmac.Equal(s.sum(msg[len(msg):], msg)[:tokenMAC], mac) {
-		return 0, 0, false
-	}
-	p := body[1:]
+	return n, true
+}
+
+// readIDs reads exactly two positive 63-bit varints, a send id and a
+// delivery id.
+func readIDs(p []byte) (sendID, id int64, ok bool) {
 	a, i := binary.Uvarint(p)
 	if i <= 0 {
 		return 0, 0, false

@@ -19,7 +19,7 @@ import (
 type FormOptions struct {
 	Domain string // right side of Message-IDs; the sender's domain when empty
 	// SendID and Signer make the Message-IDs:
-	// Signer.AppendMessageID(SendID, deliveryID, Domain), which a report
+	// Signer.MessageIDKey(SendID, Domain), which a report
 	// quoting one names its delivery by; nil Signer: <{random}@Domain>,
 	// 128 random bits naming nothing.
 	SendID int64
@@ -66,10 +66,9 @@ type Form struct {
 	mid      string // end of text part, second boundary, HTML part headers
 	end      string // end of HTML part, closing boundary
 	boundary string
-	sendID   int64
-	signer   *mail.TokenSigner
-	domain   string // the Message-IDs' right side
-	mailto   string // "mailto:addr?subject=unsubscribe-"
+	msgKey   *mail.MessageIDKey // nil: random Message-IDs
+	domain   string             // the Message-IDs' right side
+	mailto   string             // "mailto:addr?subject=unsubscribe-"
 	now      func() time.Time
 	size     int // estimate of a built mail's size
 	max      int // FormOptions.MaxBytes
@@ -335,7 +334,11 @@ func NewForm(t *Template, s *mail.Sender, opts FormOptions) *Form {
 	if domain == "" {
 		domain = "localhost"
 	}
-	f.sendID, f.signer, f.domain = opts.SendID, opts.Signer, domain
+	f.domain = domain
+	if opts.Signer != nil {
+		k := opts.Signer.MessageIDKey(opts.SendID, domain)
+		f.msgKey = &k
+	}
 	if m := cleanAddr(opts.UnsubscribeMailto); m != "" {
 		f.mailto = "mailto:" + m + "?subject=unsubscribe-"
 	}
@@ -444,8 +447,8 @@ func (f *Form) Build(dst []byte, b *Buffer, r *mail.Recipient, deliveryID int64)
 }
 
 func (f *Form) appendMessageID(dst []byte, deliveryID int64) []byte {
-	if f.signer != nil {
-		dst = f.signer.AppendMessageID(dst, f.sendID, deliveryID, f.domain)
+	if f.msgKey != nil {
+		dst = f.msgKey.Append(dst, deliveryID)
 	} else {
 		dst = append(dst, '<')
 		dst = mail.AppendRandomID(dst)
