@@ -203,11 +203,8 @@ func (c *ContactCSV) Next() (*ContactRow, error) {
 		}
 		row.Fields[ColEmail] = string(email)
 		if v := row.Fields[ColAltEmail]; v != "" {
-			switch _, why := CheckEmail(v); why {
-			case EmailInvalid:
-				return nil, fileError(fmt.Sprintf("Line %d: the alt_email %q is not a valid email address.", line, v))
-			case EmailBadDomain:
-				return nil, fileError(fmt.Sprintf("Line %d: the alt_email %q is not a valid email address: its domain is not a valid domain name.", line, v))
+			if _, why := CheckEmail(v); why != EmailOK {
+				return nil, fileError(fmt.Sprintf("Line %d: the alt_email %q is not a valid email address%s.", line, v, why.Why()))
 			}
 		}
 		row.Country = 0

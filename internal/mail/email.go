@@ -3,6 +3,7 @@ package mail
 import (
 	netmail "net/mail"
 	"strings"
+	"unicode"
 	"unicode/utf8"
 
 	// The two exceptions to this package's standard-library-only rule:
@@ -31,6 +32,7 @@ const (
 	EmailOK        EmailProblem = iota
 	EmailInvalid                // not an addr-spec (RFC 5322, RFC 6532 for UTF-8)
 	EmailBadDomain              // an addr-spec whose domain has no valid A-label (IDNA2008)
+	EmailInvisible              // it holds a character that shows nothing (invisible)
 )
 
 // Message is the field message for an address that was refused, in the
@@ -38,10 +40,19 @@ const (
 // field has used; an address whose domain is not a valid domain name says
 // so after it.
 func (p EmailProblem) Message(label string) string {
-	if p == EmailBadDomain {
-		return "The " + label + " must be a valid email address: its domain is not a valid domain name."
+	return "The " + label + " must be a valid email address" + p.Why() + "."
+}
+
+// Why is what follows "… is not a valid email address" for p: nothing for
+// a malformed address, else a colon and the reason.
+func (p EmailProblem) Why() string {
+	switch p {
+	case EmailBadDomain:
+		return ": its domain is not a valid domain name"
+	case EmailInvisible:
+		return ": it holds an invisible character (a format character, a space or one that shows nothing)"
 	}
-	return "The " + label + " must be a valid email address."
+	return ""
 }
 
 // ParseEmail is CheckEmail's address when it is valid.
@@ -56,8 +67,11 @@ func ParseEmail(s string) (Email, bool) {
 // bytes, whose local part may hold UTF-8 (RFC 6532) and whose domain has a
 // dot and is a valid domain name under IDNA2008's lookup rules (UTS #46:
 // golang.org/x/net/idna's Lookup profile), its A-label at most 253 bytes
-// of labels of at most 63. The address is trimmed and put in NFC; it is
-// otherwise kept as written (the domain is not lower-cased or converted).
+// of labels of at most 63, and no invisible character (format,
+// default-ignorable, variation selector, space). The address is trimmed
+// and put in NFC; an internationalized domain (one with a non-ASCII or an
+// xn-- label) is stored as its U-labels, lower case; anything else is kept
+// as written (an ASCII domain is not lower-cased).
 func CheckEmail(s string) (Email, EmailProblem) {
 	s = strings.TrimSpace(s)
 	if s == "" || len(s) > 254 || !utf8.ValidString(s) || hasControl(s, false) {
@@ -65,6 +79,9 @@ func CheckEmail(s string) (Email, EmailProblem) {
 	}
 	if !isASCII(s) {
 		s = norm.NFC.String(s)
+		if invisible(s) {
+			return "", EmailInvisible
+		}
 	}
 	at := strings.LastIndexByte(s, '@')
 	if at <= 0 || at == len(s)-1 || len(s) > 254 {
@@ -86,7 +103,38 @@ func CheckEmail(s string) (Email, EmailProblem) {
 	if at+1+len(ascii) > 254 {
 		return "", EmailInvalid
 	}
+	if !isASCII(domain) || strings.Contains(strings.ToLower(domain), "xn--") {
+		// One spelling per internationalized domain: its U-labels, lower
+		// case (what the A-label decodes to), so that h@BÜCHER.example,
+		// h@bücher.example and h@xn--bcher-kva.example are one contact and
+		// one suppression, as they are one mailbox on the wire.
+		u, err := idna.Lookup.ToUnicode(ascii)
+		if err != nil {
+			return "", EmailBadDomain
+		}
+		s = s[:at+1] + u
+	}
 	return Email(s), EmailOK
+}
+
+// invisible reports whether s holds a character that shows nothing, or
+// nothing certain, where an address is read: a format character (Cf: the
+// zero-width space, joiners and non-joiner, bidirectional controls, the
+// soft hyphen, the word joiner, the byte order mark), another
+// default-ignorable one (the combining grapheme joiner, Hangul fillers), a
+// variation selector, or a space of any kind (no-break, ideographic). An
+// address holding one looks like another (victim@ex\u200bample.com), and
+// IDNA's mapping drops some of them from the domain on the wire, so two
+// stored spellings would be one mailbox: one could dodge the other's
+// suppression.
+func invisible(s string) bool {
+	for _, r := range s {
+		if r >= utf8.RuneSelf && (unicode.In(r, unicode.Cf, unicode.Other_Default_Ignorable_Code_Point,
+			unicode.Variation_Selector, unicode.Zs, unicode.Zl, unicode.Zp) || unicode.IsSpace(r)) {
+			return true
+		}
+	}
+	return false
 }
 
 // DomainALabel is a domain name as it goes out (bücher.example is

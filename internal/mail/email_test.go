@@ -21,8 +21,13 @@ func TestCheckEmail(t *testing.T) {
 		{" Ann@Example.COM ", "Ann@Example.COM", EmailOK, "Ann@Example.COM", false},
 		{"a.b+c@sub.example.co.uk", "a.b+c@sub.example.co.uk", EmailOK, "a.b+c@sub.example.co.uk", false},
 		{"h@bücher.example", "h@bücher.example", EmailOK, "h@xn--bcher-kva.example", false},
-		{"h@BÜCHER.example", "h@BÜCHER.example", EmailOK, "h@xn--bcher-kva.example", false},
-		{"h@xn--bcher-kva.example", "h@xn--bcher-kva.example", EmailOK, "h@xn--bcher-kva.example", false},
+		// An internationalized domain has one stored spelling, its U-labels
+		// in lower case, however it is written: one contact, one
+		// suppression, as on the wire.
+		{"h@BÜCHER.example", "h@bücher.example", EmailOK, "h@xn--bcher-kva.example", false},
+		{"h@xn--bcher-kva.example", "h@bücher.example", EmailOK, "h@xn--bcher-kva.example", false},
+		{"H@XN--BCHER-KVA.Example", "H@bücher.example", EmailOK, "H@xn--bcher-kva.example", false},
+		{"h@Mail.bücher.example", "h@mail.bücher.example", EmailOK, "h@mail.xn--bcher-kva.example", false},
 		{"ü-h@example.com", "ü-h@example.com", EmailOK, "ü-h@example.com", true},
 		{"ü@bücher.example", "ü@bücher.example", EmailOK, "ü@xn--bcher-kva.example", true},
 		{"用户@例子.广告", "用户@例子.广告", EmailOK, "用户@xn--fsqu00a.xn--4rr70v", true},
@@ -47,7 +52,24 @@ func TestCheckEmail(t *testing.T) {
 		{"a@x-.example", "", EmailBadDomain, "", false},
 		{"a@ab--cd.example", "", EmailBadDomain, "", false},
 		{"a@ex_ample.com", "", EmailBadDomain, "", false},
-		{"a@x\u200d.example", "", EmailBadDomain, "", false},                         // a joiner out of context
+		{"a@x\u200d.example", "", EmailInvisible, "", false}, // a joiner
+
+		// Invisible characters, anywhere: an address holding one looks
+		// like another, and IDNA drops some from the domain on the wire.
+		{"victim1@ex\u200bample.com", "", EmailInvisible, "", false},                 // zero-width space
+		{"victim2@ex\u00adample.com", "", EmailInvisible, "", false},                 // soft hyphen
+		{"v6@ex\u2060ample.com", "", EmailInvisible, "", false},                      // word joiner
+		{"v7@e\u034fxample.com", "", EmailInvisible, "", false},                      // combining grapheme joiner
+		{"v8@ex\ufe0fample.com", "", EmailInvisible, "", false},                      // variation selector
+		{"victim5@EXAMPLE.com\u200c", "", EmailInvisible, "", false},                 // zero-width non-joiner
+		{"\u202emoc.lapyap@evil.test", "", EmailInvisible, "", false},                // right-to-left override
+		{"a\u2066b\u2069@evil.test", "", EmailInvisible, "", false},                  // isolates
+		{"a\u061c@evil.test", "", EmailInvisible, "", false},                         // Arabic letter mark
+		{"\ufeff@evil.test", "", EmailInvisible, "", false},                          // byte order mark
+		{"a\u3164@evil.test", "", EmailInvisible, "", false},                         // Hangul filler
+		{"a\u3000b@evil.test", "", EmailInvisible, "", false},                        // ideographic space
+		{"a\u00a0b@evil.test", "", EmailInvisible, "", false},                        // no-break space
+		{"a@e\U000E0041xample.com", "", EmailInvisible, "", false},                   // a tag character
 		{"a@\u0301x.example", "", EmailBadDomain, "", false},                         // a label starting with a combining mark
 		{"a@\u05d0a1.example", "", EmailBadDomain, "", false},                        // right-to-left and left-to-right mixed (bidi rule)
 		{"a@" + strings.Repeat("ü", 60) + ".example", "", EmailBadDomain, "", false}, // its A-label is longer than 63

@@ -97,11 +97,7 @@ func ParseEmailList(field string, values []string) ([]Email, error) {
 			e, why := CheckEmail(item)
 			if why != EmailOK {
 				if invalid++; invalid <= maxNamedInvalid {
-					msg := "The " + Label(field) + ` "` + item + `" is not a valid email address.`
-					if why == EmailBadDomain {
-						msg = msg[:len(msg)-1] + ": its domain is not a valid domain name."
-					}
-					p.Add(field, msg)
+					p.Add(field, "The "+Label(field)+` "`+item+`" is not a valid email address`+why.Why()+".")
 				}
 				continue
 			}
