@@ -121,6 +121,17 @@ func TestForgedReportsChangeNothing(t *testing.T) {
 		forged{f.verp.Address(f.send, mine), dsn("Subject: x", emails...)},
 		forged{reports[0], arf("Return-Path: <"+f.verp.Address(f.send, mine)+">", emails...)},
 	)
+	// A genuine return path quoted (or given as Original-Mail-From) in a
+	// report about another address: the mail's owner is not the one
+	// named, so nothing happens to either.
+	quotedRP := "Return-Path: <" + f.verp.Address(f.send, mine) + ">"
+	omf := strings.Replace(string(arf("Subject: x", emails[6])), "Feedback-Type: abuse\r\n",
+		"Feedback-Type: abuse\r\nOriginal-Mail-From: <"+f.verp.Address(f.send, mine)+">\r\n", 1)
+	spray = append(spray,
+		forged{reports[0], dsn(quotedRP, emails[6])},
+		forged{reports[1], arf(quotedRP, emails[6])},
+		forged{reports[0], []byte(omf)},
+	)
 	eventsBefore := scalar[int64](t, d, `SELECT count(*) FROM events WHERE user_id = $1`, f.user)
 	for i, m := range spray {
 		if err := smtptest.Deliver(addr, "", []string{m.rcpt}, m.data); err != nil {
