@@ -46,10 +46,11 @@ func newAPIWith(t testing.TB, cfg httpapi.Config, with ...func(*httpapi.Deps)) *
 	rdb := redis.NewClient(&redis.Options{Addr: "127.0.0.1:6379"})
 	t.Cleanup(func() { rdb.Close() })
 	deps := httpapi.Deps{
-		DB:        d,
-		Geo:       testdb.Geo(t),
-		Log:       slog.New(slog.NewTextHandler(io.Discard, nil)),
-		RedisPing: func(ctx context.Context) error { return rdb.Ping(ctx).Err() },
+		DB:         d,
+		Geo:        testdb.Geo(t),
+		Log:        slog.New(slog.NewTextHandler(io.Discard, nil)),
+		RedisPing:  func(ctx context.Context) error { return rdb.Ping(ctx).Err() },
+		LookupHost: lookupTestHost, // no test waits on the machine's resolver
 	}
 	for _, f := range with {
 		f(&deps)

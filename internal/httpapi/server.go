@@ -10,7 +10,9 @@ import (
 	"encoding/base64"
 	"log/slog"
 	"math"
+	"net"
 	"net/http"
+	"net/netip"
 	"strconv"
 	"sync"
 	"time"
@@ -74,6 +76,8 @@ type Server struct {
 	// automationLive tells the engine an automation went live; nil: none.
 	automationLive func(ctx context.Context, automationID int64) error
 	rateLimit      func(ctx context.Context, accountID int64) (bool, time.Duration, error)
+	// lookupHost resolves a webhook's host name at save.
+	lookupHost func(ctx context.Context, host string) ([]netip.Addr, error)
 
 	signerMu sync.Mutex
 	tokens   *mail.TokenSigner // see signer
@@ -116,6 +120,10 @@ type Deps struct {
 	// main's, closed at shutdown so what waits is written). nil: the
 	// server starts one of its own, never closed.
 	Activity *activity.Recorder
+	// LookupHost resolves a webhook URL's host name when it is saved
+	// (docs/webhooks.md). nil: net.DefaultResolver, as the worker's
+	// dialer resolves it.
+	LookupHost func(ctx context.Context, host string) ([]netip.Addr, error)
 }
 
 // New builds the router.
@@ -126,7 +134,12 @@ func New(cfg Config, d Deps) http.Handler {
 func newServer(cfg Config, d Deps) *Server {
 	s := &Server{db: d.DB, geo: newGeoResponse(d.Geo), log: d.Log, cfg: cfg, redisPing: d.RedisPing, monitoring: d.Monitoring,
 		verifySenders: d.VerifySenders, enqueue: d.EnqueueDispatch,
-		automationLive: d.AutomationLive, rateLimit: d.RateLimit, metricsHandler: d.MetricsHandler}
+		automationLive: d.AutomationLive, rateLimit: d.RateLimit, metricsHandler: d.MetricsHandler, lookupHost: d.LookupHost}
+	if s.lookupHost == nil {
+		s.lookupHost = func(ctx context.Context, host string) ([]netip.Addr, error) {
+			return net.DefaultResolver.LookupNetIP(ctx, "ip", host)
+		}
+	}
 	s.importer = contactimport.New(d.DB, d.Log, cfg.MaxImports, s.lookupCountry)
 	s.activity, s.links = d.Activity, newLinkCache(d.DB.SendLinks)
 	if s.activity == nil {

@@ -1,6 +1,10 @@
 package httpapi
 
 import (
+	"context"
+	"slices"
+	"time"
+
 	"github.com/gin-gonic/gin"
 
 	"github.com/mailroom/mailroom/internal/mail"
@@ -56,9 +60,37 @@ func (s *Server) listWebhooks(c *gin.Context) {
 	}{out, paged(page, total)})
 }
 
-// parseWebhook reads a webhook save or update: url, events[].
-func (s *Server) parseWebhook(f form) (mail.WebhookInput, error) {
-	return mail.ParseWebhook(f.str("url"), f.list("events"), s.cfg.AllowPrivateWebhooks)
+// parseWebhook reads a webhook save or update: url, events[]. Unless
+// private targets are allowed, a URL whose host name resolves to any
+// address the worker's dialer would refuse is refused too.
+func (s *Server) parseWebhook(ctx context.Context, f form) (mail.WebhookInput, error) {
+	in, err := mail.ParseWebhook(f.str("url"), f.list("events"), s.cfg.AllowPrivateWebhooks)
+	if in.URL == "" || s.cfg.AllowPrivateWebhooks {
+		return in, err
+	}
+	if name := mail.WebhookURLName(in.URL); name != "" && s.resolvesInside(ctx, name) {
+		in.URL = ""
+		return in, mail.JoinInvalid(mail.Invalid("url", "The url may not point to a private or loopback address."), err)
+	}
+	return in, err
+}
+
+// webhookLookupTimeout bounds the resolving of a webhook's host at save.
+const webhookLookupTimeout = 2 * time.Second
+
+// resolvesInside reports whether name resolves to any address
+// mail.PrivateAddr refuses. A name that does not resolve (no such host,
+// no answer within webhookLookupTimeout) does not: DNS may answer
+// otherwise by the time the worker posts, and its dialer judges the
+// addresses it connects to.
+func (s *Server) resolvesInside(ctx context.Context, name string) bool {
+	ctx, cancel := context.WithTimeout(ctx, webhookLookupTimeout)
+	defer cancel()
+	addrs, err := s.lookupHost(ctx, name)
+	if err != nil {
+		s.log.DebugContext(ctx, "webhook host not resolved at save", "host", name, "err", err)
+	}
+	return slices.ContainsFunc(addrs, mail.PrivateAddr)
 }
 
 // saveWebhook answers POST /webhooks/save with the new webhook's id and
@@ -69,7 +101,7 @@ func (s *Server) saveWebhook(c *gin.Context) {
 		s.fail(c, err)
 		return
 	}
-	in, err := s.parseWebhook(f)
+	in, err := s.parseWebhook(c.Request.Context(), f)
 	if err = f.checked(err); err != nil {
 		s.fail(c, err)
 		return
@@ -94,7 +126,7 @@ func (s *Server) updateWebhook(c *gin.Context) {
 		return
 	}
 	id, idErr := parseID("id", f.str("id"))
-	in, err := s.parseWebhook(f)
+	in, err := s.parseWebhook(c.Request.Context(), f)
 	if err := f.checked(mail.JoinInvalid(idErr, err)); err != nil {
 		s.fail(c, err)
 		return

@@ -4,10 +4,13 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net"
+	"net/netip"
 	"net/url"
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/mailroom/mailroom/internal/httpapi"
 	"github.com/mailroom/mailroom/internal/testdb"
@@ -225,5 +228,109 @@ func TestWebhookIsolation(t *testing.T) {
 	}
 	if err := json.Unmarshal([]byte(a.do(req{method: "GET", path: webhookList, acct: &owner}).body), &got); err != nil || len(got.Message.Webhooks) != 1 {
 		t.Fatalf("owner's list: %v %s", err, got.Message.Webhooks)
+	}
+}
+
+// testHosts is the DNS of the APIs under test (Deps.LookupHost, set by
+// newAPIWith): the names below, and no such host for any other.
+var testHosts = map[string][]netip.Addr{
+	"loopback.hooks.example":      {netip.MustParseAddr("127.0.0.1")},
+	"mapped.hooks.example":        {netip.MustParseAddr("::ffff:127.0.0.1")}, // as Go's resolver answers /etc/hosts
+	"v6.hooks.example":            {netip.MustParseAddr("::1")},
+	"imds.hooks.example":          {netip.MustParseAddr("169.254.169.254")},
+	"nat64.hooks.example":         {netip.MustParseAddr("64:ff9b::a9fe:a9fe")},
+	"lan.hooks.example":           {netip.MustParseAddr("192.168.1.20")},
+	"mixed.hooks.example":         {netip.MustParseAddr("93.184.215.14"), netip.MustParseAddr("10.0.0.5")},
+	"mixed6.hooks.example":        {netip.MustParseAddr("2606:2800:21f:cb07:6820:80da:af6b:8b2c"), netip.MustParseAddr("fd00::5")},
+	"xn--bcher-kva.hooks.example": {netip.MustParseAddr("127.0.0.1")}, // bücher.hooks.example, resolved by its A-label
+	"public.hooks.example":        {netip.MustParseAddr("93.184.215.14"), netip.MustParseAddr("2606:2800:21f:cb07:6820:80da:af6b:8b2c")},
+}
+
+// lookupTestHost answers from testHosts; slow.hooks.example times out. A
+// lookup without a deadline of at most two seconds gets an error, so a
+// name that should be refused is taken and the test says so.
+func lookupTestHost(ctx context.Context, host string) ([]netip.Addr, error) {
+	if d, ok := ctx.Deadline(); !ok || time.Until(d) > 2*time.Second {
+		return nil, fmt.Errorf("lookup %s: no deadline of at most 2 s", host)
+	}
+	if host == "slow.hooks.example" {
+		return nil, &net.DNSError{Err: "i/o timeout", Name: host, IsTimeout: true}
+	}
+	if a, ok := testHosts[host]; ok {
+		return a, nil
+	}
+	return nil, &net.DNSError{Err: "no such host", Name: host, IsNotFound: true}
+}
+
+// Names only a resolver inside the network answers (one label, as vm
+// and runsc in /etc/hosts or the metadata service's metadata; names under
+// the private-use suffixes; cloud metadata names), names resolving to
+// any inside address, and invalid IDNs are refused at save and at update;
+// a public name, and a name that does not resolve or times out, are taken;
+// WEBHOOK_ALLOW_PRIVATE takes all but the invalid IDNs.
+func TestWebhookResolvedHosts(t *testing.T) {
+	t.Parallel()
+	a := newAPI(t)
+	acct := a.account()
+	id, _ := saveWebhook(t, a, acct, url.Values{"url": {"https://hooks.example.com/kept"}})
+	const (
+		private = `{"status":"failed","errors":{"url":["The url may not point to a private or loopback address."]}}`
+		invalid = `{"status":"failed","errors":{"url":["The url must be a valid http or https URL."]}}`
+	)
+	inside := []string{
+		// By name.
+		"http://vm:18999/", "http://runsc/", "http://VM./hook", "http://ｖｍ/", "http://metadata/computeMetadata/v1/",
+		"http://instance-data/latest/meta-data/", "http://ip6-localhost/", "http://4294967296/", "http://receiver:8080/",
+		"http://metadata.google.internal/computeMetadata/v1/", "http://Metadata.Google.Internal./", "http://metadata.goog/",
+		"http://instance-data.ec2.internal/", "http://ip-10-0-0-1.ec2.internal/", "http://printer.local/",
+		"http://api.default.svc.cluster.local/", "http://nas.home.arpa/", "http://router.lan/", "http://wiki.corp/",
+		"http://files.intranet/", "http://box.home/", "http://db.private/",
+		// By what the name resolves to.
+		"http://loopback.hooks.example/", "https://LOOPBACK.hooks.example./x", "http://mapped.hooks.example/",
+		"http://v6.hooks.example/", "http://imds.hooks.example/latest/meta-data/", "http://nat64.hooks.example/",
+		"http://lan.hooks.example/", "http://mixed.hooks.example/", "http://mixed6.hooks.example/",
+		"http://bücher.hooks.example/",
+	}
+	badIDN := []string{"http://loca\u200dlhost/", "http://hooks\u200d.example.com/", "http://xn--localhost-.example.com/"}
+	refused := func(urls []string, want string) {
+		for _, u := range urls {
+			t.Run(u, func(t *testing.T) {
+				a.do(req{method: "POST", path: "/api/webhooks/save", acct: &acct, body: url.Values{"url": {u}}}).expect(t, 422, want)
+				a.do(req{method: "POST", path: "/api/webhooks/update", acct: &acct,
+					body: url.Values{"id": {fmt.Sprint(id)}, "url": {u}}}).expect(t, 422, want)
+			})
+		}
+	}
+	refused(inside, private)
+	refused(badIDN, invalid)
+	// A refused name with a bad event: both fields, url first.
+	a.do(req{method: "POST", path: "/api/webhooks/save", acct: &acct, body: url.Values{"url": {"http://mixed.hooks.example/"}, "events[0]": {"sent"}}}).
+		expect(t, 422, `{"status":"failed","errors":{"url":["The url may not point to a private or loopback address."],"events":["The selected events is invalid."]}}`)
+	a.do(req{method: "GET", path: webhookList, acct: &acct}).expectNormalized(t, 200,
+		listOf("webhooks", "", webhookRow(id, acct.id, "https://hooks.example.com/kept", allEvents)))
+
+	taken := []string{"https://public.hooks.example/x", "https://nowhere.hooks.example/x", "https://slow.hooks.example/x",
+		"https://internal.example.com/x", "https://metadata.goog.example/x", "https://my_host.example.com/x"}
+	for _, u := range taken {
+		id, _ := saveWebhook(t, a, acct, url.Values{"url": {u}})
+		a.do(req{method: "DELETE", path: fmt.Sprintf("/api/webhooks/delete?id=%d", id), acct: &acct}).expect(t, 200, deletedOK)
+	}
+	a.do(req{method: "POST", path: "/api/webhooks/update", acct: &acct,
+		body: url.Values{"id": {fmt.Sprint(id)}, "url": {"https://public.hooks.example/y"}}}).
+		expect(t, 200, `{"status":"success","message":"Updated Successfully"}`)
+
+	open := newAPIWith(t, httpapi.Config{MaxBodyBytes: 1 << 20, MaxUploadBytes: 1 << 20, AllowPrivateWebhooks: true})
+	local := open.account()
+	for i, u := range inside {
+		id, _ := saveWebhook(t, open, local, url.Values{"url": {u}})
+		if i%2 == 0 { // an account has at most 10
+			open.do(req{method: "POST", path: "/api/webhooks/update", acct: &local,
+				body: url.Values{"id": {fmt.Sprint(id)}, "url": {inside[len(inside)-1-i]}}}).
+				expect(t, 200, `{"status":"success","message":"Updated Successfully"}`)
+		}
+		open.do(req{method: "DELETE", path: fmt.Sprintf("/api/webhooks/delete?id=%d", id), acct: &local}).expect(t, 200, deletedOK)
+	}
+	for _, u := range badIDN {
+		open.do(req{method: "POST", path: "/api/webhooks/save", acct: &local, body: url.Values{"url": {u}}}).expect(t, 422, invalid)
 	}
 }

@@ -141,10 +141,26 @@ func webhookURLProblem(raw string, allowPrivate bool) string {
 	if !ip.IsValid() && (name == "" || strings.HasPrefix(name, ".") || strings.Contains(name, "..")) {
 		return invalid // an empty label: no resolver takes it
 	}
+	if !ip.IsValid() && !validIDN(name) {
+		return invalid
+	}
 	if !allowPrivate && privateHost(name, ip) {
 		return "The url may not point to a private or loopback address."
 	}
 	return ""
+}
+
+// WebhookURLName is the host name a webhook's POST to a valid webhook URL
+// (one ParseWebhook took) resolves, as WebhookHost reads it: the A-label,
+// lower case, without trailing dots; "" when the host is an IP address.
+// The API resolves it when the URL is saved (docs/webhooks.md).
+func WebhookURLName(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return ""
+	}
+	name, _ := WebhookHost(u.Hostname())
+	return name
 }
 
 // NewWebhookSecret is a fresh signing secret: whsec_ and 32 random bytes

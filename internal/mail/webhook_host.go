@@ -2,6 +2,7 @@ package mail
 
 import (
 	"net/netip"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -46,9 +47,10 @@ func WebhookHost(host string) (name string, ip netip.Addr) {
 // PrivateHost reports whether a webhook may not reach host (a URL's
 // host without brackets, or a dialled address) unless private targets
 // are allowed: the one judge of the save check and of the worker's
-// dialer, on the host WebhookHost reads. Refused: localhost and its
-// subdomains (RFC 6761), and every address PrivateAddr refuses. Other
-// names are judged on the addresses they resolve to, when dialled.
+// dialer, on the host WebhookHost reads. Refused: every address
+// PrivateAddr refuses, and the names privateName refuses. Other names
+// are judged on the addresses they resolve to: by the API when the URL
+// is saved, and by the worker's dialer when it connects.
 func PrivateHost(host string) bool {
 	return privateHost(WebhookHost(host))
 }
@@ -57,7 +59,63 @@ func privateHost(name string, ip netip.Addr) bool {
 	if ip.IsValid() {
 		return PrivateAddr(ip)
 	}
-	return name == "localhost" || strings.HasSuffix(name, ".localhost")
+	return privateName(name)
+}
+
+// privateName reports whether a host name (as WebhookHost reads it) is
+// one only a resolver inside the network answers: a single label (no dot:
+// resolved through /etc/hosts or the search domains, as vm, metadata or
+// instance-data are; no public name is dotless), a name under a suffix
+// kept for private networks (privateSuffixes), or a cloud metadata
+// service's name (metadataNames).
+func privateName(name string) bool {
+	if !strings.Contains(name, ".") || slices.Contains(metadataNames, name) {
+		return true
+	}
+	for _, s := range privateSuffixes {
+		if name == s || strings.HasSuffix(name, "."+s) {
+			return true
+		}
+	}
+	return false
+}
+
+var (
+	// privateSuffixes are the names no public DNS delegates: a name under
+	// one resolves, if at all, through a resolver of the network itself.
+	privateSuffixes = []string{
+		"localhost", // loopback (RFC 6761)
+		"local",     // multicast DNS on the link (RFC 6762); Kubernetes' cluster.local
+		"internal",  // ICANN's private-use top-level domain: metadata.google.internal, ec2.internal
+		"home.arpa", // home networks (RFC 8375)
+		// RFC 6762 appendix G: top-level names in use on private
+		// networks, none delegated in the root zone.
+		"intranet", "private", "corp", "home", "lan",
+	}
+	// metadataNames are cloud metadata services' names under public
+	// top-level domains (those under .internal are refused with it).
+	metadataNames = []string{"metadata.goog"}
+)
+
+// validIDN reports whether a name WebhookHost read is a valid host name
+// as an IDN: non-ASCII left only when the IDNA lookup could not map it
+// (a zero-width joiner inside loca\u200dlhost, say), and every A-label
+// (xn--) one the same lookup takes. Plain ASCII labels are not checked
+// by IDNA rules: net/http dials them as they are (my_host.example).
+func validIDN(name string) bool {
+	for _, label := range strings.Split(name, ".") {
+		for i := 0; i < len(label); i++ {
+			if label[i] >= 0x80 {
+				return false
+			}
+		}
+		if strings.HasPrefix(label, "xn--") {
+			if _, err := idna.Lookup.ToUnicode(label); err != nil {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 // PrivateAddr reports whether a webhook may not reach a: an IPv6 address

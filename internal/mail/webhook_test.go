@@ -44,6 +44,22 @@ func TestParseWebhook(t *testing.T) {
 			map[string][]string{"url": {"The url may not point to a private or loopback address."}}},
 		{"shared space", "http://100.64.1.2/hook", nil, false, WebhookInput{Events: HookAll},
 			map[string][]string{"url": {"The url may not point to a private or loopback address."}}},
+		{"one label", "http://vm:18999/hook", nil, false, WebhookInput{Events: HookAll},
+			map[string][]string{"url": {"The url may not point to a private or loopback address."}}},
+		{"metadata name", "http://metadata.google.internal/computeMetadata/v1/", nil, false, WebhookInput{Events: HookAll},
+			map[string][]string{"url": {"The url may not point to a private or loopback address."}}},
+		{"invalid IDN", "http://loca\u200dlhost/hook", nil, false, WebhookInput{Events: HookAll},
+			map[string][]string{"url": {"The url must be a valid http or https URL."}}},
+		{"invalid IDN allowed private", "http://loca\u200dlhost/hook", nil, true, WebhookInput{Events: HookAll},
+			map[string][]string{"url": {"The url must be a valid http or https URL."}}},
+		{"invalid A-label", "http://xn--localhost-.example.com/hook", nil, false, WebhookInput{Events: HookAll},
+			map[string][]string{"url": {"The url must be a valid http or https URL."}}},
+		{"valid A-label", "http://xn--bcher-kva.example/hook", nil, false,
+			WebhookInput{URL: "http://xn--bcher-kva.example/hook", Events: HookAll}, nil},
+		{"one label allowed", "http://receiver:8080/hook", nil, true,
+			WebhookInput{URL: "http://receiver:8080/hook", Events: HookAll}, nil},
+		{"underscore", "https://my_host.example.com/hook", nil, false,
+			WebhookInput{URL: "https://my_host.example.com/hook", Events: HookAll}, nil},
 		{"loopback allowed", "http://127.0.0.1:9000/hook", nil, true,
 			WebhookInput{URL: "http://127.0.0.1:9000/hook", Events: HookAll}, nil},
 		{"unknown event", "https://example.com/h", []string{"open", "sent"}, false, WebhookInput{URL: "https://example.com/h", Events: HookOpen},
@@ -190,15 +206,15 @@ func TestWebhookHost(t *testing.T) {
 		{"100.64.0.1", "", "100.64.0.1", true},
 		{"198.18.0.1", "", "198.18.0.1", true},
 		{"192.0.2.1", "", "192.0.2.1", true},
-		// Not inet_aton: names, judged when dialled.
+		// Not inet_aton: names, judged on what they resolve to.
 		{"1.2.3.4.5", "1.2.3.4.5", "", false},
 		{"256.1.1.1", "256.1.1.1", "", false},
 		{"1.2.65536", "1.2.65536", "", false},
 		{"127.16777216", "127.16777216", "", false},
-		{"4294967296", "4294967296", "", false},
-		{"0x", "0x", "", false},
-		{"08", "08", "", false},
-		{"0x1g", "0x1g", "", false},
+		{"4294967296", "4294967296", "", true}, // a name, of one label
+		{"0x", "0x", "", true},
+		{"08", "08", "", true},
+		{"0x1g", "0x1g", "", true},
 		{"1..2", "1..2", "", false},
 		{"0x.example", "0x.example", "", false},
 		// IPv6: zones, IPv4 inside.
@@ -238,10 +254,37 @@ func TestWebhookHost(t *testing.T) {
 		{"localhost｡", "localhost", "", true},
 		{"ｌｏｃａｌｈｏｓｔ", "localhost", "", true},
 		{"api.localhost", "api.localhost", "", true},
-		{"notlocalhost", "notlocalhost", "", false},
+		{"notlocalhost.example", "notlocalhost.example", "", false},
 		{"Hooks.Example.COM.", "hooks.example.com", "", false},
 		{"bücher.example", "xn--bcher-kva.example", "", false},
-		{"printer.local", "printer.local", "", false}, // a name: judged on what it resolves to
+		// Names only a resolver inside the network answers.
+		{"notlocalhost", "notlocalhost", "", true},
+		{"vm", "vm", "", true},
+		{"VM.", "vm", "", true},
+		{"ｖｍ", "vm", "", true},
+		{"metadata", "metadata", "", true},
+		{"instance-data", "instance-data", "", true},
+		{"ip6-localhost", "ip6-localhost", "", true},
+		{"metadata.google.internal", "metadata.google.internal", "", true},
+		{"Metadata.Google.Internal.", "metadata.google.internal", "", true},
+		{"instance-data.ec2.internal", "instance-data.ec2.internal", "", true},
+		{"metadata.goog", "metadata.goog", "", true},
+		{"internal", "internal", "", true},
+		{"printer.local", "printer.local", "", true},
+		{"api.default.svc.cluster.local", "api.default.svc.cluster.local", "", true},
+		{"nas.home.arpa", "nas.home.arpa", "", true},
+		{"router.lan", "router.lan", "", true},
+		{"wiki.corp", "wiki.corp", "", true},
+		{"files.intranet", "files.intranet", "", true},
+		{"box.home", "box.home", "", true},
+		{"db.private", "db.private", "", true},
+		{"internal.example.com", "internal.example.com", "", false},
+		{"local.example.com", "local.example.com", "", false},
+		{"lan.example", "lan.example", "", false},
+		{"metadata.goog.example", "metadata.goog.example", "", false},
+		{"example.homes", "example.homes", "", false},
+		{"printer.localnet", "printer.localnet", "", false},
+		{"arpa.example", "arpa.example", "", false},
 	}
 	for _, tt := range tests {
 		name, ip := WebhookHost(tt.host)
@@ -254,6 +297,25 @@ func TestWebhookHost(t *testing.T) {
 		}
 		if got := PrivateHost(tt.host); got != tt.private {
 			t.Errorf("PrivateHost(%q) = %v, want %v", tt.host, got, tt.private)
+		}
+	}
+}
+
+// WebhookURLName is the name the API resolves at save: the A-label,
+// lower case, without trailing dots; none for an IP address.
+func TestWebhookURLName(t *testing.T) {
+	t.Parallel()
+	for raw, want := range map[string]string{
+		"https://Hooks.Example.COM./x": "hooks.example.com",
+		"https://Bücher.Example:8443/": "xn--bcher-kva.example",
+		"http://127.1/":                "",
+		"http://2130706433:80/":        "",
+		"http://[::1]/":                "",
+		"http://[fe80::1%25lo]/":       "",
+		"http://127。0。0。1/":            "",
+	} {
+		if got := WebhookURLName(raw); got != want {
+			t.Errorf("WebhookURLName(%q) = %q, want %q", raw, got, want)
 		}
 	}
 }
