@@ -38,9 +38,12 @@ type Config struct {
 	MaxRecipients int   // RCPT TO per message; 10 when 0
 	// MaxConns caps the connections served at once, MaxConnsPerIP those
 	// from one address (an IPv6 /64 counts as one; loopback is not
-	// special): a connection past either is answered 421 at once and
-	// closed, so connections that say nothing never keep a sender under
-	// the caps waiting. 100 and 10 when 0.
+	// special). A connection past MaxConnsPerIP is answered 421 at once
+	// and closed. One past MaxConns takes the slot of a connection that
+	// has said no command yet, else of one idle between transactions
+	// (which is answered 421 and closed), and is answered 421 itself only
+	// when every connection is inside a transaction: connections that say
+	// nothing never keep a sender out. 100 and 10 when 0.
 	MaxConns      int
 	MaxConnsPerIP int
 	// GreetingTimeout is how long a connection has from the greeting to
@@ -118,7 +121,8 @@ func New(d *postgres.DB, log *slog.Logger, cfg Config) *Server {
 	s := &Server{db: d, log: log, cfg: cfg, parse: Parse, stopKeep: make(chan struct{}), now: time.Now,
 		keepLimit: rate.NewLimiter(rate.Limit(float64(cfg.KeepPerHour)/3600), max(1, cfg.KeepPerHour/10))}
 	s.srv = smtp.NewServer(smtp.BackendFunc(func(c *smtp.Conn) (smtp.Session, error) {
-		return &session{s: s, remote: c.Conn().RemoteAddr().String()}, nil
+		lc, _ := c.Conn().(*limitConn)
+		return &session{s: s, remote: c.Conn().RemoteAddr().String(), conn: lc}, nil
 	}))
 	s.srv.Domain = cfg.VERP.Domain
 	if s.srv.Domain == "" {
@@ -140,7 +144,7 @@ func (s *Server) Listen(addr string) (net.Addr, error) {
 		return nil, err
 	}
 	ll := &limitListener{Listener: l, max: s.cfg.MaxConns, perIP: s.cfg.MaxConnsPerIP, greeting: s.cfg.GreetingTimeout,
-		life: s.cfg.SessionTimeout, domain: s.srv.Domain, cut: s.cut, from: map[netip.Addr]int{}}
+		life: s.cfg.SessionTimeout, domain: s.srv.Domain, cut: s.cut, from: map[netip.Addr]int{}, conns: map[*limitConn]struct{}{}}
 	s.mu.Lock()
 	s.ln = ll
 	s.mu.Unlock()
@@ -273,15 +277,23 @@ func (s *Server) accept(addr string) (rcpt, error) {
 type session struct {
 	s      *Server
 	remote string
+	conn   *limitConn // its connection (nil when not from Listen), told when a transaction begins and ends
 	from   string
 	rcpts  []rcpt
 }
 
-func (se *session) Reset()        { se.from, se.rcpts = "", nil }
+// Reset ends a transaction: go-smtp calls it on RSET, a new EHLO, and
+// after it wrote the reply to a message's data.
+func (se *session) Reset() {
+	se.from, se.rcpts = "", nil
+	se.conn.transaction(false)
+}
+
 func (se *session) Logout() error { return nil }
 
 func (se *session) Mail(from string, _ *smtp.MailOptions) error {
 	se.from = from
+	se.conn.transaction(true)
 	return nil
 }
 
