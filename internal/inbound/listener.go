@@ -22,12 +22,14 @@ const (
 	cutTotal                          // refused: MaxConns already open, none of them idle
 	cutEvictedSilent                  // closed for a newcomer when MaxConns were open: it had said no command
 	cutEvictedIdle                    // closed for a newcomer when MaxConns were open: idle between transactions
+	cutReset                          // reset by the peer (or its pipe broke): go-smtp's error, counted not logged
+	cutError                          // any other error go-smtp logged; the first of each minute is logged in full
 	cutReasons
 )
 
 // cutNames are the reasons' attribute names in the log line.
 var cutNames = [cutReasons]string{"no_command", "idle", "session_timeout", "over_per_ip", "over_total",
-	"evicted_silent", "evicted_idle"}
+	"evicted_silent", "evicted_idle", "reset_by_peer", "error"}
 
 // cuts counts the connections the listener cut or refused, logged at
 // most once a minute with the counts since the line before.
@@ -38,12 +40,17 @@ type cuts struct {
 }
 
 // cut counts a connection cut or refused, and logs the counts if the
-// last line is a minute old.
+// last line is a minute old. from is the zero Addr when unknown.
 func (s *Server) cut(why cutReason, from netip.Addr) {
 	s.cuts.n[why].Add(1)
-	a := from.String()
-	s.cuts.last.Store(&a)
+	if from.IsValid() {
+		a := from.String()
+		s.cuts.last.Store(&a)
+	}
 	s.reportCuts()
+	if s.cutSeen != nil {
+		s.cutSeen(why)
+	}
 }
 
 // reportCuts logs the connections cut or refused since the last line,

@@ -562,3 +562,65 @@ func TestIdleHoldersDoNotFillThePort(t *testing.T) {
 		t.Error("no silent connection was counted as evicted")
 	}
 }
+
+// Connections that say EHLO and then reset (SO_LINGER 0) are counted in
+// the once-a-minute line of connections cut, not logged one by one; any
+// other error go-smtp reports is counted there too and the first of each
+// minute logged in full.
+func TestResetsCounted(t *testing.T) {
+	t.Parallel()
+	d := testdb.New(t)
+	f := newFixture(t, d, "ann@example.net")
+	var lines logLines
+	var now atomic.Int64
+	const n = 50
+	resets := make(chan struct{}, n)
+	s, addr := listen(t, d, f, Config{MaxConns: 2 * n, MaxConnsPerIP: 2 * n}, observed(&lines, &now), func(s *Server) {
+		s.cutSeen = func(why cutReason) {
+			if why == cutReset {
+				resets <- struct{}{}
+			}
+		}
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+
+	for range n {
+		c := dialFrom(t, "127.0.0.2", addr)
+		r := bufio.NewReader(c)
+		readLine(ctx, t, r, c)
+		io.WriteString(c, "EHLO client.example\r\n")
+		for !strings.HasPrefix(readLine(ctx, t, r, c), "250 ") {
+		}
+		c.(*net.TCPConn).SetLinger(0)
+		c.Close()
+	}
+	for i := range n {
+		select {
+		case <-resets:
+		case <-ctx.Done():
+			t.Fatalf("%d of %d resets counted", i, n)
+		}
+	}
+	if got := lines.with(t, "inbound SMTP"); len(got) != 0 {
+		t.Errorf("%d lines for connections reset, want none: %v", len(got), got[0])
+	}
+	got := lines.with(t, cutLine)
+	if len(got) != 1 || got[0]["reset_by_peer"] != 1.0 || got[0]["last_remote"] != "127.0.0.2" {
+		t.Fatalf("log lines %v: want one, reset_by_peer 1 (the first, logged at once)", got)
+	}
+
+	// Anything else: the first line in full, the second only counted.
+	s.srv.ErrorLog.Printf("panic serving %v: %v\n%s", &net.TCPAddr{IP: net.ParseIP("192.0.2.7"), Port: 25}, "boom", "stack")
+	s.srv.ErrorLog.Printf("accept error: %s; retrying in %s", errors.New("too many open files"), time.Second)
+	if got := lines.with(t, "inbound SMTP"); len(got) != 1 || !strings.HasPrefix(got[0]["detail"].(string), "panic serving 192.0.2.7:25: boom") {
+		t.Errorf("lines %v: want the panic's, alone", got)
+	}
+
+	now.Add(60)
+	s.reportCuts()
+	got = lines.with(t, cutLine)
+	if len(got) != 2 || got[1]["reset_by_peer"] != float64(n-1) || got[1]["error"] != 2.0 || got[1]["last_remote"] != "192.0.2.7" {
+		t.Errorf("log lines %v: want a second, reset_by_peer %d, error 2", got, n-1)
+	}
+}

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/emersion/go-smtp"
@@ -111,8 +112,10 @@ type Server struct {
 	keepDropped atomic.Int64  // messages not kept since the last warning
 	keepWarned  atomic.Int64  // when that warning was logged (unix seconds)
 
-	cuts cuts             // connections cut or refused, logged once a minute
-	now  func() time.Time // time.Now; tests move it
+	cuts      cuts             // connections cut or refused, logged once a minute
+	errLogged atomic.Int64     // when go-smtp's last unexpected error was logged in full (unix seconds)
+	now       func() time.Time // time.Now; tests move it
+	cutSeen   func(cutReason)  // nil; tests learn of each cut counted
 }
 
 // New makes a listener over d; Listen starts it.
@@ -132,7 +135,7 @@ func New(d *postgres.DB, log *slog.Logger, cfg Config) *Server {
 	s.srv.MaxRecipients = cfg.MaxRecipients
 	s.srv.ReadTimeout = cfg.Timeout
 	s.srv.WriteTimeout = cfg.Timeout
-	s.srv.ErrorLog = errorLog{log}
+	s.srv.ErrorLog = errorLog{s}
 	return s
 }
 
@@ -645,13 +648,42 @@ func (s *Server) unsubscribe(ctx context.Context, rc rcpt, raw []byte, keep func
 	return nil
 }
 
-// errorLog routes go-smtp's own error lines into slog.
-type errorLog struct{ log *slog.Logger }
+// errorLog routes go-smtp's own error lines (a connection that ended in
+// an error, a panic, an accept error) to Server.smtpError.
+type errorLog struct{ s *Server }
 
 func (e errorLog) Printf(format string, v ...any) {
-	e.log.Warn("inbound SMTP", "detail", fmt.Sprintf(format, v...))
+	e.s.smtpError(fmt.Sprintf(format, v...), v)
 }
 
 func (e errorLog) Println(v ...any) {
-	e.log.Warn("inbound SMTP", "detail", strings.TrimSpace(fmt.Sprintln(v...)))
+	e.s.smtpError(strings.TrimSpace(fmt.Sprintln(v...)), v)
+}
+
+// smtpError counts an error line of go-smtp in the once-a-minute line of
+// connections cut: a connection the peer reset or whose pipe broke
+// (anyone can make those, and they say nothing wrong here) as
+// reset_by_peer, anything else as error, the first of which each minute
+// is also logged in full. v are the line's arguments: go-smtp passes the
+// connection's address and the error as values.
+func (s *Server) smtpError(detail string, v []any) {
+	var from netip.Addr
+	var err error
+	for _, x := range v {
+		switch x := x.(type) {
+		case net.Addr:
+			from = addressKey(x)
+		case error:
+			err = x
+		}
+	}
+	if errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE) {
+		s.cut(cutReset, from)
+		return
+	}
+	now := s.now().Unix()
+	if last := s.errLogged.Load(); now-last >= 60 && s.errLogged.CompareAndSwap(last, now) {
+		s.log.Warn("inbound SMTP", "detail", detail)
+	}
+	s.cut(cutError, from)
 }
