@@ -44,7 +44,7 @@ type Config struct {
 	// has said no command yet, else of one idle between transactions
 	// (which is answered 421 and closed), and is answered 421 itself only
 	// when every connection is inside a transaction: connections that say
-	// nothing never keep a sender out. 100 and 10 when 0.
+	// nothing never keep a sender out. 1,000 and 10 when 0.
 	MaxConns      int
 	MaxConnsPerIP int
 	// GreetingTimeout is how long a connection has from the greeting to
@@ -67,7 +67,7 @@ func (c Config) withDefaults() Config {
 		c.MaxRecipients = 10
 	}
 	if c.MaxConns <= 0 {
-		c.MaxConns = 100
+		c.MaxConns = 1000
 	}
 	if c.MaxConnsPerIP <= 0 {
 		c.MaxConnsPerIP = 10
