@@ -208,10 +208,10 @@ func (l *limitListener) release(c *limitConn) {
 	l.drop(c)
 }
 
-// evict answers a connection whose slot a newcomer took with 421 (RFC
-// 5321 3.8: the server may close with 421) and closes it; go-smtp's read
-// then ends and it closes its side. The write waits at most a second, as
-// a peer may read nothing.
+// evict answers a connection whose slot a newcomer took with 421, as RFC
+// 5321 (3.8) asks of a server that closes a connection, and closes it;
+// go-smtp's read then ends and it closes its side. The write waits at
+// most a second, as a peer may read nothing.
 func (l *limitListener) evict(c *limitConn) {
 	msg := "Too many connections, closing an idle one, try again later"
 	if l.domain != "" {
