@@ -129,7 +129,7 @@ func Load(getenv func(string) string) (Config, error) {
 		InboundSMTPAddr:      str("INBOUND_SMTP_ADDR", ""),
 		InboundMaxBytes:      size("INBOUND_MAX_BYTES", 4<<20),
 		InboundKeepPerHour:   integer("INBOUND_KEEP_PER_HOUR", 1000),
-		InboundMaxConns:      integer("INBOUND_MAX_CONNS", 100),
+		InboundMaxConns:      integer("INBOUND_MAX_CONNS", 1000),
 		InboundMaxConnsPerIP: integer("INBOUND_MAX_CONNS_PER_IP", 10),
 		DKIMKeys:             str("DKIM_KEYS", ""),
 		MonitoringUser:       str("MONITORING_USER", ""),

@@ -174,7 +174,7 @@ func TestDomainLimits(t *testing.T) {
 func TestBounceIntake(t *testing.T) {
 	t.Parallel()
 	c, err := Load(env(nil))
-	if err != nil || c.BounceDomain != "" || c.InboundSMTPAddr != "" || c.InboundMaxBytes != 4<<20 || c.InboundMaxConns != 100 ||
+	if err != nil || c.BounceDomain != "" || c.InboundSMTPAddr != "" || c.InboundMaxBytes != 4<<20 || c.InboundMaxConns != 1000 ||
 		c.InboundMaxConnsPerIP != 10 || c.InboundGreetingTimeout != 5*time.Second || c.InboundTimeout != time.Minute {
 		t.Fatalf("defaults: %+v %v", c, err)
 	}

@@ -15,16 +15,21 @@ import (
 type cutReason int
 
 const (
-	cutFirstCommand cutReason = iota // no command within GreetingTimeout of the greeting
-	cutIdle                          // later, no command (or message data) within Timeout
-	cutLife                          // open longer than SessionTimeout
-	cutPerAddress                    // refused: MaxConnsPerIP already open from its address
-	cutTotal                         // refused: MaxConns already open
+	cutFirstCommand  cutReason = iota // no command within GreetingTimeout of the greeting
+	cutIdle                           // later, no command (or message data) within Timeout
+	cutLife                           // open longer than SessionTimeout
+	cutPerAddress                     // refused: MaxConnsPerIP already open from its address
+	cutTotal                          // refused: MaxConns already open, none of them idle
+	cutEvictedSilent                  // closed for a newcomer when MaxConns were open: it had said no command
+	cutEvictedIdle                    // closed for a newcomer when MaxConns were open: idle between transactions
+	cutReset                          // reset by the peer (or its pipe broke): go-smtp's error, counted not logged
+	cutError                          // any other error go-smtp logged; the first of each minute is logged in full
 	cutReasons
 )
 
 // cutNames are the reasons' attribute names in the log line.
-var cutNames = [cutReasons]string{"no_command", "idle", "session_timeout", "over_per_ip", "over_total"}
+var cutNames = [cutReasons]string{"no_command", "idle", "session_timeout", "over_per_ip", "over_total",
+	"evicted_silent", "evicted_idle", "reset_by_peer", "error"}
 
 // cuts counts the connections the listener cut or refused, logged at
 // most once a minute with the counts since the line before.
@@ -35,12 +40,17 @@ type cuts struct {
 }
 
 // cut counts a connection cut or refused, and logs the counts if the
-// last line is a minute old.
+// last line is a minute old. from is the zero Addr when unknown.
 func (s *Server) cut(why cutReason, from netip.Addr) {
 	s.cuts.n[why].Add(1)
-	a := from.String()
-	s.cuts.last.Store(&a)
+	if from.IsValid() {
+		a := from.String()
+		s.cuts.last.Store(&a)
+	}
 	s.reportCuts()
+	if s.cutSeen != nil {
+		s.cutSeen(why)
+	}
 }
 
 // reportCuts logs the connections cut or refused since the last line,
@@ -87,11 +97,13 @@ func (s *Server) reportEvery(d time.Duration) {
 }
 
 // limitListener serves at most max connections at once, at most perIP of
-// them from one address (an IPv6 /64 counts as one): a connection past
-// either is answered 421 at once and closed, so Accept never waits and
-// every sender under the caps is greeted at once. Each connection it
-// hands out must say its first command within greeting, and is closed
-// after life.
+// them from one address (an IPv6 /64 counts as one). A connection past
+// perIP is answered 421 at once and closed. One past max takes the slot
+// of an idle connection, which is answered 421 and closed (see victim);
+// only when none is idle is the newcomer answered 421. So Accept never
+// waits, and connections that say nothing never keep a sender out. Each
+// connection it hands out must say its first command within greeting,
+// and is closed after life.
 type limitListener struct {
 	net.Listener
 	max, perIP     int
@@ -101,6 +113,7 @@ type limitListener struct {
 	mu             sync.Mutex
 	total          int
 	from           map[netip.Addr]int
+	conns          map[*limitConn]struct{}
 }
 
 func (l *limitListener) Accept() (net.Conn, error) {
@@ -109,41 +122,104 @@ func (l *limitListener) Accept() (net.Conn, error) {
 		if err != nil {
 			return nil, err
 		}
-		key := addressKey(c.RemoteAddr())
-		if why, ok := l.admit(key); !ok {
-			l.cut(why, key)
+		now := time.Now()
+		lc := &limitConn{Conn: c, l: l, key: addressKey(c.RemoteAddr()), firstBy: now.Add(l.greeting)}
+		lc.active.Store(now.UnixNano())
+		why, victim, ok := l.admit(lc)
+		if !ok {
+			l.cut(why, lc.key)
 			l.refuse(c, why)
 			continue
 		}
-		lc := &limitConn{Conn: c, l: l, key: key, firstBy: time.Now().Add(l.greeting)}
+		if victim != nil {
+			l.cut(why, victim.key)
+			go l.evict(victim)
+		}
 		c.SetReadDeadline(lc.firstBy)
 		lc.timer = time.AfterFunc(l.life, lc.expire)
 		return lc, nil
 	}
 }
 
-// admit takes a slot for a connection from key, or says which cap is full.
-func (l *limitListener) admit(key netip.Addr) (cutReason, bool) {
+// admit takes a slot for c, or says which cap is full. When max
+// connections are open it takes the slot of victim, the idle connection
+// it answers with why, and leaves closing it to the caller.
+func (l *limitListener) admit(c *limitConn) (why cutReason, victim *limitConn, ok bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	switch {
-	case l.from[key] >= l.perIP:
-		return cutPerAddress, false
-	case l.total >= l.max:
-		return cutTotal, false
+	if l.from[c.key] >= l.perIP {
+		return cutPerAddress, nil, false
 	}
-	l.from[key]++
+	if l.total >= l.max {
+		if victim, why = l.victim(); victim == nil {
+			return cutTotal, nil, false
+		}
+		l.drop(victim)
+	}
+	l.conns[c] = struct{}{}
+	l.from[c.key]++
 	l.total++
-	return 0, true
+	return why, victim, true
 }
 
-func (l *limitListener) release(key netip.Addr) {
+// victim picks the connection a newcomer replaces when max are open:
+// one that has said no command yet (worth nothing to anyone), else one
+// idle between transactions (no MAIL FROM in progress: its sender loses
+// nothing but the connection); never one inside a transaction. Among
+// those, one from the address holding the most connections, so that the
+// addresses holding many lose theirs first; then the one silent longest.
+// Called with l.mu held; nil when every connection is in a transaction.
+func (l *limitListener) victim() (*limitConn, cutReason) {
+	var best *limitConn
+	var bestWhy cutReason
+	var bestN int
+	var bestT int64
+	for c := range l.conns {
+		why := cutEvictedSilent
+		if c.started.Load() {
+			if c.inTx.Load() {
+				continue
+			}
+			why = cutEvictedIdle
+		}
+		n, t := l.from[c.key], c.active.Load()
+		if best == nil || why < bestWhy || why == bestWhy && (n > bestN || n == bestN && t < bestT) {
+			best, bestWhy, bestN, bestT = c, why, n, t
+		}
+	}
+	return best, bestWhy
+}
+
+// drop gives c's slot back, once; called with l.mu held.
+func (l *limitListener) drop(c *limitConn) {
+	if _, ok := l.conns[c]; !ok {
+		return
+	}
+	delete(l.conns, c)
+	l.total--
+	if l.from[c.key]--; l.from[c.key] <= 0 {
+		delete(l.from, c.key)
+	}
+}
+
+func (l *limitListener) release(c *limitConn) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	l.total--
-	if l.from[key]--; l.from[key] <= 0 {
-		delete(l.from, key)
+	l.drop(c)
+}
+
+// evict answers a connection whose slot a newcomer took with 421, as RFC
+// 5321 (3.8) asks of a server that closes a connection, and closes it;
+// go-smtp's read then ends and it closes its side. The write waits at
+// most a second, as a peer may read nothing.
+func (l *limitListener) evict(c *limitConn) {
+	msg := "Too many connections, closing an idle one, try again later"
+	if l.domain != "" {
+		msg = l.domain + " " + msg
 	}
+	c.Conn.SetWriteDeadline(time.Now().Add(time.Second))
+	io.WriteString(c.Conn, "421 4.3.2 "+msg+"\r\n")
+	c.Conn.Close()
 }
 
 // refuse answers a connection past a cap with a 421 greeting (RFC 5321
@@ -190,9 +266,11 @@ type limitConn struct {
 	net.Conn
 	l        *limitListener
 	key      netip.Addr
-	firstBy  time.Time   // the first command's deadline
-	started  atomic.Bool // a whole command line has arrived
-	timedOut atomic.Bool // a read timed out (counted once)
+	firstBy  time.Time    // the first command's deadline
+	active   atomic.Int64 // when it was accepted or last sent anything (unix ns)
+	started  atomic.Bool  // a whole command line has arrived
+	inTx     atomic.Bool  // a MAIL FROM was taken and its transaction is not over
+	timedOut atomic.Bool  // a read timed out (counted once)
 	closed   atomic.Bool
 	once     sync.Once
 	timer    *time.Timer // SessionTimeout
@@ -200,8 +278,11 @@ type limitConn struct {
 
 func (c *limitConn) Read(p []byte) (int, error) {
 	n, err := c.Conn.Read(p)
-	if n > 0 && !c.started.Load() && bytes.IndexByte(p[:n], '\n') >= 0 {
-		c.started.Store(true)
+	if n > 0 {
+		c.active.Store(time.Now().UnixNano())
+		if !c.started.Load() && bytes.IndexByte(p[:n], '\n') >= 0 {
+			c.started.Store(true)
+		}
 	}
 	var ne net.Error
 	if err != nil && errors.As(err, &ne) && ne.Timeout() && c.timedOut.CompareAndSwap(false, true) {
@@ -212,6 +293,15 @@ func (c *limitConn) Read(p []byte) (int, error) {
 		}
 	}
 	return n, err
+}
+
+// transaction records whether a transaction is in progress (from MAIL
+// FROM to the reply to its data, or a reset): such a connection is never
+// evicted. c may be nil (a connection not from a limitListener).
+func (c *limitConn) transaction(on bool) {
+	if c != nil {
+		c.inTx.Store(on)
+	}
 }
 
 func (c *limitConn) SetReadDeadline(t time.Time) error {
@@ -242,7 +332,7 @@ func (c *limitConn) Close() error {
 	c.once.Do(func() {
 		c.closed.Store(true)
 		c.timer.Stop()
-		c.l.release(c.key)
+		c.l.release(c)
 	})
 	return err
 }

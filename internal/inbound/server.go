@@ -13,6 +13,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/emersion/go-smtp"
@@ -38,9 +39,12 @@ type Config struct {
 	MaxRecipients int   // RCPT TO per message; 10 when 0
 	// MaxConns caps the connections served at once, MaxConnsPerIP those
 	// from one address (an IPv6 /64 counts as one; loopback is not
-	// special): a connection past either is answered 421 at once and
-	// closed, so connections that say nothing never keep a sender under
-	// the caps waiting. 100 and 10 when 0.
+	// special). A connection past MaxConnsPerIP is answered 421 at once
+	// and closed. One past MaxConns takes the slot of a connection that
+	// has said no command yet, else of one idle between transactions
+	// (which is answered 421 and closed), and is answered 421 itself only
+	// when every connection is inside a transaction: connections that say
+	// nothing never keep a sender out. 1,000 and 10 when 0.
 	MaxConns      int
 	MaxConnsPerIP int
 	// GreetingTimeout is how long a connection has from the greeting to
@@ -63,7 +67,7 @@ func (c Config) withDefaults() Config {
 		c.MaxRecipients = 10
 	}
 	if c.MaxConns <= 0 {
-		c.MaxConns = 100
+		c.MaxConns = 1000
 	}
 	if c.MaxConnsPerIP <= 0 {
 		c.MaxConnsPerIP = 10
@@ -108,8 +112,10 @@ type Server struct {
 	keepDropped atomic.Int64  // messages not kept since the last warning
 	keepWarned  atomic.Int64  // when that warning was logged (unix seconds)
 
-	cuts cuts             // connections cut or refused, logged once a minute
-	now  func() time.Time // time.Now; tests move it
+	cuts      cuts             // connections cut or refused, logged once a minute
+	errLogged atomic.Int64     // when go-smtp's last unexpected error was logged in full (unix seconds)
+	now       func() time.Time // time.Now; tests move it
+	cutSeen   func(cutReason)  // nil; tests learn of each cut counted
 }
 
 // New makes a listener over d; Listen starts it.
@@ -118,7 +124,8 @@ func New(d *postgres.DB, log *slog.Logger, cfg Config) *Server {
 	s := &Server{db: d, log: log, cfg: cfg, parse: Parse, stopKeep: make(chan struct{}), now: time.Now,
 		keepLimit: rate.NewLimiter(rate.Limit(float64(cfg.KeepPerHour)/3600), max(1, cfg.KeepPerHour/10))}
 	s.srv = smtp.NewServer(smtp.BackendFunc(func(c *smtp.Conn) (smtp.Session, error) {
-		return &session{s: s, remote: c.Conn().RemoteAddr().String()}, nil
+		lc, _ := c.Conn().(*limitConn)
+		return &session{s: s, remote: c.Conn().RemoteAddr().String(), conn: lc}, nil
 	}))
 	s.srv.Domain = cfg.VERP.Domain
 	if s.srv.Domain == "" {
@@ -128,7 +135,7 @@ func New(d *postgres.DB, log *slog.Logger, cfg Config) *Server {
 	s.srv.MaxRecipients = cfg.MaxRecipients
 	s.srv.ReadTimeout = cfg.Timeout
 	s.srv.WriteTimeout = cfg.Timeout
-	s.srv.ErrorLog = errorLog{log}
+	s.srv.ErrorLog = errorLog{s}
 	return s
 }
 
@@ -140,7 +147,7 @@ func (s *Server) Listen(addr string) (net.Addr, error) {
 		return nil, err
 	}
 	ll := &limitListener{Listener: l, max: s.cfg.MaxConns, perIP: s.cfg.MaxConnsPerIP, greeting: s.cfg.GreetingTimeout,
-		life: s.cfg.SessionTimeout, domain: s.srv.Domain, cut: s.cut, from: map[netip.Addr]int{}}
+		life: s.cfg.SessionTimeout, domain: s.srv.Domain, cut: s.cut, from: map[netip.Addr]int{}, conns: map[*limitConn]struct{}{}}
 	s.mu.Lock()
 	s.ln = ll
 	s.mu.Unlock()
@@ -273,15 +280,23 @@ func (s *Server) accept(addr string) (rcpt, error) {
 type session struct {
 	s      *Server
 	remote string
+	conn   *limitConn // its connection (nil when not from Listen), told when a transaction begins and ends
 	from   string
 	rcpts  []rcpt
 }
 
-func (se *session) Reset()        { se.from, se.rcpts = "", nil }
+// Reset ends a transaction: go-smtp calls it on RSET, a new EHLO, and
+// after it wrote the reply to a message's data.
+func (se *session) Reset() {
+	se.from, se.rcpts = "", nil
+	se.conn.transaction(false)
+}
+
 func (se *session) Logout() error { return nil }
 
 func (se *session) Mail(from string, _ *smtp.MailOptions) error {
 	se.from = from
+	se.conn.transaction(true)
 	return nil
 }
 
@@ -638,13 +653,42 @@ func (s *Server) unsubscribe(ctx context.Context, rc rcpt, raw []byte, keep func
 	return nil
 }
 
-// errorLog routes go-smtp's own error lines into slog.
-type errorLog struct{ log *slog.Logger }
+// errorLog routes go-smtp's own error lines (a connection that ended in
+// an error, a panic, an accept error) to Server.smtpError.
+type errorLog struct{ s *Server }
 
 func (e errorLog) Printf(format string, v ...any) {
-	e.log.Warn("inbound SMTP", "detail", fmt.Sprintf(format, v...))
+	e.s.smtpError(fmt.Sprintf(format, v...), v)
 }
 
 func (e errorLog) Println(v ...any) {
-	e.log.Warn("inbound SMTP", "detail", strings.TrimSpace(fmt.Sprintln(v...)))
+	e.s.smtpError(strings.TrimSpace(fmt.Sprintln(v...)), v)
+}
+
+// smtpError counts an error line of go-smtp in the once-a-minute line of
+// connections cut: a connection the peer reset or whose pipe broke
+// (anyone can make those, and they say nothing wrong here) as
+// reset_by_peer, anything else as error, the first of which each minute
+// is also logged in full. v are the line's arguments: go-smtp passes the
+// connection's address and the error as values.
+func (s *Server) smtpError(detail string, v []any) {
+	var from netip.Addr
+	var err error
+	for _, x := range v {
+		switch x := x.(type) {
+		case net.Addr:
+			from = addressKey(x)
+		case error:
+			err = x
+		}
+	}
+	if errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE) {
+		s.cut(cutReset, from)
+		return
+	}
+	now := s.now().Unix()
+	if last := s.errLogged.Load(); now-last >= 60 && s.errLogged.CompareAndSwap(last, now) {
+		s.log.Warn("inbound SMTP", "detail", detail)
+	}
+	s.cut(cutError, from)
 }
