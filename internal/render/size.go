@@ -1,6 +1,7 @@
 package render
 
 import (
+	"slices"
 	"strconv"
 	"unicode/utf8"
 
@@ -141,29 +142,74 @@ func (t *Template) WorstSize(linkBase int) int {
 	return n
 }
 
-// fieldUse is a field whose value the parts write n times.
+// fieldUse is a field whose value the parts write n times: text times in
+// the text part, html times in the HTML part; subject counts its writes
+// in the subject.
 type fieldUse struct {
-	f field
-	n int
+	f                   field
+	n                   int
+	text, html, subject int
 }
 
-// sizeUses sets what MinSize needs: the bytes of the frame and the
-// encoded literals, which every mail holds, and how often each field's
-// value is written.
+// sizeUses sets what MinSize and Bounds need: the bytes of the frame and
+// the encoded literals, which every mail holds, how often each field's
+// value is written where, and (ceiling) the bound of the rest of a mail
+// that no value decides.
 func (f *Form) sizeUses() {
 	f.fixed = len(f.head) + len(f.mime) + len(f.mid) + len(f.end)
-	var count [fLink + 1]int
+	var count [fLink + 1]fieldUse
 	for _, q := range []*qprogram{&f.text, &f.html} {
 		for i := range q.segs {
 			f.fixed += len(q.segs[i].enc)
-			count[q.segs[i].f]++
+			f.longestLit = max(f.longestLit, len(q.segs[i].enc))
+			u := &count[q.segs[i].f]
+			u.n++
+			if q.mode == modeHTML {
+				u.html++
+			} else {
+				u.text++
+			}
 		}
+	}
+	subject := 0 // the subject's literal text
+	for _, sg := range f.t.subject.segs {
+		subject += len(sg.lit)
+		count[sg.f].subject++
 	}
 	for fl := fFirstName; fl < fUnknown; fl++ {
-		if count[fl] > 0 {
-			f.uses = append(f.uses, fieldUse{fl, count[fl]})
+		if u := count[fl]; u.n > 0 || u.subject > 0 {
+			u.f = fl
+			f.uses = append(f.uses, u)
 		}
 	}
+	// What no value decides, at its longest: every header but the subject
+	// (headRoom, as in WorstSize), the subject's literals B-encoded and
+	// folded, each tracked link's token (the longest a token of this
+	// form's ClickURLs can be, each byte as it is written at worst), the
+	// open pixel, and the room q.append reserves beyond what it writes for
+	// a link or the pixel. Build's own first reservation (f.size with the
+	// subject and the pixel) is within it.
+	f.ceiling = f.size + headRoom + 2*subject + 80
+	if f.clicks != nil {
+		tok := f.clicks.AppendClickToken(nil, 1<<63-1, mail.MaxLink)
+		v := 0
+		for _, c := range tok {
+			switch {
+			case c == '&':
+				v += 5
+			case linkBad[0][c] || c == '=':
+				v += 3
+			default:
+				v++
+			}
+		}
+		f.linkMax = v + softBreak*(v/qpLine+2)
+		f.ceiling += (f.text.links() + f.html.links()) * f.linkMax
+		f.ceiling += 3*v + 3*(v/24+1) + 16
+	}
+	f.pixelMax = len(pixelOpen) + 5*maxURL + len(pixelClose)
+	f.pixelMax += softBreak * (f.pixelMax/qpLine + 2)
+	f.ceiling += f.pixelMax + 3*64 + 3*(64/24+1) + 16
 }
 
 // MinSize is a lower bound of the length of the mail Build makes for r:
@@ -177,10 +223,89 @@ func (f *Form) MinSize(b *Buffer, r *mail.Recipient) int {
 	}
 	n := f.fixed
 	for _, u := range f.uses {
+		if u.n == 0 {
+			continue
+		}
 		b.scratch = value(b.scratch[:0], u.f, modePlain, r, f.sender)
 		n += u.n * len(b.scratch)
 	}
 	return n
+}
+
+// Bounds is what a recipient's mail will take, known before it is built.
+type Bounds struct {
+	Min int // it is at least this long (MinSize)
+	// Max bounds what Build writes for it, and the capacity Build grows
+	// dst to (the room its encoder reserves included): built into a dst
+	// with Max bytes free, the mail is written without a new array.
+	Max int
+}
+
+// Bounds answers MinSize and an upper bound of r's mail in one pass over
+// r's values: each value costs, in each part it is written in, what
+// quoted-printable (and in HTML the escaping) makes of its bytes, a soft
+// line break per line it fills and two more, the rest is bounded per
+// form (ceiling). A mail longer than the form's MaxBytes is cut short by
+// Build, so Max is never much more than MaxBytes. Like MinSize it
+// allocates nothing once b has grown; the engine reserves memory for the
+// mail from Max (docs/deliveries.md).
+func (f *Form) Bounds(b *Buffer, r *mail.Recipient) Bounds {
+	if r == nil {
+		r = &mail.Recipient{}
+	}
+	lo, hi := f.fixed, f.ceiling
+	piece, room := 0, 0 // the longest value written, and the room the encoder reserves for one
+	for _, u := range f.uses {
+		b.scratch = value(b.scratch[:0], u.f, modePlain, r, f.sender)
+		v := b.scratch
+		lo += u.n * len(v)
+		if len(v) == 0 {
+			continue
+		}
+		text, html, escaped := encodedLen(v)
+		text += 2 + (softBreak+2)*(text/qpLine+2) // a space before a soft break or at the end: =20
+		html += 2 + (softBreak+2)*(html/qpLine+2)
+		hi += u.text*text + u.html*html + 2*u.subject*len(v)
+		if u.text > 0 {
+			piece = max(piece, text)
+			room = max(room, 3*len(v)+3*(len(v)/24+1)+16)
+		}
+		if u.html > 0 {
+			piece = max(piece, html)
+			room = max(room, 3*escaped+3*(escaped/24+1)+16)
+		}
+	}
+	hi += room
+	// Build stops writing the parts once they pass MaxBytes: a literal, the
+	// pixel, a link and a value at most past it, and the frame's end.
+	cut := f.max + f.ceiling + f.longestLit + softBreak + f.pixelMax + f.linkMax + piece +
+		len(f.mid) + len(f.end) + room
+	return Bounds{Min: lo, Max: min(hi, cut)}
+}
+
+// encodedLen is what v, a value as put writes it in plain mode, becomes
+// in the text part (quoted-printable: a byte past ASCII or '=' as =XX)
+// and in the HTML part (escaped, then quoted-printable: &amp; &#34;
+// &#39; five bytes, &lt; &gt; four), soft line breaks aside; escaped is
+// its length escaped, before the encoding.
+func encodedLen(v []byte) (text, html, escaped int) {
+	for _, c := range v {
+		switch c {
+		case '&', '"', '\'':
+			text, html, escaped = text+1, html+5, escaped+5
+		case '<', '>':
+			text, html, escaped = text+1, html+4, escaped+4
+		case '=':
+			text, html, escaped = text+3, html+3, escaped+1
+		default:
+			if c >= utf8.RuneSelf {
+				text, html, escaped = text+3, html+3, escaped+1
+			} else {
+				text, html, escaped = text+1, html+1, escaped+1
+			}
+		}
+	}
+	return text, html, escaped
 }
 
 // TooLarge is the error of a mail longer than its form's MaxBytes.
@@ -201,11 +326,19 @@ func (e *TooLarge) Error() string {
 // soon after the limit, so no more than about MaxBytes is ever written
 // for one mail.
 func (f *Form) BuildChecked(dst []byte, b *Buffer, r *mail.Recipient, deliveryID int64) ([]byte, error) {
-	if n := f.MinSize(b, r); n > f.max {
-		return dst, &TooLarge{Size: n, Max: f.max}
+	return f.BuildBounded(dst, b, r, deliveryID, f.Bounds(b, r))
+}
+
+// BuildBounded is BuildChecked for r's Bounds s, asked of the form before
+// (the engine reserves the mail's memory in between): dst is grown to
+// hold s.Max at once, so a big mail is one array, not a chain of ever
+// larger ones.
+func (f *Form) BuildBounded(dst []byte, b *Buffer, r *mail.Recipient, deliveryID int64, s Bounds) ([]byte, error) {
+	if s.Min > f.max {
+		return dst, &TooLarge{Size: s.Min, Max: f.max}
 	}
 	start := len(dst)
-	out := f.Build(dst, b, r, deliveryID)
+	out := f.Build(slices.Grow(dst, s.Max), b, r, deliveryID)
 	if n := len(out) - start; n > f.max {
 		return out[:start], &TooLarge{Size: n, Max: f.max}
 	}
