@@ -308,6 +308,11 @@ func encodedLen(v []byte) (text, html, escaped int) {
 	return text, html, escaped
 }
 
+// MaxBytes is the longest mail the form builds (FormOptions.MaxBytes): a
+// recipient whose Bounds.Min passes it is refused before anything is
+// written.
+func (f *Form) MaxBytes() int { return f.max }
+
 // TooLarge is the error of a mail longer than its form's MaxBytes.
 type TooLarge struct {
 	Size int // the mail's length, at least
