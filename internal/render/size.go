@@ -176,20 +176,24 @@ func (f *Form) sizeUses() {
 		subject += len(sg.lit)
 		count[sg.f].subject++
 	}
+	writes := 0
 	for fl := fFirstName; fl < fUnknown; fl++ {
 		if u := count[fl]; u.n > 0 || u.subject > 0 {
 			u.f = fl
 			f.uses = append(f.uses, u)
+			writes += u.n
 		}
 	}
-	// What no value decides, at its longest: every header but the subject
-	// (headRoom, as in WorstSize), the subject's literals B-encoded and
+	// What no value's length decides, at its longest: every header but the
+	// subject (headRoom, as in WorstSize), the subject's literals B-encoded and
 	// folded, each tracked link's token (the longest a token of this
 	// form's ClickURLs can be, each byte as it is written at worst), the
 	// open pixel, and the room q.append reserves beyond what it writes for
 	// a link or the pixel. Build's own first reservation (f.size with the
 	// subject and the pixel) is within it.
-	f.ceiling = f.size + headRoom + 2*subject + 80
+	// Each value written may take two soft breaks more than its length
+	// fills and end in a space written =20 (Bounds counts the rest).
+	f.ceiling = f.size + headRoom + 2*subject + 80 + writes*(2+2*(softBreak+2))
 	if f.clicks != nil {
 		tok := f.clicks.AppendClickToken(nil, 1<<63-1, mail.MaxLink)
 		v := 0
@@ -243,18 +247,19 @@ type Bounds struct {
 
 // Bounds answers MinSize and an upper bound of r's mail in one pass over
 // r's values: each value costs, in each part it is written in, what
-// quoted-printable (and in HTML the escaping) makes of its bytes, a soft
-// line break per line it fills and two more, the rest is bounded per
-// form (ceiling). A mail longer than the form's MaxBytes is cut short by
-// Build, so Max is never much more than MaxBytes. Like MinSize it
-// allocates nothing once b has grown; the engine reserves memory for the
-// mail from Max (docs/deliveries.md).
+// quoted-printable (and in HTML the escaping) makes of its bytes and its
+// soft line breaks; the rest is bounded once per form (ceiling). A mail
+// longer than the form's MaxBytes is cut short by Build, so Max is never
+// much more than MaxBytes. Like MinSize it allocates nothing once b has
+// grown; the engine reserves memory for the mail from Max
+// (docs/deliveries.md).
 func (f *Form) Bounds(b *Buffer, r *mail.Recipient) Bounds {
 	if r == nil {
 		r = &mail.Recipient{}
 	}
 	lo, hi := f.fixed, f.ceiling
-	piece, room := 0, 0 // the longest value written, and the room the encoder reserves for one
+	enc := 0                // the values as the parts write them, soft breaks aside
+	longest, widest := 0, 0 // the longest value so written, and escaped
 	for _, u := range f.uses {
 		b.scratch = value(b.scratch[:0], u.f, modePlain, r, f.sender)
 		v := b.scratch
@@ -263,49 +268,61 @@ func (f *Form) Bounds(b *Buffer, r *mail.Recipient) Bounds {
 			continue
 		}
 		text, html, escaped := encodedLen(v)
-		text += 2 + (softBreak+2)*(text/qpLine+2) // a space before a soft break or at the end: =20
-		html += 2 + (softBreak+2)*(html/qpLine+2)
-		hi += u.text*text + u.html*html + 2*u.subject*len(v)
-		if u.text > 0 {
-			piece = max(piece, text)
-			room = max(room, 3*len(v)+3*(len(v)/24+1)+16)
-		}
-		if u.html > 0 {
-			piece = max(piece, html)
-			room = max(room, 3*escaped+3*(escaped/24+1)+16)
-		}
+		enc += u.text*text + u.html*html
+		hi += 2 * u.subject * len(v)
+		longest = max(longest, text, html)
+		widest = max(widest, escaped)
 	}
+	// A soft break ends a line of at least qpLine characters; a space
+	// before it becomes =20. (Two more per write: f.ceiling.)
+	hi += enc + (softBreak+2)*(enc/qpLine)
+	// The room q.append reserves past what it writes, for the widest value.
+	room := 3*widest + 3*(widest/24+1) + 16
 	hi += room
 	// Build stops writing the parts once they pass MaxBytes: a literal, the
 	// pixel, a link and a value at most past it, and the frame's end.
-	cut := f.max + f.ceiling + f.longestLit + softBreak + f.pixelMax + f.linkMax + piece +
-		len(f.mid) + len(f.end) + room
+	cut := f.max + f.ceiling + f.longestLit + softBreak + f.pixelMax + f.linkMax +
+		longest + (softBreak+2)*(longest/qpLine+2) + len(f.mid) + len(f.end) + room
 	return Bounds{Min: lo, Max: min(hi, cut)}
 }
 
+// byteClass sorts the bytes of a value by what the parts make of them:
+// 0 one byte in both; 1 ('=', past ASCII) =XX in both; 2 (& " ') one in
+// text, a five-byte entity in HTML; 3 (< >) a four-byte one.
+var byteClass = func() (t [256]uint8) {
+	for c := range 256 {
+		switch {
+		case c == '=' || c >= utf8.RuneSelf:
+			t[c] = 1
+		case c == '&' || c == '"' || c == '\'':
+			t[c] = 2
+		case c == '<' || c == '>':
+			t[c] = 3
+		}
+	}
+	return t
+}()
+
 // encodedLen is what v, a value as put writes it in plain mode, becomes
-// in the text part (quoted-printable: a byte past ASCII or '=' as =XX)
-// and in the HTML part (escaped, then quoted-printable: &amp; &#34;
-// &#39; five bytes, &lt; &gt; four), soft line breaks aside; escaped is
-// its length escaped, before the encoding.
+// in the text part (quoted-printable) and in the HTML part (escaped, then
+// quoted-printable), soft line breaks aside; escaped is its length
+// escaped, before the encoding.
 func encodedLen(v []byte) (text, html, escaped int) {
+	qp, ent := 0, 0 // bytes written =XX, and what entities add
 	for _, c := range v {
-		switch c {
-		case '&', '"', '\'':
-			text, html, escaped = text+1, html+5, escaped+5
-		case '<', '>':
-			text, html, escaped = text+1, html+4, escaped+4
-		case '=':
-			text, html, escaped = text+3, html+3, escaped+1
-		default:
-			if c >= utf8.RuneSelf {
-				text, html, escaped = text+3, html+3, escaped+1
-			} else {
-				text, html, escaped = text+1, html+1, escaped+1
+		if k := byteClass[c]; k != 0 { // seldom: a branch, not a count per byte
+			switch k {
+			case 1:
+				qp++
+			case 2:
+				ent += 4
+			default:
+				ent += 3
 			}
 		}
 	}
-	return text, html, escaped
+	text, escaped = len(v)+2*qp, len(v)+ent
+	return text, escaped + 2*qp, escaped
 }
 
 // MaxBytes is the longest mail the form builds (FormOptions.MaxBytes): a
