@@ -220,6 +220,17 @@ func (d Deps) deliver(ctx context.Context, cs *compiledSend, claimed []mail.Clai
 			defer wg.Done()
 			var b render.Buffer
 			var data, signed, link []byte
+			share := budgetShare{b: d.budget}
+			defer share.release()
+			drop := func() { data, signed = nil, nil }
+			// settle ends a mail built: a big mail's buffers are not kept
+			// for the next, and its share of the budget goes back.
+			settle := func() {
+				if cap(data) > keepBytes || cap(signed) > keepBytes {
+					drop()
+				}
+				share.settle()
+			}
 			for {
 				i, run := plan.next(&next, len(claimed))
 				if i < 0 {
@@ -243,14 +254,27 @@ func (d Deps) deliver(ctx context.Context, cs *compiledSend, claimed []mail.Clai
 					link = d.Links.Pixel(link[:0], lt, cs.send.ID, c.ID)
 					r.Tokens.OpenPixelURL = string(link)
 				}
+				// The mail's memory is taken from the worker's budget before it
+				// is built (Bounds.Max: at most what Build writes), and given
+				// back once it went (settle). A mail refused outright for its
+				// size (Bounds.Min) takes nothing.
+				bounds := cs.form.Bounds(&b, r)
+				if bounds.Min <= cs.form.MaxBytes() && !share.cover(ctx, mailNeed(bounds.Max, key != nil), drop) {
+					// Stopping while waiting for the budget: not tried, again soon.
+					out[i] = mail.Outcome{ID: c.ID, Email: r.Email, Status: mail.DeliveryPending, NextAt: new(time.Now()), NotTried: true}
+					d.Metrics.mail(&out[i])
+					run.free()
+					continue
+				}
 				var err error
-				if data, err = cs.form.BuildChecked(data[:0], &b, r, c.ID); err != nil {
+				if data, err = cs.form.BuildBounded(data[:0], &b, r, c.ID, bounds); err != nil {
 					// Its values make the mail longer than MAX_MAIL_BYTES: this
 					// recipient's fails for good, untried (no attempt counts);
 					// the range goes on.
 					out[i] = mail.Outcome{ID: c.ID, Email: r.Email, Status: mail.DeliveryFailed, Error: errText(err), NotTried: true}
 					d.Metrics.mail(&out[i])
 					run.free()
+					settle()
 					continue
 				}
 				msg := data
@@ -277,6 +301,7 @@ func (d Deps) deliver(ctx context.Context, cs *compiledSend, claimed []mail.Clai
 				} else {
 					failing.Store(0)
 				}
+				settle()
 			}
 		}()
 	}

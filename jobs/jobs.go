@@ -74,6 +74,7 @@ type Deps struct {
 	// unregistered set when nil.
 	Metrics *Metrics
 	sends   *sendCache
+	budget  *mailBudget // the memory of the mails in flight, one for the process (NewMux)
 }
 
 // NewMux returns the worker's handler mux. Each task type registers its
@@ -87,6 +88,9 @@ func NewMux(d Deps) *asynq.ServeMux {
 		d.Metrics = NewMetrics(nil)
 	}
 	d.Engine = d.Engine.withDefaults()
+	if d.budget == nil {
+		d.budget = newMailBudget(d.Engine.MemoryBudget)
+	}
 	d.Webhooks = d.Webhooks.withDefaults()
 	mux.Handle(TypeNotifyEvents, boundary(d.Log, NotifyEvents(d)))
 	mux.Handle(TypeVerifySenders, boundary(d.Log, VerifySenders(d)))

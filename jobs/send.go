@@ -67,6 +67,10 @@ type Engine struct {
 	// whose mail is longer fails, not sent (docs/limits.md); 0 is
 	// render.MaxMailBytes, 10 MB.
 	MaxMailBytes int
+	// MemoryBudget is the bytes the worker's mails in flight may hold
+	// together (MAIL_MEMORY_BUDGET, budget.go): each takes its share
+	// before it is built; 256 MB when 0.
+	MemoryBudget int64
 }
 
 func (e Engine) withDefaults() Engine {
@@ -90,6 +94,9 @@ func (e Engine) withDefaults() Engine {
 	}
 	if e.RunEvery <= 0 {
 		e.RunEvery = 30 * time.Second
+	}
+	if e.MemoryBudget <= 0 {
+		e.MemoryBudget = 256 << 20
 	}
 	return e
 }

@@ -174,7 +174,7 @@ func run(ctx context.Context, getenv func(string) string, stderr io.Writer) erro
 		},
 		Engine: jobs.Engine{BatchSize: cfg.SendBatchSize, Window: cfg.SendWindow, Concurrency: cfg.SendConcurrency, Lease: cfg.SendLease,
 			StallAfter: cfg.SendStallAfter, Slice: cfg.SendSlice, Retention: cfg.DeliveryRetention,
-			RunEvery: cfg.AutomationRunEvery, MaxMailBytes: int(cfg.MaxMailBytes)},
+			RunEvery: cfg.AutomationRunEvery, MaxMailBytes: int(cfg.MaxMailBytes), MemoryBudget: cfg.MailMemoryBudget},
 		Webhooks: hooks,
 		Metrics:  engineMetrics,
 	})

@@ -47,6 +47,7 @@ type Config struct {
 	MaxBodyBytes           int64         // MAX_BODY_BYTES: cap on a request body
 	MaxUploadBytes         int64         // MAX_UPLOAD_BYTES: cap on a CSV upload
 	MaxMailBytes           int64         // MAX_MAIL_BYTES: cap on a built mail, and on a template's worst case
+	MailMemoryBudget       int64         // MAIL_MEMORY_BUDGET: bytes a worker's mails in flight hold together
 	WorkerConcurrency      int           // WORKER_CONCURRENCY
 	SendBatchSize          int           // SEND_BATCH_SIZE: deliveries per batch task
 	SendWindow             int           // SEND_WINDOW: batch tasks of one send queued at once
@@ -140,6 +141,7 @@ func Load(getenv func(string) string) (Config, error) {
 		MaxBodyBytes:         size("MAX_BODY_BYTES", 10<<20),
 		MaxUploadBytes:       size("MAX_UPLOAD_BYTES", 2<<30),
 		MaxMailBytes:         size("MAX_MAIL_BYTES", 10<<20),
+		MailMemoryBudget:     size("MAIL_MEMORY_BUDGET", 256<<20),
 		WorkerConcurrency:    integer("WORKER_CONCURRENCY", 20),
 		SendBatchSize:        integer("SEND_BATCH_SIZE", 1000),
 		SendWindow:           integer("SEND_WINDOW", 4),

@@ -17,7 +17,7 @@ func TestDefaults(t *testing.T) {
 	if c.DatabaseURL != "postgres://postgres@127.0.0.1:5432/mailer?sslmode=disable" ||
 		c.RedisURL != "redis://127.0.0.1:6379/0" || c.HTTPAddr != ":8080" ||
 		c.PublicURL != "http://localhost:8080" || c.SMTPURL != "" || c.AllowUnverifiedSenders ||
-		c.ShutdownTimeout != 30*time.Second || c.WorkerShutdownTimeout != 2*time.Minute || c.MaxBodyBytes != 10<<20 || c.MaxMailBytes != 10<<20 ||
+		c.ShutdownTimeout != 30*time.Second || c.WorkerShutdownTimeout != 2*time.Minute || c.MaxBodyBytes != 10<<20 || c.MaxMailBytes != 10<<20 || c.MailMemoryBudget != 256<<20 ||
 		c.NotifyFrom != "mailroom <notifications@localhost>" || c.UnsubscribeMailto != "unsubscribe@localhost" || c.DKIMKeys != "" ||
 		!c.APIMetrics || c.WorkerMetricsAddr != "127.0.0.1:9091" || c.MetricsUser != "" ||
 		c.WebhookConcurrency != 4 || c.WebhookTimeout != 10*time.Second || c.WebhookRetryMin != 30*time.Second ||
@@ -32,6 +32,7 @@ func TestValues(t *testing.T) {
 		"ALLOW_UNVERIFIED_SENDERS": "true",
 		"MAX_UPLOAD_BYTES":         "512MB",
 		"MAX_MAIL_BYTES":           "25MB",
+		"MAIL_MEMORY_BUDGET":       "1GB",
 		"PUBLIC_URL":               "https://mail.example.com/",
 		"SMTP_URL":                 "smtps://u:p@smtp.example.com:465",
 		"SHUTDOWN_TIMEOUT":         "90s",
@@ -56,7 +57,7 @@ func TestValues(t *testing.T) {
 		c.WebhookRetryMax != 10*time.Minute || c.WebhookRetryFor != 72*time.Hour || !c.WebhookAllowPrivate {
 		t.Fatalf("webhooks: %+v", c)
 	}
-	if !c.AllowUnverifiedSenders || c.MaxUploadBytes != 512<<20 || c.MaxMailBytes != 25<<20 || c.PublicURL != "https://mail.example.com" || c.ShutdownTimeout != 90*time.Second ||
+	if !c.AllowUnverifiedSenders || c.MaxUploadBytes != 512<<20 || c.MaxMailBytes != 25<<20 || c.MailMemoryBudget != 1<<30 || c.PublicURL != "https://mail.example.com" || c.ShutdownTimeout != 90*time.Second ||
 		c.WorkerShutdownTimeout != 5*time.Minute || c.NotifyFrom != "Acme <ops@acme.example>" ||
 		c.UnsubscribeMailto != "unsubscribe@mail.example.com" || c.DKIMKeys != "acme.example=s1:/etc/dkim/acme.pem" ||
 		c.APIMetrics || c.WorkerMetricsAddr != ":9100" || c.MetricsUser != "prom" || c.MetricsPassword != "scrape" {
@@ -201,6 +202,8 @@ func TestBounceIntake(t *testing.T) {
 		{"INBOUND_GREETING_TIMEOUT", map[string]string{"INBOUND_GREETING_TIMEOUT": "5"}},
 		{"INBOUND_TIMEOUT", map[string]string{"INBOUND_TIMEOUT": "-1m"}},
 		{"MAX_MAIL_BYTES", map[string]string{"MAX_MAIL_BYTES": "0"}},
+		{"MAIL_MEMORY_BUDGET", map[string]string{"MAIL_MEMORY_BUDGET": "lots"}},
+		{"MAIL_MEMORY_BUDGET", map[string]string{"MAIL_MEMORY_BUDGET": "-1"}},
 	} {
 		if _, err := Load(env(bad.env)); err == nil || !strings.Contains(err.Error(), bad.name+":") {
 			t.Errorf("%v: %v", bad.env, err)

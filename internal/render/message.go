@@ -74,7 +74,11 @@ type Form struct {
 	max      int // FormOptions.MaxBytes
 	fixed    int // bytes every mail holds: frame and encoded literals (MinSize)
 	uses     []fieldUse
-	clicks   ClickURLs
+	// What Bounds adds to the values: the rest of a mail at its longest
+	// (ceiling), the longest encoded literal, a tracked link's token and
+	// the open pixel at their longest.
+	ceiling, longestLit, linkMax, pixelMax int
+	clicks                                 ClickURLs
 
 	t      *Template
 	sender *mail.Sender
@@ -342,13 +346,13 @@ func NewForm(t *Template, s *mail.Sender, opts FormOptions) *Form {
 	if m := cleanAddr(opts.UnsubscribeMailto); m != "" {
 		f.mailto = "mailto:" + m + "?subject=unsubscribe-"
 	}
-	f.sizeUses()
 	f.size = len(f.head) + len(f.mime) + len(f.mid) + len(f.end) + f.text.size() + f.html.size() + 1024
 	if n := f.text.links() + f.html.links(); n > 0 {
 		// A token is about as long as link 0's of delivery 1, its ids'
 		// varints aside.
 		f.size += n * (len(opts.Clicks.AppendClickToken(nil, 1, 0)) + 16)
 	}
+	f.sizeUses()
 	return f
 }
 

@@ -1,6 +1,7 @@
 package render
 
 import (
+	"slices"
 	"strconv"
 	"unicode/utf8"
 
@@ -141,29 +142,78 @@ func (t *Template) WorstSize(linkBase int) int {
 	return n
 }
 
-// fieldUse is a field whose value the parts write n times.
+// fieldUse is a field whose value the parts write n times: text times in
+// the text part, html times in the HTML part; subject counts its writes
+// in the subject.
 type fieldUse struct {
-	f field
-	n int
+	f                   field
+	n                   int
+	text, html, subject int
 }
 
-// sizeUses sets what MinSize needs: the bytes of the frame and the
-// encoded literals, which every mail holds, and how often each field's
-// value is written.
+// sizeUses sets what MinSize and Bounds need: the bytes of the frame and
+// the encoded literals, which every mail holds, how often each field's
+// value is written where, and (ceiling) the bound of the rest of a mail
+// that no value decides.
 func (f *Form) sizeUses() {
 	f.fixed = len(f.head) + len(f.mime) + len(f.mid) + len(f.end)
-	var count [fLink + 1]int
+	var count [fLink + 1]fieldUse
 	for _, q := range []*qprogram{&f.text, &f.html} {
 		for i := range q.segs {
 			f.fixed += len(q.segs[i].enc)
-			count[q.segs[i].f]++
+			f.longestLit = max(f.longestLit, len(q.segs[i].enc))
+			u := &count[q.segs[i].f]
+			u.n++
+			if q.mode == modeHTML {
+				u.html++
+			} else {
+				u.text++
+			}
 		}
 	}
+	subject := 0 // the subject's literal text
+	for _, sg := range f.t.subject.segs {
+		subject += len(sg.lit)
+		count[sg.f].subject++
+	}
+	writes := 0
 	for fl := fFirstName; fl < fUnknown; fl++ {
-		if count[fl] > 0 {
-			f.uses = append(f.uses, fieldUse{fl, count[fl]})
+		if u := count[fl]; u.n > 0 || u.subject > 0 {
+			u.f = fl
+			f.uses = append(f.uses, u)
+			writes += u.n
 		}
 	}
+	// What no value's length decides, at its longest: every header but the
+	// subject (headRoom, as in WorstSize), the subject's literals B-encoded and
+	// folded, each tracked link's token (the longest a token of this
+	// form's ClickURLs can be, each byte as it is written at worst), the
+	// open pixel, and the room q.append reserves beyond what it writes for
+	// a link or the pixel. Build's own first reservation (f.size with the
+	// subject and the pixel) is within it.
+	// Each value written may take two soft breaks more than its length
+	// fills and end in a space written =20 (Bounds counts the rest).
+	f.ceiling = f.size + headRoom + 2*subject + 80 + writes*(2+2*(softBreak+2))
+	if f.clicks != nil {
+		tok := f.clicks.AppendClickToken(nil, 1<<63-1, mail.MaxLink)
+		v := 0
+		for _, c := range tok {
+			switch {
+			case c == '&':
+				v += 5
+			case linkBad[0][c] || c == '=':
+				v += 3
+			default:
+				v++
+			}
+		}
+		f.linkMax = v + softBreak*(v/qpLine+2)
+		f.ceiling += (f.text.links() + f.html.links()) * f.linkMax
+		f.ceiling += 3*v + 3*(v/24+1) + 16
+	}
+	f.pixelMax = len(pixelOpen) + 5*maxURL + len(pixelClose)
+	f.pixelMax += softBreak * (f.pixelMax/qpLine + 2)
+	f.ceiling += f.pixelMax + 3*64 + 3*(64/24+1) + 16
 }
 
 // MinSize is a lower bound of the length of the mail Build makes for r:
@@ -177,11 +227,108 @@ func (f *Form) MinSize(b *Buffer, r *mail.Recipient) int {
 	}
 	n := f.fixed
 	for _, u := range f.uses {
+		if u.n == 0 {
+			continue
+		}
 		b.scratch = value(b.scratch[:0], u.f, modePlain, r, f.sender)
 		n += u.n * len(b.scratch)
 	}
 	return n
 }
+
+// Bounds is what a recipient's mail will take, known before it is built.
+type Bounds struct {
+	Min int // it is at least this long (MinSize)
+	// Max bounds what Build writes for it, and the capacity Build grows
+	// dst to (the room its encoder reserves included): built into a dst
+	// with Max bytes free, the mail is written without a new array.
+	Max int
+}
+
+// Bounds answers MinSize and an upper bound of r's mail in one pass over
+// r's values: each value costs, in each part it is written in, what
+// quoted-printable (and in HTML the escaping) makes of its bytes and its
+// soft line breaks; the rest is bounded once per form (ceiling). A mail
+// longer than the form's MaxBytes is cut short by Build, so Max is never
+// much more than MaxBytes. Like MinSize it allocates nothing once b has
+// grown; the engine reserves memory for the mail from Max
+// (docs/deliveries.md).
+func (f *Form) Bounds(b *Buffer, r *mail.Recipient) Bounds {
+	if r == nil {
+		r = &mail.Recipient{}
+	}
+	lo, hi := f.fixed, f.ceiling
+	enc := 0                // the values as the parts write them, soft breaks aside
+	longest, widest := 0, 0 // the longest value so written, and escaped
+	for _, u := range f.uses {
+		b.scratch = value(b.scratch[:0], u.f, modePlain, r, f.sender)
+		v := b.scratch
+		lo += u.n * len(v)
+		if len(v) == 0 {
+			continue
+		}
+		text, html, escaped := encodedLen(v)
+		enc += u.text*text + u.html*html
+		hi += 2 * u.subject * len(v)
+		longest = max(longest, text, html)
+		widest = max(widest, escaped)
+	}
+	// A soft break ends a line of at least qpLine characters; a space
+	// before it becomes =20. (Two more per write: f.ceiling.)
+	hi += enc + (softBreak+2)*(enc/qpLine)
+	// The room q.append reserves past what it writes, for the widest value.
+	room := 3*widest + 3*(widest/24+1) + 16
+	hi += room
+	// Build stops writing the parts once they pass MaxBytes: a literal, the
+	// pixel, a link and a value at most past it, and the frame's end.
+	cut := f.max + f.ceiling + f.longestLit + softBreak + f.pixelMax + f.linkMax +
+		longest + (softBreak+2)*(longest/qpLine+2) + len(f.mid) + len(f.end) + room
+	return Bounds{Min: lo, Max: min(hi, cut)}
+}
+
+// byteClass sorts the bytes of a value by what the parts make of them:
+// 0 one byte in both; 1 ('=', past ASCII) =XX in both; 2 (& " ') one in
+// text, a five-byte entity in HTML; 3 (< >) a four-byte one.
+var byteClass = func() (t [256]uint8) {
+	for c := range 256 {
+		switch {
+		case c == '=' || c >= utf8.RuneSelf:
+			t[c] = 1
+		case c == '&' || c == '"' || c == '\'':
+			t[c] = 2
+		case c == '<' || c == '>':
+			t[c] = 3
+		}
+	}
+	return t
+}()
+
+// encodedLen is what v, a value as put writes it in plain mode, becomes
+// in the text part (quoted-printable) and in the HTML part (escaped, then
+// quoted-printable), soft line breaks aside; escaped is its length
+// escaped, before the encoding.
+func encodedLen(v []byte) (text, html, escaped int) {
+	qp, ent := 0, 0 // bytes written =XX, and what entities add
+	for _, c := range v {
+		if k := byteClass[c]; k != 0 { // seldom: a branch, not a count per byte
+			switch k {
+			case 1:
+				qp++
+			case 2:
+				ent += 4
+			default:
+				ent += 3
+			}
+		}
+	}
+	text, escaped = len(v)+2*qp, len(v)+ent
+	return text, escaped + 2*qp, escaped
+}
+
+// MaxBytes is the longest mail the form builds (FormOptions.MaxBytes): a
+// recipient whose Bounds.Min passes it is refused before anything is
+// written.
+func (f *Form) MaxBytes() int { return f.max }
 
 // TooLarge is the error of a mail longer than its form's MaxBytes.
 type TooLarge struct {
@@ -201,11 +348,19 @@ func (e *TooLarge) Error() string {
 // soon after the limit, so no more than about MaxBytes is ever written
 // for one mail.
 func (f *Form) BuildChecked(dst []byte, b *Buffer, r *mail.Recipient, deliveryID int64) ([]byte, error) {
-	if n := f.MinSize(b, r); n > f.max {
-		return dst, &TooLarge{Size: n, Max: f.max}
+	return f.BuildBounded(dst, b, r, deliveryID, f.Bounds(b, r))
+}
+
+// BuildBounded is BuildChecked for r's Bounds s, asked of the form before
+// (the engine reserves the mail's memory in between): dst is grown to
+// hold s.Max at once, so a big mail is one array, not a chain of ever
+// larger ones.
+func (f *Form) BuildBounded(dst []byte, b *Buffer, r *mail.Recipient, deliveryID int64, s Bounds) ([]byte, error) {
+	if s.Min > f.max {
+		return dst, &TooLarge{Size: s.Min, Max: f.max}
 	}
 	start := len(dst)
-	out := f.Build(dst, b, r, deliveryID)
+	out := f.Build(slices.Grow(dst, s.Max), b, r, deliveryID)
 	if n := len(out) - start; n > f.max {
 		return out[:start], &TooLarge{Size: n, Max: f.max}
 	}

@@ -230,3 +230,74 @@ func BenchmarkBuildChecked(b *testing.B) {
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "mails/s")
 	b.ReportMetric(float64(len(dst)), "mail-bytes")
 }
+
+// Bounds holds what Build makes: for templates using every placeholder,
+// tracked or not, cut short by MaxBytes or not, and recipients ordinary,
+// as long and costly as the limits allow, or the report's (255 emoji in
+// each name), the mail is at most Max bytes long and, unless cut short, at
+// least Min, and
+// built into a dst with Max bytes free it is written without a new array.
+// Max is no idle bound where it matters, for the big mails: the report's
+// is within 10% of it.
+func TestBoundsHoldBuild(t *testing.T) {
+	t.Parallel()
+	const base = "https://m.example.test"
+	var all strings.Builder
+	for _, n := range mail.DynamicContent {
+		all.WriteString("((" + n + "))")
+	}
+	every := all.String()
+	emoji := strings.Repeat("😀", mail.MaxLine)
+	report := "<p>" + strings.Repeat("((full_name)) ", 780) + "</p>"
+	templates := []struct{ subject, preheader, html string }{
+		{"Hi", "", "<p>plain</p>"},
+		{every, every, "<html><body><p>" + every + "</p></body></html>"},
+		{"((first_name))((last_name))", "((email))", strings.Repeat("((first_name))\n((full_name))=((sender_address)) ", 300)},
+		{"x", "", strings.Repeat(`<a href="https://shop.example/p?a=1&b=((email))">((first_name))</a>`+"\r\n", 200) +
+			`<a href="((unsubscribe_preferences))">prefs</a><a href="https://a.b/">https://a.b/</a>`},
+		{"", "", strings.Repeat("é€𝄞=\t ", 5000) + strings.Repeat("((unsubscribe_preferences))", 100)},
+		{"((full_name))", "((full_name))", report},
+		{"Hi ((first_name))", "", amplified()},
+	}
+	recipients := append(worstRecipients(base), recipient(),
+		&mail.Recipient{Email: "e@example.com", FirstName: emoji, LastName: emoji},
+		&mail.Recipient{Email: "a@example.com", FirstName: strings.Repeat("a ", mail.MaxLine/2), LastName: strings.Repeat("&<", mail.MaxLine/2)},
+		&mail.Recipient{Email: "z@example.com"})
+	for i, tc := range templates {
+		tp := mustCompile(t, tc.subject, tc.preheader, tc.html)
+		for _, tracked := range []bool{false, true} {
+			for _, maxBytes := range []int{MaxMailBytes, 1 << 40} {
+				if i == len(templates)-1 && maxBytes > MaxMailBytes {
+					continue // 140 MB mails: the cut is what this template shows
+				}
+				opts := FormOptions{Domain: strings.Repeat("d", 250) + ".example", SendID: 1<<63 - 1,
+					UnsubscribeMailto: strings.Repeat("u", 240) + "@x.example", MaxBytes: maxBytes,
+					Now: func() time.Time { return testNow }}
+				if tracked {
+					opts.Clicks, opts.LinkNumbers = worstClicks{base}, numbered(tp)
+				}
+				f := NewForm(tp, worstSender(), opts)
+				for j, r := range recipients {
+					var b Buffer
+					s := f.Bounds(&b, r)
+					if s.Min != f.MinSize(&b, r) {
+						t.Errorf("template %d, recipient %d: Min %d, MinSize %d", i, j, s.Min, f.MinSize(&b, r))
+					}
+					dst := make([]byte, 3, 3+s.Max)
+					out := f.Build(dst, &b, r, 1<<63-1)
+					n := len(out) - 3
+					if n <= maxBytes && n < s.Min || n > s.Max { // a mail cut short may be shorter than Min
+						t.Errorf("template %d (tracked %v, max %d), recipient %d: built %d bytes, bounds %+v", i, tracked, maxBytes, j, n, s)
+					}
+					if &out[0] != &dst[0] {
+						t.Errorf("template %d (tracked %v, max %d), recipient %d: Build grew dst past its %d bytes free (%d built)",
+							i, tracked, maxBytes, j, s.Max, n)
+					}
+					if i == 5 && j == len(recipients)-3 && maxBytes == MaxMailBytes && 10*s.Max > 11*n {
+						t.Errorf("the report's mail: %d bytes, bounded by %d, more than 10%% above", n, s.Max)
+					}
+				}
+			}
+		}
+	}
+}

@@ -45,6 +45,10 @@ type Options struct {
 	NoSMTPUTF8 bool
 	// Discard keeps no message, only counts them (for benchmarks).
 	Discard bool
+	// Inspect, when set, reads each message's DATA as it arrives, and
+	// nothing of it is kept but the count: a test of mails too big to
+	// hold looks at them here. An error refuses the message (554).
+	Inspect func(from string, to []string, data io.Reader) error
 }
 
 // Server is a running test server.
@@ -128,7 +132,7 @@ func (s *Server) Wait(n int, timeout time.Duration) bool {
 func (s *Server) keep(m Message) {
 	s.mu.Lock()
 	s.count++
-	if !s.opts.Discard {
+	if !s.opts.Discard && s.opts.Inspect == nil {
 		s.messages = append(s.messages, m)
 	}
 	s.mu.Unlock()
@@ -179,6 +183,15 @@ func (se *session) Data(r io.Reader) error {
 		}
 	}
 	var b bytes.Buffer
+	if f := se.s.opts.Inspect; f != nil {
+		err := f(se.from, se.to, r)
+		io.Copy(io.Discard, r) // what it left unread
+		if err != nil {
+			return &smtp.SMTPError{Code: 554, EnhancedCode: smtp.EnhancedCode{5, 6, 0}, Message: err.Error()}
+		}
+		se.s.keep(Message{From: se.from, To: se.to, At: time.Now(), UTF8: se.utf8, Body: se.body})
+		return nil
+	}
 	if se.s.opts.Discard {
 		if _, err := io.Copy(io.Discard, r); err != nil {
 			return err
