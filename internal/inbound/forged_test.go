@@ -2,12 +2,10 @@ package inbound
 
 import (
 	"bytes"
-	"context"
 	"fmt"
 	"log/slog"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/mailroom/mailroom/internal/mail"
 	"github.com/mailroom/mailroom/internal/smtp/smtptest"
@@ -61,18 +59,9 @@ func TestForgedReportsChangeNothing(t *testing.T) {
 	}
 	f := newFixture(t, d, emails...)
 	var logs logLines
-	cfg := Config{VERP: f.verp, Signer: f.signer, Mailto: "unsubscribe@" + bounceDomain, KeepPerHour: 100000}
-	s := New(d, slog.New(slog.NewJSONHandler(&logs, &slog.HandlerOptions{Level: slog.LevelInfo})), cfg)
-	ln, err := s.Listen("127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		s.Shutdown(ctx)
+	_, addr := listen(t, d, f, Config{KeepPerHour: 100000}, func(s *Server) {
+		s.log = slog.New(slog.NewJSONHandler(&logs, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	})
-	addr := ln.String()
 
 	lo, hi := f.ids[emails[0]], f.ids[emails[0]]
 	for _, id := range f.ids {

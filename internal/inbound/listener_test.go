@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/mailroom/mailroom/internal/mail"
+	"github.com/mailroom/mailroom/internal/postgres"
 	"github.com/mailroom/mailroom/internal/smtp/smtptest"
 	"github.com/mailroom/mailroom/internal/testdb"
 )
@@ -193,21 +194,7 @@ func TestConnectionCaps(t *testing.T) {
 	if err := client.Mail(""); err != nil {
 		t.Fatal(err)
 	}
-	if err := client.Rcpt(v["{{VERP}}"]); err != nil {
-		t.Fatal(err)
-	}
-	w, err := client.Data()
-	if err != nil {
-		t.Fatal(err)
-	}
-	w.Write(sample(t, "dsn-postfix-5.1.1.eml", v))
-	if err := w.Close(); err != nil {
-		t.Fatalf("the bounce: %v, want 250", err)
-	}
-	if status := scalar[int16](t, d, `SELECT status FROM deliveries WHERE send_id = $1 AND id = $2`,
-		f.send, f.ids["ann@example.net"]); status != int16(mail.DeliveryBounced) {
-		t.Errorf("delivery status %d, want bounced (%d)", status, mail.DeliveryBounced)
-	}
+	bounceAnn(t, d, f, client, v)
 
 	third := greeted("127.0.0.3")
 	greeted("127.0.0.3")
@@ -340,21 +327,7 @@ func TestEvictionOrder(t *testing.T) {
 
 	// The transaction goes on: the bounce is answered 250 and recorded.
 	v := f.values("ann@example.net")
-	if err := inTx.Rcpt(v["{{VERP}}"]); err != nil {
-		t.Fatal(err)
-	}
-	w, err := inTx.Data()
-	if err != nil {
-		t.Fatal(err)
-	}
-	w.Write(sample(t, "dsn-postfix-5.1.1.eml", v))
-	if err := w.Close(); err != nil {
-		t.Fatalf("the bounce: %v, want 250", err)
-	}
-	if status := scalar[int16](t, d, `SELECT status FROM deliveries WHERE send_id = $1 AND id = $2`,
-		f.send, f.ids["ann@example.net"]); status != int16(mail.DeliveryBounced) {
-		t.Errorf("delivery status %d, want bounced (%d)", status, mail.DeliveryBounced)
-	}
+	bounceAnn(t, d, f, inTx, v)
 
 	now.Add(60)
 	s.reportCuts()
@@ -677,5 +650,26 @@ func BenchmarkIdleConnections(b *testing.B) {
 			}
 			b.ReportMetric(per, "B/conn")
 		})
+	}
+}
+
+// bounceAnn finishes a transaction begun on c (MAIL FROM said) with ann's
+// bounce to her return path: answered 250, her delivery bounced.
+func bounceAnn(t *testing.T, d *postgres.DB, f *fixture, c *smtp.Client, v map[string]string) {
+	t.Helper()
+	if err := c.Rcpt(v["{{VERP}}"]); err != nil {
+		t.Fatal(err)
+	}
+	w, err := c.Data()
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.Write(sample(t, "dsn-postfix-5.1.1.eml", v))
+	if err := w.Close(); err != nil {
+		t.Fatalf("the bounce: %v, want 250", err)
+	}
+	if status := scalar[int16](t, d, `SELECT status FROM deliveries WHERE send_id = $1 AND id = $2`,
+		f.send, f.ids["ann@example.net"]); status != int16(mail.DeliveryBounced) {
+		t.Errorf("delivery status %d, want bounced (%d)", status, mail.DeliveryBounced)
 	}
 }
