@@ -108,12 +108,17 @@ type limitListener struct {
 	net.Listener
 	max, perIP     int
 	greeting, life time.Duration
-	domain         string
-	cut            func(cutReason, netip.Addr)
-	mu             sync.Mutex
-	total          int
-	from           map[netip.Addr]int
-	conns          map[*limitConn]struct{}
+	// grace is how long a new connection that has said nothing is passed
+	// over by victim while idle ones can make way: a sender says EHLO a
+	// round trip after the greeting, and a flood of connections that say
+	// EHLO at once must not push out each newcomer before it can.
+	grace  time.Duration
+	domain string
+	cut    func(cutReason, netip.Addr)
+	mu     sync.Mutex
+	total  int
+	from   map[netip.Addr]int
+	conns  map[*limitConn]struct{}
 }
 
 func (l *limitListener) Accept() (net.Conn, error) {
@@ -123,7 +128,7 @@ func (l *limitListener) Accept() (net.Conn, error) {
 			return nil, err
 		}
 		now := time.Now()
-		lc := &limitConn{Conn: c, l: l, key: addressKey(c.RemoteAddr()), firstBy: now.Add(l.greeting)}
+		lc := &limitConn{Conn: c, l: l, key: addressKey(c.RemoteAddr()), firstBy: now.Add(l.greeting), accepted: now}
 		lc.active.Store(now.UnixNano())
 		why, victim, ok := l.admit(lc)
 		if !ok {
@@ -151,9 +156,13 @@ func (l *limitListener) admit(c *limitConn) (why cutReason, victim *limitConn, o
 		return cutPerAddress, nil, false
 	}
 	if l.total >= l.max {
-		if victim, why = l.victim(); victim == nil {
+		if victim, why = l.victim(time.Now()); victim == nil {
 			return cutTotal, nil, false
 		}
+		// Marked under l.mu, as begin checks it: from here the victim
+		// cannot start a transaction, so no report it sends is acted on
+		// before the 421 (evict) closes it.
+		victim.evicted = true
 		l.drop(victim)
 	}
 	l.conns[c] = struct{}{}
@@ -162,32 +171,41 @@ func (l *limitListener) admit(c *limitConn) (why cutReason, victim *limitConn, o
 	return why, victim, true
 }
 
-// victim picks the connection a newcomer replaces when max are open:
-// one that has said no command yet (worth nothing to anyone), else one
-// idle between transactions (no MAIL FROM in progress: its sender loses
-// nothing but the connection); never one inside a transaction. Among
-// those, one from the address holding the most connections, so that the
-// addresses holding many lose theirs first; then the one silent longest.
-// Called with l.mu held; nil when every connection is in a transaction.
-func (l *limitListener) victim() (*limitConn, cutReason) {
+// victim picks the connection a newcomer replaces when max are open: one
+// that has said no command for longer than grace (worth nothing to
+// anyone), else one idle between transactions (no MAIL FROM in progress:
+// its sender loses nothing but the connection), else one that has said
+// nothing yet but is younger than grace; never one inside a transaction.
+// Among those, one from the address holding the most connections, so
+// that the addresses holding many lose theirs first; then the one silent
+// longest. Called with l.mu held; nil when every connection is in a
+// transaction.
+func (l *limitListener) victim(now time.Time) (*limitConn, cutReason) {
 	var best *limitConn
-	var bestWhy cutReason
-	var bestN int
+	var bestRank, bestN int
 	var bestT int64
 	for c := range l.conns {
-		why := cutEvictedSilent
+		rank := 0 // silent past grace
 		if c.started.Load() {
-			if c.inTx.Load() {
+			if c.inTx {
 				continue
 			}
-			why = cutEvictedIdle
+			rank = 1 // idle between transactions
+		} else if now.Sub(c.accepted) < l.grace {
+			rank = 2 // silent, but new
 		}
 		n, t := l.from[c.key], c.active.Load()
-		if best == nil || why < bestWhy || why == bestWhy && (n > bestN || n == bestN && t < bestT) {
-			best, bestWhy, bestN, bestT = c, why, n, t
+		if best == nil || rank < bestRank || rank == bestRank && (n > bestN || n == bestN && t < bestT) {
+			best, bestRank, bestN, bestT = c, rank, n, t
 		}
 	}
-	return best, bestWhy
+	if best == nil {
+		return nil, 0
+	}
+	if bestRank == 1 {
+		return best, cutEvictedIdle
+	}
+	return best, cutEvictedSilent
 }
 
 // drop gives c's slot back, once; called with l.mu held.
@@ -269,11 +287,16 @@ type limitConn struct {
 	firstBy  time.Time    // the first command's deadline
 	active   atomic.Int64 // when it was accepted or last sent anything (unix ns)
 	started  atomic.Bool  // a whole command line has arrived
-	inTx     atomic.Bool  // a MAIL FROM was taken and its transaction is not over
-	timedOut atomic.Bool  // a read timed out (counted once)
-	closed   atomic.Bool
-	once     sync.Once
-	timer    *time.Timer // SessionTimeout
+	accepted time.Time
+	// inTx (a MAIL FROM was taken and its transaction is not over) and
+	// evicted (a newcomer took its slot) are read and written under l.mu:
+	// a connection is evicted only outside a transaction, and begins none
+	// once evicted.
+	inTx, evicted bool
+	timedOut      atomic.Bool // a read timed out (counted once)
+	closed        atomic.Bool
+	once          sync.Once
+	timer         *time.Timer // SessionTimeout
 }
 
 func (c *limitConn) Read(p []byte) (int, error) {
@@ -295,12 +318,30 @@ func (c *limitConn) Read(p []byte) (int, error) {
 	return n, err
 }
 
-// transaction records whether a transaction is in progress (from MAIL
-// FROM to the reply to its data, or a reset): such a connection is never
-// evicted. c may be nil (a connection not from a limitListener).
-func (c *limitConn) transaction(on bool) {
+// begin records that a transaction begins (MAIL FROM), unless the
+// connection was evicted: then false, and the transaction must be
+// refused. From then on it is never evicted. c may be nil (a connection
+// not from a limitListener).
+func (c *limitConn) begin() bool {
+	if c == nil {
+		return true
+	}
+	c.l.mu.Lock()
+	defer c.l.mu.Unlock()
+	if c.evicted {
+		return false
+	}
+	c.inTx = true
+	return true
+}
+
+// end records that a transaction is over (the reply to its data, or a
+// reset): the connection may be evicted again.
+func (c *limitConn) end() {
 	if c != nil {
-		c.inTx.Store(on)
+		c.l.mu.Lock()
+		c.inTx = false
+		c.l.mu.Unlock()
 	}
 }
 

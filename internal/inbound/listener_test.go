@@ -10,6 +10,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"net/netip"
 	"net/smtp"
 	"runtime"
 	"strings"
@@ -151,7 +152,7 @@ func TestConnectionCaps(t *testing.T) {
 	f := newFixture(t, d, "ann@example.net")
 	var lines logLines
 	var now atomic.Int64
-	s, addr := listen(t, d, f, Config{MaxConns: 5, MaxConnsPerIP: 2}, observed(&lines, &now))
+	s, addr := listen(t, d, f, Config{MaxConns: 5, MaxConnsPerIP: 2}, observed(&lines, &now), noGrace)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	type conn struct {
@@ -250,7 +251,7 @@ func TestEvictionOrder(t *testing.T) {
 	f := newFixture(t, d, "ann@example.net")
 	var lines logLines
 	var now atomic.Int64
-	s, addr := listen(t, d, f, Config{MaxConns: 3, MaxConnsPerIP: 3}, observed(&lines, &now))
+	s, addr := listen(t, d, f, Config{MaxConns: 3, MaxConnsPerIP: 3}, observed(&lines, &now), noGrace)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	dl, _ := ctx.Deadline()
@@ -672,4 +673,91 @@ func bounceAnn(t *testing.T, d *postgres.DB, f *fixture, c *smtp.Client, v map[s
 		f.send, f.ids["ann@example.net"]); status != int16(mail.DeliveryBounced) {
 		t.Errorf("delivery status %d, want bounced (%d)", status, mail.DeliveryBounced)
 	}
+}
+
+// noGrace spares no new silent connection (limitListener.grace 0), so
+// the order tests see silent ones go first however new.
+func noGrace(s *Server) { s.evictGrace = 0 }
+
+// A connection a newcomer's slot was taken from begins no transaction:
+// the listener marks it evicted under the lock a MAIL FROM takes, so no
+// report it sends after that is acted on (the outside attack saw a 421
+// come back after the data of a report already recorded, when the 421
+// was written after the victim had gone on). And one in a transaction is
+// never chosen.
+func TestEvictedBeginsNoTransaction(t *testing.T) {
+	t.Parallel()
+	l := &limitListener{max: 1, perIP: 5, from: map[netip.Addr]int{}, conns: map[*limitConn]struct{}{}}
+	conn := func(ip string) *limitConn {
+		c := &limitConn{l: l, key: netip.MustParseAddr(ip), accepted: time.Now().Add(-time.Minute)}
+		c.started.Store(true) // said EHLO: idle between transactions
+		return c
+	}
+	a, b, c := conn("192.0.2.1"), conn("192.0.2.2"), conn("192.0.2.3")
+	if _, _, ok := l.admit(a); !ok {
+		t.Fatal("the first connection was refused")
+	}
+	why, victim, ok := l.admit(b)
+	if !ok || victim != a || why != cutEvictedIdle {
+		t.Fatalf("admit = %v, %p, %v; want a evicted idle", why, victim, ok)
+	}
+	if a.begin() {
+		t.Error("an evicted connection began a transaction")
+	}
+	// b begins one: it is not chosen, so c is refused.
+	if !b.begin() {
+		t.Fatal("b could not begin a transaction")
+	}
+	if why, victim, ok := l.admit(c); ok || victim != nil || why != cutTotal {
+		t.Errorf("with the one connection in a transaction, admit = %v, %v, %v; want refused over_total", why, victim, ok)
+	}
+	b.end()
+	if _, victim, ok := l.admit(c); !ok || victim != b {
+		t.Errorf("after its transaction, b is not the one to make way: %v, %v", victim, ok)
+	}
+}
+
+// A new connection that has not yet said EHLO is spared while idle ones
+// can make way: attackers that say EHLO at once and idle, reconnecting
+// as they are cut, do not push out a sender before its first command.
+func TestNewcomerSpared(t *testing.T) {
+	t.Parallel()
+	d := testdb.New(t)
+	f := newFixture(t, d, "ann@example.net")
+	_, addr := listen(t, d, f, Config{MaxConns: 4, MaxConnsPerIP: 2})
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	dl, _ := ctx.Deadline()
+	idle := func(from string) {
+		t.Helper()
+		c := dialFrom(t, from, addr)
+		c.SetDeadline(dl)
+		cl, err := smtp.NewClient(c, "127.0.0.1")
+		if err != nil {
+			t.Fatalf("%s: %v", from, err)
+		}
+		if err := cl.Hello("attacker.example"); err != nil {
+			t.Fatalf("%s: %v", from, err)
+		}
+	}
+	for _, from := range []string{"127.0.0.2", "127.0.0.2", "127.0.0.3", "127.0.0.3"} {
+		idle(from)
+	}
+	// The sender connects (an idle attacker makes way) and reads its
+	// greeting; before it says EHLO an attacker connects again.
+	c := dialFrom(t, "127.0.0.9", addr)
+	c.SetDeadline(dl)
+	cl, err := smtp.NewClient(c, "127.0.0.1") // reads the greeting
+	if err != nil {
+		t.Fatal(err)
+	}
+	idle("127.0.0.2")
+	// The sender goes on, and its bounce is taken.
+	if err := cl.Hello("mx.example.org"); err != nil {
+		t.Fatalf("the sender was cut before its EHLO: %v", err)
+	}
+	if err := cl.Mail(""); err != nil {
+		t.Fatal(err)
+	}
+	bounceAnn(t, d, f, cl, f.values("ann@example.net"))
 }

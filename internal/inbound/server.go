@@ -100,6 +100,10 @@ type Server struct {
 	cfg   Config
 	srv   *smtp.Server
 	parse func([]byte) (*Report, error) // Parse; tests make it panic
+	// evictGrace is how long a connection that has said nothing yet is
+	// spared while an idle one can make way (limitListener.grace): a
+	// second; tests set it before Listen.
+	evictGrace time.Duration
 
 	mu       sync.Mutex
 	ln       *limitListener
@@ -121,7 +125,7 @@ type Server struct {
 // New makes a listener over d; Listen starts it.
 func New(d *postgres.DB, log *slog.Logger, cfg Config) *Server {
 	cfg = cfg.withDefaults()
-	s := &Server{db: d, log: log, cfg: cfg, parse: Parse, stopKeep: make(chan struct{}), now: time.Now,
+	s := &Server{db: d, log: log, cfg: cfg, parse: Parse, evictGrace: time.Second, stopKeep: make(chan struct{}), now: time.Now,
 		keepLimit: rate.NewLimiter(rate.Limit(float64(cfg.KeepPerHour)/3600), max(1, cfg.KeepPerHour/10))}
 	s.srv = smtp.NewServer(smtp.BackendFunc(func(c *smtp.Conn) (smtp.Session, error) {
 		lc, _ := c.Conn().(*limitConn)
@@ -146,7 +150,7 @@ func (s *Server) Listen(addr string) (net.Addr, error) {
 	if err != nil {
 		return nil, err
 	}
-	ll := &limitListener{Listener: l, max: s.cfg.MaxConns, perIP: s.cfg.MaxConnsPerIP, greeting: s.cfg.GreetingTimeout,
+	ll := &limitListener{Listener: l, max: s.cfg.MaxConns, perIP: s.cfg.MaxConnsPerIP, greeting: s.cfg.GreetingTimeout, grace: s.evictGrace,
 		life: s.cfg.SessionTimeout, domain: s.srv.Domain, cut: s.cut, from: map[netip.Addr]int{}, conns: map[*limitConn]struct{}{}}
 	s.mu.Lock()
 	s.ln = ll
@@ -247,6 +251,7 @@ var (
 	errNoRelay   = &smtp.SMTPError{Code: 550, EnhancedCode: smtp.EnhancedCode{5, 7, 1}, Message: "Relaying denied"}
 	errStopping  = &smtp.SMTPError{Code: 421, EnhancedCode: smtp.EnhancedCode{4, 3, 2}, Message: "Shutting down, try again later"}
 	errTryLater  = &smtp.SMTPError{Code: 451, EnhancedCode: smtp.EnhancedCode{4, 3, 0}, Message: "Temporary failure, try again later"}
+	errEvicted   = &smtp.SMTPError{Code: 421, EnhancedCode: smtp.EnhancedCode{4, 3, 2}, Message: "Too many connections, closing an idle one, try again later"}
 )
 
 // accept sorts a RCPT TO address: the return paths (with a token that
@@ -289,14 +294,16 @@ type session struct {
 // after it wrote the reply to a message's data.
 func (se *session) Reset() {
 	se.from, se.rcpts = "", nil
-	se.conn.transaction(false)
+	se.conn.end()
 }
 
 func (se *session) Logout() error { return nil }
 
 func (se *session) Mail(from string, _ *smtp.MailOptions) error {
+	if !se.conn.begin() {
+		return errEvicted
+	}
 	se.from = from
-	se.conn.transaction(true)
 	return nil
 }
 
