@@ -122,7 +122,8 @@ func CheckEmail(s string) (Email, EmailProblem) {
 // zero-width space, joiners and non-joiner, bidirectional controls, the
 // soft hyphen, the word joiner, the byte order mark), another
 // default-ignorable one (the combining grapheme joiner, Hangul fillers), a
-// variation selector, or a space of any kind (no-break, ideographic). An
+// variation selector, a space of any kind (no-break, ideographic), or the
+// blank braille pattern (a symbol that prints as nothing). An
 // address holding one looks like another (victim@ex\u200bample.com), and
 // IDNA's mapping drops some of them from the domain on the wire, so two
 // stored spellings would be one mailbox: one could dodge the other's
@@ -130,12 +131,16 @@ func CheckEmail(s string) (Email, EmailProblem) {
 func invisible(s string) bool {
 	for _, r := range s {
 		if r >= utf8.RuneSelf && (unicode.In(r, unicode.Cf, unicode.Other_Default_Ignorable_Code_Point,
-			unicode.Variation_Selector, unicode.Zs, unicode.Zl, unicode.Zp) || unicode.IsSpace(r)) {
+			unicode.Variation_Selector, unicode.Zs, unicode.Zl, unicode.Zp) || unicode.IsSpace(r) || r == brailleBlank) {
 			return true
 		}
 	}
 	return false
 }
+
+// brailleBlank is U+2800 BRAILLE PATTERN BLANK: a symbol (So), neither
+// space nor ignorable, that shows nothing.
+const brailleBlank = '\u2800'
 
 // DomainALabel is a domain name as it goes out (bücher.example is
 // xn--bcher-kva.example; an ASCII name lower-cased) and whether it is a

@@ -91,6 +91,9 @@ var (
 		// RFC 6762 appendix G: top-level names in use on private
 		// networks, none delegated in the root zone.
 		"intranet", "private", "corp", "home", "lan",
+		// Not delegated either, and localhost.localdomain is loopback in
+		// many distributions' /etc/hosts.
+		"localdomain",
 	}
 	// metadataNames are cloud metadata services' names under public
 	// top-level domains (those under .internal are refused with it).

@@ -276,6 +276,8 @@ func TestWebhookHost(t *testing.T) {
 		{"router.lan", "router.lan", "", true},
 		{"wiki.corp", "wiki.corp", "", true},
 		{"files.intranet", "files.intranet", "", true},
+		{"localhost.localdomain", "localhost.localdomain", "", true},
+		{"nas.LocalDomain.", "nas.localdomain", "", true},
 		{"box.home", "box.home", "", true},
 		{"db.private", "db.private", "", true},
 		{"internal.example.com", "internal.example.com", "", false},
