@@ -119,3 +119,41 @@ func BenchmarkImportWithSegments(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkAddContactWithSegments adds one contact at a time to a contact
+// type with no segment and with 100 (as BenchmarkImportWithSegments').
+func BenchmarkAddContactWithSegments(b *testing.B) {
+	ctx := context.Background()
+	d := testdb.New(b)
+	uid, _, err := d.CreateAccount(ctx, "bench")
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, segments := range []int{0, 100} {
+		b.Run(fmt.Sprint("segments=", segments), func(b *testing.B) {
+			var typeID int64
+			if err := d.Pool.QueryRow(ctx, "INSERT INTO contact_types (user_id, name) VALUES ($1, $2) RETURNING id",
+				uid, fmt.Sprint("t", segments, "-", b.N)).Scan(&typeID); err != nil {
+				b.Fatal(err)
+			}
+			for s := range segments {
+				in, err := mail.ParseSegment(mail.SegmentForm{ContactTypeID: fmt.Sprint(typeID), Name: fmt.Sprint("s", s),
+					Fields: []string{"2"}, Operators: []string{"starts with"}, Values: [][]string{{fmt.Sprint("N", s)}}}, nil)
+				if err != nil {
+					b.Fatal(err)
+				}
+				if _, err := d.CreateSegment(ctx, uid, in); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				name := fmt.Sprintf("N%d x%d", i%(segments+10), i)
+				in := mail.ContactInput{ContactTypeID: typeID, Email: mail.Email(fmt.Sprintf("a%d-%d-%d@example.com", segments, b.N, i)), FirstName: &name}
+				if _, _, err := d.AddContact(ctx, uid, in); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
