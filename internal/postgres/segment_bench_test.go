@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/mailroom/mailroom/internal/mail"
+	"github.com/mailroom/mailroom/internal/postgres"
 	"github.com/mailroom/mailroom/internal/testdb"
 )
 
@@ -82,16 +83,7 @@ func BenchmarkImportWithSegments(b *testing.B) {
 					uid, fmt.Sprint("t", segments, "-", i)).Scan(&typeID); err != nil {
 					b.Fatal(err)
 				}
-				for s := range segments {
-					in, err := mail.ParseSegment(mail.SegmentForm{ContactTypeID: fmt.Sprint(typeID), Name: fmt.Sprint("s", s),
-						Fields: []string{"2"}, Operators: []string{"starts with"}, Values: [][]string{{fmt.Sprint("N", s)}}}, nil)
-					if err != nil {
-						b.Fatal(err)
-					}
-					if _, err := d.CreateSegment(ctx, uid, in); err != nil {
-						b.Fatal(err)
-					}
-				}
+				prefixSegments(b, d, uid, typeID, segments)
 				var csv strings.Builder
 				csv.WriteString("email,first_name\n")
 				for r := range rows {
@@ -136,16 +128,7 @@ func BenchmarkAddContactWithSegments(b *testing.B) {
 				uid, fmt.Sprint("t", segments, "-", b.N)).Scan(&typeID); err != nil {
 				b.Fatal(err)
 			}
-			for s := range segments {
-				in, err := mail.ParseSegment(mail.SegmentForm{ContactTypeID: fmt.Sprint(typeID), Name: fmt.Sprint("s", s),
-					Fields: []string{"2"}, Operators: []string{"starts with"}, Values: [][]string{{fmt.Sprint("N", s)}}}, nil)
-				if err != nil {
-					b.Fatal(err)
-				}
-				if _, err := d.CreateSegment(ctx, uid, in); err != nil {
-					b.Fatal(err)
-				}
-			}
+			prefixSegments(b, d, uid, typeID, segments)
 			b.ResetTimer()
 			for i := 0; i < b.N; i++ {
 				name := fmt.Sprintf("N%d x%d", i%(segments+10), i)
@@ -155,5 +138,21 @@ func BenchmarkAddContactWithSegments(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// prefixSegments makes n segments on a contact type: segment i holds the
+// contacts whose first name starts with N{i}.
+func prefixSegments(b *testing.B, d *postgres.DB, uid, typeID int64, n int) {
+	b.Helper()
+	for i := range n {
+		in, err := mail.ParseSegment(mail.SegmentForm{ContactTypeID: fmt.Sprint(typeID), Name: fmt.Sprint("s", i),
+			Fields: []string{"2"}, Operators: []string{"starts with"}, Values: [][]string{{fmt.Sprint("N", i)}}}, nil)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, err := d.CreateSegment(context.Background(), uid, in); err != nil {
+			b.Fatal(err)
+		}
 	}
 }
