@@ -101,14 +101,15 @@ func decodeBase32(raw []byte, text string) (n int, ok bool) {
 	return n, true
 }
 
-// readIDs reads exactly two positive 63-bit varints, a send id and a
+// readIDs reads exactly two positive 63-bit varints, each in the one
+// spelling binary.AppendUvarint writes (readUvarint), a send id and a
 // delivery id.
 func readIDs(p []byte) (sendID, id int64, ok bool) {
-	a, i := binary.Uvarint(p)
+	a, i := readUvarint(p)
 	if i <= 0 {
 		return 0, 0, false
 	}
-	b, j := binary.Uvarint(p[i:])
+	b, j := readUvarint(p[i:])
 	if j <= 0 || i+j != len(p) || a == 0 || b == 0 || a > 1<<63-1 || b > 1<<63-1 {
 		return 0, 0, false
 	}

@@ -66,27 +66,25 @@ func (s *TokenSigner) MessageIDKey(sendID int64, domain string) MessageIDKey {
 }
 
 // Append appends a new Message-ID of delivery id, angle brackets
-// included. With room in dst it allocates nothing: the raw token and the
-// random bytes are assembled in dst's spare capacity.
+// included. With room in dst it allocates nothing: the raw token is
+// assembled in dst's spare capacity past the text (so the encoding never
+// reads what it has written), and the random bytes too (AppendRandomID).
 func (k MessageIDKey) Append(dst []byte, id int64) []byte {
 	n := 1 + uvarintLen(uint64(k.send)) + uvarintLen(uint64(id)) + messageIDTag
 	text := 1 + bounceEncoding.EncodedLen(n) + 1 + messageIDRandom + 1 + len(k.domain) + 1
-	dst = slices.Grow(dst, text+n+8)
+	dst = slices.Grow(dst, text+n)
 	at := len(dst)
-	// Past the room the text takes: the raw token, then 8 random bytes.
-	raw := dst[at+text : at+text : at+text+n+8]
+	raw := dst[at+text : at+text : at+text+n]
 	raw = append(raw, messageIDVersion)
 	raw = binary.AppendUvarint(raw, uint64(k.send))
 	raw = binary.AppendUvarint(raw, uint64(id))
 	k.tag(raw[len(raw):len(raw)+messageIDTag], id)
 	raw = raw[:n]
-	random := raw[n : n+8]
-	rand.Read(random) // never fails (crypto/rand since Go 1.24)
 
 	dst = append(dst, '<')
 	dst = bounceEncoding.AppendEncode(dst, raw)
 	dst = append(dst, '.')
-	dst = bounceEncoding.AppendEncode(dst, random)
+	dst = AppendRandomID(dst)
 	dst = append(dst, '@')
 	dst = append(dst, k.domain...)
 	return append(dst, '>')
@@ -141,7 +139,7 @@ func (s *TokenSigner) OpenMessageID(v string) (sendID, id int64, ok bool) {
 func AppendRandomID(dst []byte) []byte {
 	dst = slices.Grow(dst, messageIDRandom+8)
 	r := dst[len(dst)+messageIDRandom : len(dst)+messageIDRandom+8]
-	rand.Read(r)
+	rand.Read(r) // never fails (crypto/rand since Go 1.24)
 	return bounceEncoding.AppendEncode(dst, r)
 }
 

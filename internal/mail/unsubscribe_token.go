@@ -281,15 +281,7 @@ func (s *TokenSigner) OpenOpen(text string) (sendID, id int64, ok bool) {
 	if !ok {
 		return 0, 0, false
 	}
-	a, n := readUvarint(p)
-	if n <= 0 {
-		return 0, 0, false
-	}
-	b, m := readUvarint(p[n:])
-	if m <= 0 || n+m != len(p) || a == 0 || b == 0 || a > 1<<63-1 || b > 1<<63-1 {
-		return 0, 0, false
-	}
-	return int64(a), int64(b), true
+	return readIDs(p)
 }
 
 // OpenPath is where open pixels live: {OpenPath}{list token}/{token}.
