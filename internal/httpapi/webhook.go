@@ -70,7 +70,7 @@ func (s *Server) parseWebhook(ctx context.Context, f form) (mail.WebhookInput, e
 	}
 	if name := mail.WebhookURLName(in.URL); name != "" && s.resolvesInside(ctx, name) {
 		in.URL = ""
-		return in, mail.JoinInvalid(mail.Invalid("url", "The url may not point to a private or loopback address."), err)
+		return in, mail.JoinInvalid(mail.Invalid("url", mail.PrivateWebhookMessage), err)
 	}
 	return in, err
 }

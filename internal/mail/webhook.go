@@ -145,10 +145,15 @@ func webhookURLProblem(raw string, allowPrivate bool) string {
 		return invalid
 	}
 	if !allowPrivate && privateHost(name, ip) {
-		return "The url may not point to a private or loopback address."
+		return PrivateWebhookMessage
 	}
 	return ""
 }
+
+// PrivateWebhookMessage is the url field's message for a target a webhook
+// may not reach: the save check's, and the API's when the host name
+// resolves to such an address.
+const PrivateWebhookMessage = "The url may not point to a private or loopback address."
 
 // WebhookURLName is the host name a webhook's POST to a valid webhook URL
 // (one ParseWebhook took) resolves, as WebhookHost reads it: the A-label,

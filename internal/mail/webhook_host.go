@@ -25,12 +25,9 @@ import (
 // is the host name without its trailing dots.
 func WebhookHost(host string) (name string, ip netip.Addr) {
 	h := host
-	for i := 0; i < len(h); i++ {
-		if h[i] >= 0x80 {
-			if a, err := idna.Lookup.ToASCII(h); err == nil {
-				h = a
-			}
-			break
+	if !isASCII(h) {
+		if a, err := idna.Lookup.ToASCII(h); err == nil {
+			h = a
 		}
 	}
 	h = strings.ToLower(h)
@@ -107,10 +104,8 @@ var (
 // by IDNA rules: net/http dials them as they are (my_host.example).
 func validIDN(name string) bool {
 	for _, label := range strings.Split(name, ".") {
-		for i := 0; i < len(label); i++ {
-			if label[i] >= 0x80 {
-				return false
-			}
+		if !isASCII(label) {
+			return false
 		}
 		if strings.HasPrefix(label, "xn--") {
 			if _, err := idna.Lookup.ToUnicode(label); err != nil {
