@@ -307,11 +307,12 @@ func NewForm(t *Template, s *mail.Sender, opts FormOptions) *Form {
 	if f.now == nil {
 		f.now = time.Now
 	}
-	from := cleanAddr(s.FromEmail.Wire()) // ASCII: for the Message-ID's domain
+	fromWire := s.FromEmail.Wire()
+	from := cleanAddr(fromWire) // ASCII: for the Message-ID's domain
 
 	var h []byte
 	h = append(h, "From: "...)
-	h = appendDisplayName(h, len("From: "), s.FromName, string(appendMailbox(nil, s.FromEmail.Wire())))
+	h = appendDisplayName(h, len("From: "), s.FromName, string(appendMailbox(nil, fromWire)))
 	if rt := appendMailbox(nil, s.ReplyTo.Wire()); len(rt) > 0 {
 		h = append(h, "Reply-To: "...)
 		h = append(h, rt...)
@@ -544,14 +545,23 @@ func cleanAddr(s string) string {
 
 func appendAddr(dst []byte, s string) []byte {
 	for i := 0; i < len(s); i++ {
-		switch c := s[i]; {
-		case c <= ' ' || c >= 0x7f:
-		case c == ',' || c == ';' || c == '<' || c == '>' || c == '(' || c == ')' || c == '"' || c == '\\':
-		default:
+		if c := s[i]; addrByte(c) {
 			dst = append(dst, c)
 		}
 	}
 	return dst
+}
+
+// addrByte reports whether an address keeps byte c in a header: printable
+// ASCII but space and the specials that could end or split it.
+func addrByte(c byte) bool {
+	switch {
+	case c <= ' ' || c >= 0x7f:
+		return false
+	case c == ',' || c == ';' || c == '<' || c == '>' || c == '(' || c == ')' || c == '"' || c == '\\':
+		return false
+	}
+	return true
 }
 
 // appendMailbox appends an address for a header as appendAddr does, but
@@ -562,7 +572,9 @@ func appendMailbox(dst []byte, s string) []byte {
 	for i := 0; i < len(s); {
 		c := s[i]
 		if c < utf8.RuneSelf {
-			dst = appendAddr(dst, s[i:i+1])
+			if addrByte(c) {
+				dst = append(dst, c)
+			}
 			i++
 			continue
 		}
