@@ -72,13 +72,13 @@ type Form struct {
 	now      func() time.Time
 	size     int // estimate of a built mail's size
 	max      int // FormOptions.MaxBytes
-	fixed    int // bytes every mail holds: frame and encoded literals (MinSize)
+	fixed    int // bytes every mail holds: frame and encoded literals (Bounds.Min)
 	uses     []fieldUse
 	// What Bounds adds to the values: the rest of a mail at its longest
-	// (ceiling), the longest encoded literal, a tracked link's token and
-	// the open pixel at their longest.
-	ceiling, longestLit, linkMax, pixelMax int
-	clicks                                 ClickURLs
+	// (ceiling), the longest encoded literal, and a tracked link's token
+	// at its longest (the open pixel's is pixelMax, the same for all).
+	ceiling, longestLit, linkMax int
+	clicks                       ClickURLs
 
 	t      *Template
 	sender *mail.Sender

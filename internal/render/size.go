@@ -137,10 +137,15 @@ func (t *Template) WorstSize(linkBase int) int {
 		}
 	}
 	// The open pixel, cutting the HTML's literal before </body.
-	px := len(pixelOpen) + 5*maxURL + len(pixelClose)
-	n += px + softBreak*(px/qpLine+2) + 2*softBreak
-	return n
+	return n + pixelMax + 2*softBreak
 }
+
+// pixelMax bounds what the open pixel's tag takes in the HTML part: a
+// URL of maxURL bytes, each escaped to at most five, and its soft breaks.
+var pixelMax = func() int {
+	n := len(pixelOpen) + 5*maxURL + len(pixelClose)
+	return n + softBreak*(n/qpLine+2)
+}()
 
 // fieldUse is a field whose value the parts write n times: text times in
 // the text part, html times in the HTML part; subject counts its writes
@@ -151,7 +156,7 @@ type fieldUse struct {
 	text, html, subject int
 }
 
-// sizeUses sets what MinSize and Bounds need: the bytes of the frame and
+// sizeUses sets what Bounds needs: the bytes of the frame and
 // the encoded literals, which every mail holds, how often each field's
 // value is written where, and (ceiling) the bound of the rest of a mail
 // that no value decides.
@@ -211,48 +216,29 @@ func (f *Form) sizeUses() {
 		f.ceiling += (f.text.links() + f.html.links()) * f.linkMax
 		f.ceiling += 3*v + 3*(v/24+1) + 16
 	}
-	f.pixelMax = len(pixelOpen) + 5*maxURL + len(pixelClose)
-	f.pixelMax += softBreak * (f.pixelMax/qpLine + 2)
-	f.ceiling += f.pixelMax + 3*64 + 3*(64/24+1) + 16
-}
-
-// MinSize is a lower bound of the length of the mail Build makes for r:
-// the frame and the encoded literals, and each value as often as the
-// parts write it, cleaned but neither escaped nor encoded (both only
-// lengthen it). It writes each value once into b's scratch space, so it
-// costs little beside Build and allocates nothing once b has grown.
-func (f *Form) MinSize(b *Buffer, r *mail.Recipient) int {
-	if r == nil {
-		r = &mail.Recipient{}
-	}
-	n := f.fixed
-	for _, u := range f.uses {
-		if u.n == 0 {
-			continue
-		}
-		b.scratch = value(b.scratch[:0], u.f, modePlain, r, f.sender)
-		n += u.n * len(b.scratch)
-	}
-	return n
+	f.ceiling += pixelMax + 3*64 + 3*(64/24+1) + 16
 }
 
 // Bounds is what a recipient's mail will take, known before it is built.
 type Bounds struct {
-	Min int // it is at least this long (MinSize)
+	// Min: it is at least this long (the frame, the encoded literals and
+	// each value as often as the parts write it, cleaned but neither
+	// escaped nor encoded, both of which only lengthen it).
+	Min int
 	// Max bounds what Build writes for it, and the capacity Build grows
 	// dst to (the room its encoder reserves included): built into a dst
 	// with Max bytes free, the mail is written without a new array.
 	Max int
 }
 
-// Bounds answers MinSize and an upper bound of r's mail in one pass over
+// Bounds answers a lower and an upper bound of r's mail in one pass over
 // r's values: each value costs, in each part it is written in, what
 // quoted-printable (and in HTML the escaping) makes of its bytes and its
 // soft line breaks; the rest is bounded once per form (ceiling). A mail
 // longer than the form's MaxBytes is cut short by Build, so Max is never
-// much more than MaxBytes. Like MinSize it allocates nothing once b has
-// grown; the engine reserves memory for the mail from Max
-// (docs/deliveries.md).
+// much more than MaxBytes. It writes each value once into b's scratch
+// space and allocates nothing once b has grown; the engine reserves
+// memory for the mail from Max (docs/deliveries.md).
 func (f *Form) Bounds(b *Buffer, r *mail.Recipient) Bounds {
 	if r == nil {
 		r = &mail.Recipient{}
@@ -281,7 +267,7 @@ func (f *Form) Bounds(b *Buffer, r *mail.Recipient) Bounds {
 	hi += room
 	// Build stops writing the parts once they pass MaxBytes: a literal, the
 	// pixel, a link and a value at most past it, and the frame's end.
-	cut := f.max + f.ceiling + f.longestLit + softBreak + f.pixelMax + f.linkMax +
+	cut := f.max + f.ceiling + f.longestLit + softBreak + pixelMax + f.linkMax +
 		longest + (softBreak+2)*(longest/qpLine+2) + len(f.mid) + len(f.end) + room
 	return Bounds{Min: lo, Max: min(hi, cut)}
 }
@@ -344,7 +330,7 @@ func (e *TooLarge) Error() string {
 // BuildChecked is Build for a mail that may pass the form's MaxBytes:
 // such a mail is answered with a *TooLarge and dst as it was given (its
 // capacity kept). A recipient whose values alone make the mail too long
-// (MinSize) is found before anything is written; otherwise Build stops
+// (Bounds.Min) is found before anything is written; otherwise Build stops
 // soon after the limit, so no more than about MaxBytes is ever written
 // for one mail.
 func (f *Form) BuildChecked(dst []byte, b *Buffer, r *mail.Recipient, deliveryID int64) ([]byte, error) {

@@ -163,11 +163,11 @@ func TestBuildCheckedTooLarge(t *testing.T) {
 	}
 
 	// 3,000 names of 255 four-byte characters: 6 MB of values, 18 MB
-	// encoded. MinSize lets them by, Build stops past the limit.
+	// encoded. Bounds.Min lets them by, Build stops past the limit.
 	f = NewForm(mustCompile(t, "x", "", strings.Repeat("((first_name))", 3000)), nil, FormOptions{MaxBytes: 8 << 20})
 	r := &mail.Recipient{Email: "c@example.com", FirstName: strings.Repeat("𝄞", mail.MaxLine)}
-	if n := f.MinSize(&b, r); n > 8<<20 {
-		t.Fatalf("MinSize %d: the case is not the one meant", n)
+	if n := f.Bounds(&b, r).Min; n > 8<<20 {
+		t.Fatalf("Bounds.Min %d: the case is not the one meant", n)
 	}
 	built := f.Build(nil, &b, r, 1)
 	if len(built) <= 8<<20 || len(built) > 8<<20+8<<10 {
@@ -207,7 +207,7 @@ func TestBuildCheckedMemory(t *testing.T) {
 	}
 }
 
-// BenchmarkBuildChecked is the engine's per-recipient path: MinSize, then
+// BenchmarkBuildChecked is the engine's per-recipient path: Bounds, then
 // Build, on BenchmarkRenderAndBuild's mail.
 func BenchmarkBuildChecked(b *testing.B) {
 	s, p, h := benchTemplate()
@@ -280,9 +280,6 @@ func TestBoundsHoldBuild(t *testing.T) {
 				for j, r := range recipients {
 					var b Buffer
 					s := f.Bounds(&b, r)
-					if s.Min != f.MinSize(&b, r) {
-						t.Errorf("template %d, recipient %d: Min %d, MinSize %d", i, j, s.Min, f.MinSize(&b, r))
-					}
 					dst := make([]byte, 3, 3+s.Max)
 					out := f.Build(dst, &b, r, 1<<63-1)
 					n := len(out) - 3
