@@ -239,7 +239,7 @@ func (d Deps) deliver(ctx context.Context, cs *compiledSend, claimed []mail.Clai
 				c := &claimed[i]
 				r := &c.Recipient
 				if ctx.Err() != nil || lost.Load() || down.Load() { // stopping, the lease gone, the relay down: not tried, again soon
-					out[i] = mail.Outcome{ID: c.ID, Email: r.Email, Status: mail.DeliveryPending, NextAt: new(time.Now()), NotTried: true}
+					out[i] = notTriedNow(c)
 					d.Metrics.mail(&out[i])
 					run.free()
 					continue
@@ -261,7 +261,7 @@ func (d Deps) deliver(ctx context.Context, cs *compiledSend, claimed []mail.Clai
 				bounds := cs.form.Bounds(&b, r)
 				if bounds.Min <= cs.form.MaxBytes() && !share.cover(ctx, mailNeed(bounds.Max, key != nil), drop) {
 					// Stopping while waiting for the budget: not tried, again soon.
-					out[i] = mail.Outcome{ID: c.ID, Email: r.Email, Status: mail.DeliveryPending, NextAt: new(time.Now()), NotTried: true}
+					out[i] = notTriedNow(c)
 					d.Metrics.mail(&out[i])
 					run.free()
 					continue
@@ -312,6 +312,13 @@ func (d Deps) deliver(ctx context.Context, cs *compiledSend, claimed []mail.Clai
 // relayDownAfter connection-level failures in a row stop a range and its
 // chain (errRelayDown).
 const relayDownAfter = 8
+
+// notTriedNow is the outcome of a claimed delivery not tried (the engine
+// stopping, the lease gone, the relay down): pending, due again at once,
+// no attempt counted.
+func notTriedNow(c *mail.Claimed) mail.Outcome {
+	return mail.Outcome{ID: c.ID, Email: c.Recipient.Email, Status: mail.DeliveryPending, NextAt: new(time.Now()), NotTried: true}
+}
 
 var errRelayDown = errors.New("jobs: the SMTP server is not taking mail")
 
