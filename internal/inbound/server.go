@@ -426,8 +426,7 @@ func (s *Server) safeParse(raw []byte) (rep *Report, reason string) {
 // recipient's return path names; else the one of the return path quoted
 // in the report (the original's Return-Path, an ARF's Original-Mail-From),
 // acted on only when its address is one the report names, if it names
-// any;
-// else the one the quoted Message-ID names when its MAC opens (it covers
+// any; else the one the quoted Message-ID names when its MAC opens (it covers
 // the domain too), acted on only when its address is one the report names
 // (or its quoted List-Unsubscribe token's). A report about more than one
 // recipient acts on none: a mail of ours has one.
@@ -462,10 +461,10 @@ func (s *Server) feedback(rc rcpt, rep *Report) (*mail.Feedback, string) {
 		f.SendID, f.DeliveryID, f.NamedBy = rc.send, rc.id, "return path"
 	default:
 		// The quoted message's Return-Path, or the envelope sender a
-		// feedback report names (Original-Mail-From).
-		// A quoted return path is signed, but whoever received the mail
-		// has it: when the report names addresses, the delivery's must be
-		// one of them (a provider that redacts them names none).
+		// feedback report names (Original-Mail-From). It is signed, but
+		// whoever received the mail has it: when the report names
+		// addresses, the delivery's must be one of them (a provider that
+		// redacts them names none).
 		if send, id, ok := s.cfg.VERP.Parse(rep.Original.ReturnPath); ok {
 			f.SendID, f.DeliveryID, f.NamedBy, f.Match = send, id, "quoted return path", s.named(rep, send)
 			break
