@@ -110,6 +110,33 @@ func (l *logLines) with(t *testing.T, msg string) []map[string]any {
 
 const cutLine = "inbound SMTP connections cut or refused"
 
+// cuts are the counts of the cutLine lines logged, summed by reason.
+func (l *logLines) cuts(t *testing.T) (n [cutReasons]float64) {
+	t.Helper()
+	for _, line := range l.with(t, cutLine) {
+		for i, name := range cutNames {
+			n[i] += line[name].(float64)
+		}
+	}
+	return n
+}
+
+// helloFrom connects to addr from the address from and says EHLO, all
+// within the deadline dl.
+func helloFrom(t *testing.T, from, addr string, dl time.Time) (*smtp.Client, net.Conn) {
+	t.Helper()
+	c := dialFrom(t, from, addr)
+	c.SetDeadline(dl)
+	cl, err := smtp.NewClient(c, "127.0.0.1")
+	if err != nil {
+		t.Fatalf("%s: %v", from, err)
+	}
+	if err := cl.Hello("client.example"); err != nil {
+		t.Fatalf("%s: %v", from, err)
+	}
+	return cl, c
+}
+
 // observed makes a server log into lines and read its clock from now
 // (unix seconds), so the once-a-minute line is tested without waiting.
 func observed(lines *logLines, now *atomic.Int64) func(*Server) {
@@ -258,15 +285,7 @@ func TestEvictionOrder(t *testing.T) {
 	// client connects from from and says EHLO, and MAIL FROM if mail.
 	client := func(from string, mail bool) (*smtp.Client, net.Conn) {
 		t.Helper()
-		c := dialFrom(t, from, addr)
-		c.SetDeadline(dl)
-		cl, err := smtp.NewClient(c, "127.0.0.1")
-		if err != nil {
-			t.Fatalf("%s: %v", from, err)
-		}
-		if err := cl.Hello("client.example"); err != nil {
-			t.Fatalf("%s: %v", from, err)
-		}
+		cl, c := helloFrom(t, from, addr, dl)
 		if mail {
 			if err := cl.Mail(""); err != nil {
 				t.Fatalf("%s: %v", from, err)
@@ -332,12 +351,7 @@ func TestEvictionOrder(t *testing.T) {
 
 	now.Add(60)
 	s.reportCuts()
-	var n [cutReasons]float64
-	for _, l := range lines.with(t, cutLine) {
-		for i, name := range cutNames {
-			n[i] += l[name].(float64)
-		}
-	}
+	n := lines.cuts(t)
 	if n[cutEvictedIdle] != 2 || n[cutEvictedSilent] != 1 || n[cutTotal] != 1 {
 		t.Errorf("counted %v (%v): want evicted_idle 2, evicted_silent 1, over_total 1", n, cutNames)
 	}
@@ -529,11 +543,7 @@ func TestIdleHoldersDoNotFillThePort(t *testing.T) {
 	}
 	now.Add(60)
 	s.reportCuts()
-	evicted := 0.0
-	for _, l := range lines.with(t, cutLine) {
-		evicted += l["evicted_silent"].(float64)
-	}
-	if evicted == 0 {
+	if lines.cuts(t)[cutEvictedSilent] == 0 {
 		t.Error("no silent connection was counted as evicted")
 	}
 }
@@ -728,20 +738,8 @@ func TestNewcomerSpared(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	dl, _ := ctx.Deadline()
-	idle := func(from string) {
-		t.Helper()
-		c := dialFrom(t, from, addr)
-		c.SetDeadline(dl)
-		cl, err := smtp.NewClient(c, "127.0.0.1")
-		if err != nil {
-			t.Fatalf("%s: %v", from, err)
-		}
-		if err := cl.Hello("attacker.example"); err != nil {
-			t.Fatalf("%s: %v", from, err)
-		}
-	}
 	for _, from := range []string{"127.0.0.2", "127.0.0.2", "127.0.0.3", "127.0.0.3"} {
-		idle(from)
+		helloFrom(t, from, addr, dl)
 	}
 	// The sender connects (an idle attacker makes way) and reads its
 	// greeting; before it says EHLO an attacker connects again.
@@ -751,7 +749,7 @@ func TestNewcomerSpared(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	idle("127.0.0.2")
+	helloFrom(t, "127.0.0.2", addr, dl)
 	// The sender goes on, and its bounce is taken.
 	if err := cl.Hello("mx.example.org"); err != nil {
 		t.Fatalf("the sender was cut before its EHLO: %v", err)
