@@ -211,24 +211,14 @@ func TestBuildCheckedMemory(t *testing.T) {
 // Build, on BenchmarkRenderAndBuild's mail.
 func BenchmarkBuildChecked(b *testing.B) {
 	s, p, h := benchTemplate()
-	tp := mustCompile(b, s, p, h)
-	r, snd := recipient(), sender()
-	r.Tokens.OpenPixelURL = "https://t.example/o/abc?x=1&y=2"
-	f := testForm(b, tp, snd)
-	var buf Buffer
-	var dst []byte
-	b.SetBytes(int64(len(h)))
-	b.ReportAllocs()
-	id := int64(0)
-	for b.Loop() {
-		id++
-		var err error
-		if dst, err = f.BuildChecked(dst[:0], &buf, r, id); err != nil {
+	f := testForm(b, mustCompile(b, s, p, h), sender())
+	benchBuild(b, len(h), func(dst []byte, buf *Buffer, r *mail.Recipient, id int64) []byte {
+		dst, err := f.BuildChecked(dst, buf, r, id)
+		if err != nil {
 			b.Fatal(err)
 		}
-	}
-	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "mails/s")
-	b.ReportMetric(float64(len(dst)), "mail-bytes")
+		return dst
+	})
 }
 
 // Bounds holds what Build makes: for templates using every placeholder,

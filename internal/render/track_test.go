@@ -186,20 +186,7 @@ func BenchmarkRenderAndBuildTracked(b *testing.B) {
 	tp := mustCompile(b, s, p, h)
 	for _, n := range []int{10, len(tp.Links())} {
 		b.Run(fmt.Sprint("links=", n), func(b *testing.B) {
-			r, snd := recipient(), sender()
-			r.Tokens.OpenPixelURL = "https://t.example/o/abc?x=1&y=2"
-			f := trackedForm(tp, snd, n)
-			var buf Buffer
-			var dst []byte
-			b.SetBytes(int64(len(h)))
-			b.ReportAllocs()
-			id := int64(0)
-			for b.Loop() {
-				id++
-				dst = f.Build(dst[:0], &buf, r, id)
-			}
-			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "mails/s")
-			b.ReportMetric(float64(len(dst)), "mail-bytes")
+			benchBuild(b, len(h), trackedForm(tp, sender(), n).Build)
 		})
 	}
 }
