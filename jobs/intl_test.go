@@ -6,14 +6,12 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net/http/httptest"
 	netmail "net/mail"
 	"net/url"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/mailroom/mailroom/internal/httpapi"
 	"github.com/mailroom/mailroom/internal/smtp"
 	"github.com/mailroom/mailroom/internal/smtp/smtptest"
 	"github.com/mailroom/mailroom/internal/testdb"
@@ -35,27 +33,7 @@ func TestInternationalSend(t *testing.T) {
 	ctx := context.Background()
 	d := testdb.New(t)
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	h := httpapi.New(httpapi.Config{MaxBodyBytes: 1 << 20}, httpapi.Deps{DB: d, Geo: testdb.Geo(t), Log: log})
-	user, keys, err := d.CreateAccount(ctx, "intl")
-	if err != nil {
-		t.Fatal(err)
-	}
-	call := func(method, path string, form url.Values) (int, string) {
-		t.Helper()
-		var body io.Reader
-		if form != nil {
-			body = strings.NewReader(form.Encode())
-		}
-		r := httptest.NewRequest(method, path, body)
-		if form != nil {
-			r.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-		}
-		r.Header.Set("PublicKey", keys.Public)
-		r.Header.Set("SecretKey", keys.Secret)
-		w := httptest.NewRecorder()
-		h.ServeHTTP(w, r)
-		return w.Code, w.Body.String()
-	}
+	user, call := apiCaller(t, d, "intl")
 	typ := scalar[int64](t, d, `INSERT INTO contact_types (user_id, name) VALUES ($1, 'intl') RETURNING id`, user)
 	for _, e := range []string{"ü-h@example.com", "h@bücher.example"} {
 		if code, body := call("POST", "/api/contacts/add", url.Values{"contact_type_id": {fmt.Sprint(typ)}, "email": {e}, "country": {"276"}}); code != 200 {

@@ -30,21 +30,18 @@ import (
 
 var linkRE = regexp.MustCompile(`https://mail\.example\.test(/senders/verify/[A-Za-z0-9_-]+)`)
 
-// A new sender gets one verification mail through a real SMTP server;
-// opening its link verifies the sender once; resend-mail sends a fresh
-// link and spends the old one.
-func TestSenderVerificationRoundTrip(t *testing.T) {
-	// Not parallel: a verification run mails every pending sender of the
-	// package's database, another test's too.
-	ctx := context.Background()
-	d := testdb.New(t)
-	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	h := httpapi.New(httpapi.Config{MaxBodyBytes: 1 << 20}, httpapi.Deps{DB: d, Geo: testdb.Geo(t), Log: log})
-	user, keys, err := d.CreateAccount(ctx, "verify")
+// apiCaller makes an account named name and answers it with a call of
+// the real router: the account's keys on /api/ paths, a form url-encoded,
+// the status and body answered.
+func apiCaller(t *testing.T, d *postgres.DB, name string) (user int64, call func(method, path string, form url.Values) (int, string)) {
+	t.Helper()
+	h := httpapi.New(httpapi.Config{MaxBodyBytes: 1 << 20}, httpapi.Deps{DB: d, Geo: testdb.Geo(t), Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	user, keys, err := d.CreateAccount(context.Background(), name)
 	if err != nil {
 		t.Fatal(err)
 	}
-	call := func(method, path string, form url.Values) (int, string) {
+	return user, func(method, path string, form url.Values) (int, string) {
+		t.Helper()
 		var body io.Reader
 		if form != nil {
 			body = strings.NewReader(form.Encode())
@@ -61,6 +58,18 @@ func TestSenderVerificationRoundTrip(t *testing.T) {
 		h.ServeHTTP(w, r)
 		return w.Code, w.Body.String()
 	}
+}
+
+// A new sender gets one verification mail through a real SMTP server;
+// opening its link verifies the sender once; resend-mail sends a fresh
+// link and spends the old one.
+func TestSenderVerificationRoundTrip(t *testing.T) {
+	// Not parallel: a verification run mails every pending sender of the
+	// package's database, another test's too.
+	ctx := context.Background()
+	d := testdb.New(t)
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	user, call := apiCaller(t, d, "verify")
 	if code, body := call("POST", "/api/sender/save", url.Values{"from_name": {"Acme"}, "from_email": {"news@acme.example"},
 		"reply_to_email": {"help@acme.example"}, "country_id": {"276"}, "company_address": {"Marienplatz 1"}, "nickname": {"news"}}); code != 200 {
 		t.Fatalf("save: %d %s", code, body)
