@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -404,78 +403,6 @@ WITH m AS MATERIALIZED (
 )
 SELECT (SELECT count(*) FROM gone), (SELECT count(*) FROM joined)`
 
-// refreshSQL re-evaluates every segment of a list for the changed
-// contacts in one statement, the contacts read once: each changed id (%[1]s,
-// a set of rows with an id column) finds its contact by primary key (the
-// lateral subquery, kept whole by OFFSET 0, fixes that order, however
-// stale the statistics of contacts freshly imported in this transaction
-// are: planned on them, each segment's statement had been a nested loop
-// of all the account's contacts × the changed ids), and one VALUES list of
-// (segment, matches) pairs, one per segment (%[3]s), gives its memberships.
-// Members of those segments (%[4]s, bigint[]) among the changed contacts
-// that no longer match leave, matching contacts join, and those that
-// joined are enrolled in their segment's live automations from %[5]s. It
-// answers, per segment, how many left and joined.
-const refreshSQL = `
-WITH ch AS MATERIALIZED (
-    SELECT DISTINCT id FROM %[1]s
-), m AS MATERIALIZED (
-    SELECT v.seg, c.id
-    FROM ch
-    CROSS JOIN LATERAL (SELECT * FROM contacts c WHERE c.id = ch.id AND c.user_id = %[2]s AND c.deleted_at IS NULL OFFSET 0) c
-    CROSS JOIN LATERAL (VALUES %[3]s) v(seg, ok)
-    WHERE v.ok
-), gone AS (
-    DELETE FROM segment_recipients r
-    USING ch
-    WHERE r.contact_id = ch.id AND r.segment_id = ANY(%[4]s::bigint[])
-      AND NOT EXISTS (SELECT 1 FROM m WHERE m.id = r.contact_id AND m.seg = r.segment_id)
-    RETURNING r.segment_id
-), joined AS (
-    INSERT INTO segment_recipients (user_id, segment_id, contact_id)
-    SELECT %[2]s, m.seg, m.id FROM m
-    ON CONFLICT (segment_id, contact_id) WHERE contact_id IS NOT NULL DO NOTHING
-    RETURNING segment_id, contact_id
-), enrolled AS (
-    -- as membershipSQL's, for every segment at once
-    INSERT INTO automation_enrollments (automation_id, user_id, contact_id, step, due_at)
-    SELECT a.id, a.user_id, j.contact_id, f.id, %[5]s::timestamptz + schedule_wait(f.waiting_period, f.waiting_type)
-    FROM automations a
-    ` + firstSchedule + `
-    JOIN joined j ON j.segment_id = a.automation_for
-    WHERE a.automation_for_table = 'segments_' AND a.automation_for = ANY(%[4]s::bigint[]) AND a.user_id = %[2]s
-      AND a.status = 1 AND a.deleted_at IS NULL
-    FOR SHARE OF a
-    ON CONFLICT (automation_id, contact_id) WHERE state = 0 DO NOTHING
-)
-SELECT segment_id, sum(n)::bigint FROM (
-    SELECT segment_id, -count(*) AS n FROM gone GROUP BY segment_id
-    UNION ALL
-    SELECT segment_id, count(*) FROM joined GROUP BY segment_id
-) t GROUP BY segment_id`
-
-// refresh builds refreshSQL for segs over the changed contacts ch (its
-// table or its ids).
-func refresh(userID int64, segs []db.LiveSegmentsOfTypesRow, custom []mail.CustomField, ch changed) (string, []any) {
-	p := &predicate{}
-	uid := p.arg(userID)
-	src := ch.table
-	if src == "" {
-		src = "unnest(" + p.arg(ch.ids) + "::bigint[]) ch(id)"
-	}
-	values := make([]string, len(segs))
-	ids := make([]int64, len(segs))
-	for i, s := range segs {
-		conds := mail.StoredConditions(s.SelectField, s.SelectOperator, s.Value, custom)
-		pred := p.compile(conds, s.QueryType != nil && *s.QueryType == "or")
-		values[i] = "(" + p.arg(s.ID) + "::bigint, c.contact_type_id = " + p.arg(s.ContactTypeID) + "::bigint AND " + pred + ")"
-		ids[i] = s.ID
-	}
-	set := p.arg(ids)
-	at := p.arg(ch.at)
-	return fmt.Sprintf(refreshSQL, src, uid, strings.Join(values, ",\n        "), set, at), p.args
-}
-
 // changed names the contacts a write touched: ids, or (for a CSV import)
 // the temporary table of ids, or (for a rebuild step) the ids from from to
 // to (nil: to the end); the zero value means every contact. deleted says
@@ -561,6 +488,13 @@ func refreshSegments(ctx context.Context, tx pgx.Tx, userID int64, typeIDs []int
 	}
 	custom, err := customFieldDefs(ctx, q, userID)
 	if err != nil {
+		return err
+	}
+	mode := "SET LOCAL jit = off"
+	if ch.table == "" {
+		mode = "SET LOCAL plan_cache_mode = force_generic_plan"
+	}
+	if _, err := tx.Exec(ctx, mode); err != nil {
 		return err
 	}
 	sql, args := refresh(userID, segs, custom, ch)

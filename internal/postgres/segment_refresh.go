@@ -1,0 +1,184 @@
+package postgres
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/mailroom/mailroom/internal/mail"
+	"github.com/mailroom/mailroom/internal/postgres/db"
+)
+
+// A contact write re-evaluates every segment of the written contact types
+// for the changed contacts in one statement (refreshSQL), the contacts
+// read once by primary key (a lateral subquery kept whole by OFFSET 0, so
+// the order holds however stale the statistics of contacts imported in
+// this transaction are).
+//
+// Most segments are not evaluated contact by contact. A segment whose
+// conditions all hold together (and, or a single condition) and one of
+// which is a text field that "is" a value or "starts with" one has that
+// condition as its guard: a contact can be a member only when the field's
+// lower-case value (for "is") or its first n characters (for "starts
+// with" an n-character value) equals the guard's lower-case value. Each
+// changed contact makes one key per guarded field and prefix length of
+// its type, and one hash join of those keys with every guard gives the
+// candidate memberships: a type with 100 segments on first names costs a
+// contact two or three keys and a probe, not 100 predicates. A candidate
+// of a segment with more conditions than its guard is then checked against
+// them all. The other segments (or of several conditions, no guard) are
+// evaluated for each changed contact, each a CASE in one array.
+
+// refreshSQL: %[1]s the changed ids (a set of rows with an id column),
+// %[2]s the account, %[3]s the candidate and evaluated memberships (seg,
+// id) from the CTEs before it (%[6]s), %[4]s the segment ids (bigint[]),
+// %[5]s when the write happened. Members of those segments among the
+// changed contacts that no longer match leave, matching contacts join, and
+// those that joined are enrolled in their segment's live automations. It
+// answers, per segment, how many left and joined.
+const refreshSQL = `
+WITH ch AS MATERIALIZED (
+    SELECT DISTINCT id FROM %[1]s
+)%[6]s, m AS MATERIALIZED (
+    %[3]s
+), gone AS (
+    DELETE FROM segment_recipients r
+    USING ch
+    WHERE r.contact_id = ch.id AND r.segment_id = ANY(%[4]s::bigint[])
+      AND NOT EXISTS (SELECT 1 FROM m WHERE m.id = r.contact_id AND m.seg = r.segment_id)
+    RETURNING r.segment_id
+), joined AS (
+    INSERT INTO segment_recipients (user_id, segment_id, contact_id)
+    SELECT %[2]s, m.seg, m.id FROM m
+    ON CONFLICT (segment_id, contact_id) WHERE contact_id IS NOT NULL DO NOTHING
+    RETURNING segment_id, contact_id
+), enrolled AS (
+    -- as membershipSQL's, for every segment at once
+    INSERT INTO automation_enrollments (automation_id, user_id, contact_id, step, due_at)
+    SELECT a.id, a.user_id, j.contact_id, f.id, %[5]s::timestamptz + schedule_wait(f.waiting_period, f.waiting_type)
+    FROM automations a
+    ` + firstSchedule + `
+    JOIN joined j ON j.segment_id = a.automation_for
+    WHERE a.automation_for_table = 'segments_' AND a.automation_for = ANY(%[4]s::bigint[]) AND a.user_id = %[2]s
+      AND a.status = 1 AND a.deleted_at IS NULL
+    FOR SHARE OF a
+    ON CONFLICT (automation_id, contact_id) WHERE state = 0 DO NOTHING
+)
+SELECT segment_id, sum(n)::bigint FROM (
+    SELECT segment_id, -count(*) AS n FROM gone GROUP BY segment_id
+    UNION ALL
+    SELECT segment_id, count(*) FROM joined GROUP BY segment_id
+) t GROUP BY segment_id`
+
+// guardsSQL are the CTEs of the guarded segments: g, each guard (%[1]s
+// types, %[2]s field numbers, %[3]s true for "is", %[4]s values, %[5]s
+// segments); lens, the keys a contact of each type makes; k, the changed
+// contacts' keys (%[6]s the account, %[7]s the field numbers' lower-case
+// values).
+const guardsSQL = `, g AS MATERIALIZED (
+    SELECT g.typ, g.field, CASE WHEN g.exact THEN -1 ELSE char_length(lower(g.val)) END AS len, lower(g.val) AS key, g.seg
+    FROM unnest(%[1]s::bigint[], %[2]s::int[], %[3]s::bool[], %[4]s::text[], %[5]s::bigint[]) g(typ, field, exact, val, seg)
+), lens AS MATERIALIZED (
+    SELECT DISTINCT typ, field, len FROM g
+), k AS MATERIALIZED (
+    SELECT c.id, l.typ, l.field, l.len, CASE WHEN l.len < 0 THEN v.v ELSE left(v.v, l.len) END AS key
+    FROM ch
+    CROSS JOIN LATERAL (SELECT * FROM contacts c WHERE c.id = ch.id AND c.user_id = %[6]s AND c.deleted_at IS NULL OFFSET 0) c
+    JOIN lens l ON l.typ = c.contact_type_id
+    CROSS JOIN LATERAL (SELECT lower(CASE l.field %[7]s END) AS v) v
+)`
+
+// guardedSQL gives the guarded memberships: a key equal to a guard's, and
+// (%[1]s, when some guarded segment has more conditions) the segment's
+// whole predicate true of the contact.
+const guardedSQL = `SELECT g.seg, k.id FROM k JOIN g USING (typ, field, len, key)%[1]s`
+
+// evaluatedSQL gives the other segments' memberships: each changed
+// contact (of the account, %[1]s) against every segment's CASE (%[2]s),
+// the matches kept.
+const evaluatedSQL = `SELECT v.seg, c.id
+    FROM ch
+    CROSS JOIN LATERAL (SELECT * FROM contacts c WHERE c.id = ch.id AND c.user_id = %[1]s AND c.deleted_at IS NULL OFFSET 0) c
+    CROSS JOIN LATERAL unnest(array_remove(ARRAY[%[2]s]::bigint[], NULL)) v(seg)`
+
+// guard is the condition of conds that can guard a segment: a text
+// field's "is" or "starts with", when every condition must hold (and, or
+// a single one). Country names are matched by a subquery, so they guard
+// nothing.
+func guard(conds []mail.Condition, or bool) (mail.Condition, bool) {
+	if or && len(conds) > 1 {
+		return mail.Condition{}, false
+	}
+	for _, c := range conds {
+		if c.Field.Kind == mail.KindText && c.Field.Column != "country" && len(c.Operands) == 1 &&
+			(c.Operator == mail.OpIs || c.Operator == mail.OpStartsWith) {
+			return c, true
+		}
+	}
+	return mail.Condition{}, false
+}
+
+// refresh builds refreshSQL for segs over the changed contacts ch (its
+// table or its ids).
+func refresh(userID int64, segs []db.LiveSegmentsOfTypesRow, custom []mail.CustomField, ch changed) (string, []any) {
+	p := &predicate{}
+	uid := p.arg(userID)
+	src := ch.table
+	if src == "" {
+		src = "unnest(" + p.arg(ch.ids) + "::bigint[]) ch(id)"
+	}
+	var (
+		gTyp, gSeg         []int64
+		gField             []int32
+		gExact             []bool
+		gVal               []string
+		fields             = map[string]int32{}
+		fieldCases         []string
+		residual, evaluate []string
+	)
+	ids := make([]int64, len(segs))
+	for i, s := range segs {
+		ids[i] = s.ID
+		conds := mail.StoredConditions(s.SelectField, s.SelectOperator, s.Value, custom)
+		or := s.QueryType != nil && *s.QueryType == "or"
+		g, ok := guard(conds, or)
+		if !ok {
+			evaluate = append(evaluate, "CASE WHEN c.contact_type_id = "+p.arg(s.ContactTypeID)+"::bigint AND "+
+				p.compile(conds, or)+" THEN "+p.arg(s.ID)+"::bigint END")
+			continue
+		}
+		name := g.Field.Column
+		if name == "" {
+			name = "custom:" + g.Field.Custom
+		}
+		n, seen := fields[name]
+		if !seen {
+			n = int32(len(fields))
+			fields[name] = n
+			fieldCases = append(fieldCases, "WHEN "+strconv.Itoa(int(n))+" THEN "+p.expr(g.Field))
+		}
+		gTyp, gField, gSeg = append(gTyp, s.ContactTypeID), append(gField, n), append(gSeg, s.ID)
+		gExact, gVal = append(gExact, g.Operator == mail.OpIs), append(gVal, g.Operands[0].Text)
+		if len(conds) > 1 {
+			residual = append(residual, "WHEN "+p.arg(s.ID)+"::bigint THEN "+p.compile(conds, or))
+		}
+	}
+	var ctes string
+	var parts []string
+	if len(gSeg) > 0 {
+		ctes = fmt.Sprintf(guardsSQL, p.arg(gTyp), p.arg(gField), p.arg(gExact), p.arg(gVal), p.arg(gSeg),
+			uid, strings.Join(fieldCases, " "))
+		var check string
+		if len(residual) > 0 {
+			check = "\n    CROSS JOIN LATERAL (SELECT * FROM contacts c WHERE c.id = k.id OFFSET 0) c" +
+				"\n    WHERE CASE g.seg " + strings.Join(residual, "\n        ") + " ELSE TRUE END"
+		}
+		parts = append(parts, fmt.Sprintf(guardedSQL, check))
+	}
+	if len(evaluate) > 0 {
+		parts = append(parts, fmt.Sprintf(evaluatedSQL, uid, strings.Join(evaluate, ",\n        ")))
+	}
+	set := p.arg(ids)
+	at := p.arg(ch.at)
+	return fmt.Sprintf(refreshSQL, src, uid, strings.Join(parts, "\n    UNION ALL\n    "), set, at, ctes), p.args
+}
