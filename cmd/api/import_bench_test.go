@@ -9,6 +9,7 @@ import (
 	"mime/multipart"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -99,24 +100,34 @@ func (p *apiProcess) peakRSS(b *testing.B) int64 {
 }
 
 // writeCSV writes rows contacts with two custom fields, generated on the
-// fly so the client holds none of them.
+// fly so the client holds none of them; first names are First{i}.
 func writeCSV(w io.Writer, rows int, seed int) error {
+	return writeNamedCSV(w, rows, seed, func(i int) string { return fmt.Sprint("First", i) })
+}
+
+// writeNamedCSV is writeCSV with first names from name.
+func writeNamedCSV(w io.Writer, rows int, seed int, name func(i int) string) error {
 	bw := bufio.NewWriterSize(w, 256<<10)
 	bw.WriteString("email,first_name,last_name,country,score,joined\n")
 	for i := 0; i < rows; i++ {
-		fmt.Fprintf(bw, "user%d.%d@example.com,First%d,Last%d,DE,%d,2026-01-%02dT10:30\n", seed, i, i, i, i%1000, i%28+1)
+		fmt.Fprintf(bw, "user%d.%d@example.com,%s,Last%d,DE,%d,2026-01-%02dT10:30\n", seed, i, name(i), i, i%1000, i%28+1)
 	}
 	return bw.Flush()
 }
 
 // upload streams a generated file to /api/contacts/upload-csv.
 func (p *apiProcess) upload(b *testing.B, typeID int64, rows, seed int) {
+	p.uploadCSV(b, typeID, func(w io.Writer) error { return writeCSV(w, rows, seed) })
+}
+
+// uploadCSV streams the file write writes to /api/contacts/upload-csv.
+func (p *apiProcess) uploadCSV(b *testing.B, typeID int64, write func(io.Writer) error) {
 	pr, pw := io.Pipe()
 	mw := multipart.NewWriter(pw)
 	go func() {
 		mw.WriteField("contact_type_id", strconv.FormatInt(typeID, 10))
 		fw, _ := mw.CreateFormFile("file", "contacts.csv")
-		err := writeCSV(fw, rows, seed)
+		err := write(fw)
 		if err == nil {
 			err = mw.Close()
 		}
@@ -171,6 +182,106 @@ func BenchmarkCSVImport(b *testing.B) {
 			b.ReportMetric(float64(peak)/(1<<20), "peak-rss-MB")
 			b.ReportMetric(float64(peak-p.startRSS)/(1<<20), "rss-growth-MB")
 		})
+	}
+}
+
+// BenchmarkCSVImportWithSegments imports the same kind of file into a
+// fresh contact type with no segment and with 100 (segment i: first_name
+// starts with N{i}, made through POST /api/segment/save; first names are
+// N{i mod 110} x{i}, so a contact joins about 1.9 segments), through HTTP
+// into the real API process, the two alternating at each size. After each
+// import with segments, every segment's members are checked against its
+// condition evaluated over the whole type.
+func BenchmarkCSVImportWithSegments(b *testing.B) {
+	p := startAPI(b)
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, testdb.DSN(b))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	var userID int64
+	if err := conn.QueryRow(ctx, "SELECT id FROM accounts WHERE public_key = $1", p.public).Scan(&userID); err != nil {
+		b.Fatal(err)
+	}
+	if _, err := conn.Exec(ctx, `INSERT INTO custom_fields (user_id, field_name, field_type)
+		VALUES ($1, 'score', 'number'), ($1, 'joined', 'datetime-local')`, userID); err != nil {
+		b.Fatal(err)
+	}
+	name := func(i int) string { return fmt.Sprintf("N%d x%d", i%110, i) }
+	seed := 0
+	for _, rows := range []int{100_000, 1_000_000} {
+		for _, segments := range []int{0, 100} {
+			b.Run(fmt.Sprintf("rows=%d/segments=%d", rows, segments), func(b *testing.B) {
+				for i := 0; i < b.N; i++ {
+					b.StopTimer()
+					var typeID int64
+					if err := conn.QueryRow(ctx, "INSERT INTO contact_types (user_id, name) VALUES ($1, 'bench') RETURNING id", userID).Scan(&typeID); err != nil {
+						b.Fatal(err)
+					}
+					for s := range segments {
+						p.post(b, "/api/segment/save", url.Values{"contact_type_id": {fmt.Sprint(typeID)}, "segment_name": {fmt.Sprint("s", s)},
+							"select_field[]": {"2"}, "select_operator[]": {"starts with"}, "value[]": {fmt.Sprint("N", s)}})
+					}
+					seed++
+					b.StartTimer()
+					p.uploadCSV(b, typeID, func(w io.Writer) error { return writeNamedCSV(w, rows, seed, name) })
+					b.StopTimer()
+					if segments > 0 {
+						checkPrefixMembers(b, conn, typeID)
+					}
+					b.StartTimer()
+				}
+				b.ReportMetric(float64(rows)*float64(b.N)/b.Elapsed().Seconds(), "rows/s")
+			})
+		}
+	}
+}
+
+// checkPrefixMembers fails unless every segment of the type holds exactly
+// the type's contacts whose first name starts with its value, ignoring
+// case, and its kept count says how many.
+func checkPrefixMembers(b *testing.B, conn *pgx.Conn, typeID int64) {
+	var wrong, members int64
+	err := conn.QueryRow(context.Background(), `
+		WITH want AS (
+		    SELECT s.id AS seg, c.id AS contact FROM segments s JOIN contacts c
+		      ON c.contact_type_id = s.contact_type_id AND c.deleted_at IS NULL
+		     AND starts_with(lower(c.first_name), lower(s.value[1]))
+		    WHERE s.contact_type_id = $1 AND s.deleted_at IS NULL
+		), have AS (
+		    SELECT r.segment_id AS seg, r.contact_id AS contact FROM segment_recipients r
+		    JOIN segments s ON s.id = r.segment_id WHERE s.contact_type_id = $1
+		), counted AS (
+		    SELECT s.id, (SELECT COALESCE(sum(n), 0) FROM list_counts l WHERE l.kind = 'segment' AND l.key = s.id) AS n,
+		        (SELECT count(*) FROM have WHERE have.seg = s.id) AS m
+		    FROM segments s WHERE s.contact_type_id = $1
+		)
+		SELECT (SELECT count(*) FROM ((TABLE want EXCEPT TABLE have) UNION ALL (TABLE have EXCEPT TABLE want)) d)
+		     + (SELECT count(*) FROM counted WHERE n <> m),
+		       (SELECT count(*) FROM have)`, typeID).Scan(&wrong, &members)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if wrong != 0 || members == 0 {
+		b.Fatalf("segments of type %d: %d wrong memberships or counts, %d members", typeID, wrong, members)
+	}
+}
+
+// post sends a form with the account's keys and fails unless it succeeds.
+func (p *apiProcess) post(b *testing.B, path string, form url.Values) {
+	req, _ := http.NewRequest("POST", p.url+path, strings.NewReader(form.Encode()))
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	req.Header.Set("PublicKey", p.public)
+	req.Header.Set("SecretKey", p.secret)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		b.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 200 {
+		b.Fatalf("%s: %d %s", path, resp.StatusCode, body)
 	}
 }
 

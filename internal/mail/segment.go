@@ -210,6 +210,20 @@ func parseSegmentField(v string, fields []CustomField) (SegmentField, error) {
 	return SegmentField{}, messagef("The selected field is invalid.")
 }
 
+// ReservedFieldID reports whether id names created_at or a reserved field,
+// which resolve without the account's custom fields.
+func ReservedFieldID(id int64) bool {
+	if id == CreatedAtFieldID {
+		return true
+	}
+	for _, r := range ReservedFields {
+		if r.ID == id {
+			return true
+		}
+	}
+	return false
+}
+
 // SegmentFieldByID resolves a stored condition's field id against the
 // account's current custom fields; a deleted custom field resolves to a
 // custom field with no name (it matches as an absent value).

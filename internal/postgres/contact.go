@@ -81,7 +81,7 @@ func (d *DB) AddContact(ctx context.Context, userID int64, in mail.ContactInput)
 				return err
 			}
 		}
-		return refreshSegments(ctx, tx, userID, []int64{in.ContactTypeID}, changed{ids: []int64{row.ID}, at: now})
+		return refreshSegments(ctx, tx, userID, []int64{in.ContactTypeID}, changed{ids: []int64{row.ID}, new: row.Inserted, at: now})
 	})
 	return row.ID, row.Inserted, err
 }

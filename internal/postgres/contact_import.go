@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strconv"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -53,13 +54,15 @@ CREATE TEMPORARY TABLE contact_import (
 ) ON COMMIT DROP`
 
 // createChangedSQL holds the ids of the contacts the import changed, for
-// the segments of the type to re-evaluate.
-const createChangedSQL = `CREATE TEMPORARY TABLE import_changed (id bigint NOT NULL) ON COMMIT DROP`
+// the segments of the type to re-evaluate, and whether each is new (in no
+// segment yet).
+const createChangedSQL = `CREATE TEMPORARY TABLE import_changed (id bigint NOT NULL, new boolean NOT NULL) ON COMMIT DROP`
 
 // collectChanged wraps a statement that returns contact ids so that they go
-// into import_changed; the statement's row count stays the answer.
-func collectChanged(stmt string) string {
-	return "WITH x AS (" + stmt + " RETURNING id) INSERT INTO import_changed SELECT id FROM x"
+// into import_changed, with new saying whether the statement inserts
+// them; the statement's row count stays the answer.
+func collectChanged(stmt string, new bool) string {
+	return "WITH x AS (" + stmt + " RETURNING id) INSERT INTO import_changed SELECT id, " + strconv.FormatBool(new) + " FROM x"
 }
 
 // email_lc is lower(email) computed by PostgreSQL, as in contacts, so the
@@ -137,7 +140,7 @@ WITH x AS (` + insertNewSQL + `
         updated_at = now()
     RETURNING c.id, (c.xmax::text = '0') AS inserted
 ), changed AS (
-    INSERT INTO import_changed SELECT id FROM x WHERE $15
+    INSERT INTO import_changed SELECT id, inserted FROM x WHERE $15
 )
 SELECT count(*) FILTER (WHERE inserted), count(*) FILTER (WHERE NOT inserted) FROM x`
 
@@ -237,7 +240,7 @@ func (im *ContactImport) Commit(ctx context.Context, typeID int64, src *mail.Con
 	res := ImportResult{Rows: src.Rows(), Skipped: src.Skipped()}
 	update := updateImportedSQL
 	if collect {
-		update = collectChanged(update)
+		update = collectChanged(update, false)
 	}
 	columns := []any{src.Has(mail.ColFirstName), src.Has(mail.ColLastName), src.Has(mail.ColAltEmail), src.Has(mail.ColCountry),
 		src.Has(mail.ColState), src.Has(mail.ColCity), src.Has(mail.ColAddressLine1), src.Has(mail.ColAddressLine2),
@@ -317,7 +320,7 @@ func (im *ContactImport) insert(ctx context.Context, typeID int64, hasContacts, 
 	}
 	insert := insertNewSQL
 	if hasSegments {
-		insert = collectChanged(insert)
+		insert = collectChanged(insert, true)
 	}
 	tag, err := im.tx.Exec(ctx, insert, im.userID, typeID, hasContacts)
 	var pgErr *pgconn.PgError

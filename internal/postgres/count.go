@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"context"
+	"fmt"
 	"slices"
 
 	"github.com/jackc/pgx/v5"
@@ -26,6 +27,43 @@ const (
 	countNotifications = "notification" // the account's notification recipients; key: 0
 )
 
+// addCountsSQL records how many rows a write added to (or, negative,
+// removed from) each list of one kind: one row per list (%[1]s, a set of
+// rows (key, n)) of account %[2]s and kind %[3]s, never an update in place,
+// so concurrent writers of a list do not wait for one another. About one
+// row in 16 also folds its list: the rows of it that no other transaction
+// holds (SKIP LOCKED) are deleted and their sum inserted as one row, in the
+// same statement, so the list keeps a few rows and a reader sums a few.
+// The fold sees the rows committed before this statement; the row it
+// inserts is folded later. It is the tail of a WITH: a statement that
+// computes its changes in CTEs records their counts in the same statement
+// (refreshSQL).
+const addCountsSQL = `added AS (
+    INSERT INTO list_counts (user_id, kind, key, n)
+    SELECT %[2]s, %[3]s, d.key, d.n
+    FROM %[1]s d
+    WHERE d.n <> 0
+    ORDER BY d.key
+    RETURNING id, key
+), folded AS (
+    DELETE FROM list_counts c
+    WHERE c.id IN (
+        SELECT l.id FROM list_counts l
+        WHERE l.user_id = %[2]s AND l.kind = %[3]s
+          AND l.key IN (SELECT a.key FROM added a WHERE a.id %% 16 = 0)
+        FOR UPDATE SKIP LOCKED)
+    RETURNING c.key, c.n
+)
+INSERT INTO list_counts (user_id, kind, key, n)
+SELECT %[2]s, %[3]s, f.key, sum(f.n)::bigint
+FROM folded f
+GROUP BY f.key`
+
+// addCountsParamsSQL is addCountsSQL over parameters: $1 the account, $2
+// the kind, $3 and $4 the keys and their deltas.
+var addCountsParamsSQL = "WITH " + fmt.Sprintf(addCountsSQL,
+	"(SELECT unnest($3::bigint[]) AS key, unnest($4::bigint[]) AS n)", "$1::bigint", "$2::text")
+
 // addCounts records, with q in the writer's transaction, how many rows a
 // write added to (or, negative, removed from) each list of one kind, by key.
 func addCounts(ctx context.Context, q *db.Queries, userID int64, kind string, delta map[int64]int64) error {
@@ -43,7 +81,8 @@ func addCounts(ctx context.Context, q *db.Queries, userID int64, kind string, de
 	for i, k := range keys {
 		deltas[i] = delta[k]
 	}
-	return q.AddCounts(ctx, db.AddCountsParams{UserID: userID, Kind: kind, Keys: keys, Deltas: deltas})
+	_, err := q.Raw().Exec(ctx, addCountsParamsSQL, userID, kind, keys, deltas)
+	return err
 }
 
 // probeByID makes the rest of a transaction that joins many ids

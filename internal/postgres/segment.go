@@ -403,14 +403,16 @@ WITH m AS MATERIALIZED (
 )
 SELECT (SELECT count(*) FROM gone), (SELECT count(*) FROM joined)`
 
-// changed names the contacts a write touched: ids, or (for a CSV import)
-// the temporary table of ids, or (for a rebuild step) the ids from from to
+// changed names the contacts a write touched: ids (new: all of them just
+// inserted, so in no segment yet), or (for a CSV import) the temporary
+// table of ids and whether each is new, or (for a rebuild step) the ids from from to
 // to (nil: to the end); the zero value means every contact. deleted says
 // the ids were just deleted: they leave every segment, with no condition
 // to evaluate. at is when the write happened: contacts entering a segment
 // are enrolled in its automations from then.
 type changed struct {
 	ids     []int64
+	new     bool
 	table   string
 	deleted bool
 	from    int64
@@ -486,9 +488,11 @@ func refreshSegments(ctx context.Context, tx pgx.Tx, userID int64, typeIDs []int
 		}
 		return addCounts(ctx, q, userID, countSegment, delta)
 	}
-	custom, err := customFieldDefs(ctx, q, userID)
-	if err != nil {
-		return err
+	var custom []mail.CustomField
+	if usesCustomFields(segs) {
+		if custom, err = customFieldDefs(ctx, q, userID); err != nil {
+			return err
+		}
 	}
 	mode := "SET LOCAL jit = off"
 	if ch.table == "" {
@@ -498,18 +502,21 @@ func refreshSegments(ctx context.Context, tx pgx.Tx, userID int64, typeIDs []int
 		return err
 	}
 	sql, args := refresh(userID, segs, custom, ch)
-	rows, err := tx.Query(ctx, sql, args...)
-	if err != nil {
-		return err
+	_, err = tx.Exec(ctx, sql, args...)
+	return err
+}
+
+// usesCustomFields reports whether a condition of segs names a field that
+// is not reserved: only then are the account's custom fields read.
+func usesCustomFields(segs []db.LiveSegmentsOfTypesRow) bool {
+	for _, s := range segs {
+		for _, f := range s.SelectField {
+			if id, err := strconv.ParseInt(f, 10, 64); err != nil || !mail.ReservedFieldID(id) {
+				return true
+			}
+		}
 	}
-	var seg, n int64
-	if _, err := pgx.ForEachRow(rows, []any{&seg, &n}, func() error {
-		delta[seg] = n
-		return nil
-	}); err != nil {
-		return err
-	}
-	return addCounts(ctx, q, userID, countSegment, delta)
+	return false
 }
 
 // rebuildSegmentsUsingField rebuilds the segments with a condition on a

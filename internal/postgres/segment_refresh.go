@@ -29,29 +29,38 @@ import (
 // them all. The other segments (or of several conditions, no guard) are
 // evaluated for each changed contact, each a CASE in one array.
 
-// refreshSQL: %[1]s the changed ids (a set of rows with an id column),
+// refreshSQL: %[1]s the changed contacts (rows of an id and new, true
+// for a contact the write inserted, which is in no segment yet),
 // %[2]s the account, %[3]s the candidate and evaluated memberships (seg,
 // id) from the CTEs before it (%[6]s), %[4]s the segment ids (bigint[]),
 // %[5]s when the write happened. Members of those segments among the
 // changed contacts that no longer match leave, matching contacts join, and
-// those that joined are enrolled in their segment's live automations. It
-// answers, per segment, how many left and joined.
+// those that joined are enrolled in their segment's live automations, and
+// how many left and joined each segment is recorded in its kept count
+// (%[7]s: addCountsSQL over delta).
 const refreshSQL = `
 WITH ch AS MATERIALIZED (
-    SELECT DISTINCT id FROM %[1]s
+    SELECT id, bool_and(new) AS new FROM %[1]s GROUP BY id
 )%[6]s, m AS MATERIALIZED (
     %[3]s
 ), gone AS (
     DELETE FROM segment_recipients r
     USING ch
-    WHERE r.contact_id = ch.id AND r.segment_id = ANY(%[4]s::bigint[])
+    WHERE r.contact_id = ch.id AND NOT ch.new AND r.segment_id = ANY(%[4]s::bigint[])
       AND NOT EXISTS (SELECT 1 FROM m WHERE m.id = r.contact_id AND m.seg = r.segment_id)
     RETURNING r.segment_id
-), joined AS (
+), joined_new AS (
+    -- a new contact is in no segment yet: no conflict to look for
     INSERT INTO segment_recipients (user_id, segment_id, contact_id)
-    SELECT %[2]s, m.seg, m.id FROM m
+    SELECT %[2]s, m.seg, m.id FROM m WHERE m.new
+    RETURNING segment_id, contact_id
+), joined_old AS (
+    INSERT INTO segment_recipients (user_id, segment_id, contact_id)
+    SELECT %[2]s, m.seg, m.id FROM m WHERE NOT m.new
     ON CONFLICT (segment_id, contact_id) WHERE contact_id IS NOT NULL DO NOTHING
     RETURNING segment_id, contact_id
+), joined AS (
+    SELECT * FROM joined_new UNION ALL SELECT * FROM joined_old
 ), enrolled AS (
     -- as membershipSQL's, for every segment at once
     INSERT INTO automation_enrollments (automation_id, user_id, contact_id, step, due_at)
@@ -63,12 +72,13 @@ WITH ch AS MATERIALIZED (
       AND a.status = 1 AND a.deleted_at IS NULL
     FOR SHARE OF a
     ON CONFLICT (automation_id, contact_id) WHERE state = 0 DO NOTHING
-)
-SELECT segment_id, sum(n)::bigint FROM (
-    SELECT segment_id, -count(*) AS n FROM gone GROUP BY segment_id
-    UNION ALL
-    SELECT segment_id, count(*) FROM joined GROUP BY segment_id
-) t GROUP BY segment_id`
+), delta AS (
+    SELECT segment_id AS key, sum(n)::bigint AS n FROM (
+        SELECT segment_id, -count(*) AS n FROM gone GROUP BY segment_id
+        UNION ALL
+        SELECT segment_id, count(*) FROM joined GROUP BY segment_id
+    ) t GROUP BY segment_id
+), %[7]s`
 
 // guardsSQL are the CTEs of the guarded segments: g, each guard (%[1]s
 // types, %[2]s field numbers, %[3]s true for "is", %[4]s values, %[5]s
@@ -81,7 +91,7 @@ const guardsSQL = `, g AS MATERIALIZED (
 ), lens AS MATERIALIZED (
     SELECT DISTINCT typ, field, len FROM g
 ), k AS MATERIALIZED (
-    SELECT c.id, l.typ, l.field, l.len, CASE WHEN l.len < 0 THEN v.v ELSE left(v.v, l.len) END AS key
+    SELECT c.id, ch.new, l.typ, l.field, l.len, CASE WHEN l.len < 0 THEN v.v ELSE left(v.v, l.len) END AS key
     FROM ch
     CROSS JOIN LATERAL (SELECT * FROM contacts c WHERE c.id = ch.id AND c.user_id = %[6]s AND c.deleted_at IS NULL OFFSET 0) c
     JOIN lens l ON l.typ = c.contact_type_id
@@ -91,12 +101,12 @@ const guardsSQL = `, g AS MATERIALIZED (
 // guardedSQL gives the guarded memberships: a key equal to a guard's, and
 // (%[1]s, when some guarded segment has more conditions) the segment's
 // whole predicate true of the contact.
-const guardedSQL = `SELECT g.seg, k.id FROM k JOIN g USING (typ, field, len, key)%[1]s`
+const guardedSQL = `SELECT g.seg, k.id, k.new FROM k JOIN g USING (typ, field, len, key)%[1]s`
 
 // evaluatedSQL gives the other segments' memberships: each changed
 // contact (of the account, %[1]s) against every segment's CASE (%[2]s),
 // the matches kept.
-const evaluatedSQL = `SELECT v.seg, c.id
+const evaluatedSQL = `SELECT v.seg, c.id, ch.new
     FROM ch
     CROSS JOIN LATERAL (SELECT * FROM contacts c WHERE c.id = ch.id AND c.user_id = %[1]s AND c.deleted_at IS NULL OFFSET 0) c
     CROSS JOIN LATERAL unnest(array_remove(ARRAY[%[2]s]::bigint[], NULL)) v(seg)`
@@ -125,7 +135,7 @@ func refresh(userID int64, segs []db.LiveSegmentsOfTypesRow, custom []mail.Custo
 	uid := p.arg(userID)
 	src := ch.table
 	if src == "" {
-		src = "unnest(" + p.arg(ch.ids) + "::bigint[]) ch(id)"
+		src = "(SELECT unnest(" + p.arg(ch.ids) + "::bigint[]) AS id, " + p.arg(ch.new) + "::bool AS new) ch"
 	}
 	var (
 		gTyp, gSeg         []int64
@@ -180,5 +190,6 @@ func refresh(userID int64, segs []db.LiveSegmentsOfTypesRow, custom []mail.Custo
 	}
 	set := p.arg(ids)
 	at := p.arg(ch.at)
-	return fmt.Sprintf(refreshSQL, src, uid, strings.Join(parts, "\n    UNION ALL\n    "), set, at, ctes), p.args
+	counts := fmt.Sprintf(addCountsSQL, "delta", uid, p.arg(countSegment))
+	return fmt.Sprintf(refreshSQL, src, uid, strings.Join(parts, "\n    UNION ALL\n    "), set, at, ctes, counts), p.args
 }

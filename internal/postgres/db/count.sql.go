@@ -9,53 +9,6 @@ import (
 	"context"
 )
 
-const addCounts = `-- name: AddCounts :exec
-WITH added AS (
-    INSERT INTO list_counts (user_id, kind, key, n)
-    SELECT $1::bigint, $2::text, d.key, d.n
-    FROM (SELECT unnest($3::bigint[]) AS key, unnest($4::bigint[]) AS n) d
-    WHERE d.n <> 0
-    ORDER BY d.key
-    RETURNING id, key
-), folded AS (
-    DELETE FROM list_counts c
-    WHERE c.id IN (
-        SELECT l.id FROM list_counts l
-        WHERE l.user_id = $1::bigint AND l.kind = $2::text
-          AND l.key IN (SELECT a.key FROM added a WHERE a.id % 16 = 0)
-        FOR UPDATE SKIP LOCKED)
-    RETURNING c.key, c.n
-)
-INSERT INTO list_counts (user_id, kind, key, n)
-SELECT $1::bigint, $2::text, f.key, sum(f.n)::bigint
-FROM folded f
-GROUP BY f.key
-`
-
-type AddCountsParams struct {
-	UserID int64
-	Kind   string
-	Keys   []int64
-	Deltas []int64
-}
-
-// Records how many rows a write added to (or, negative, removed from) each
-// list: one row per list, never an update in place, so concurrent writers
-// of a list do not wait for one another. About one row in 16 also folds its
-// list: the rows of it that no other transaction holds (SKIP LOCKED) are
-// deleted and their sum inserted as one row, in the same statement, so the
-// list keeps a few rows and a reader sums a few. The fold sees the rows
-// committed before this statement; the row it inserts is folded later.
-func (q *Queries) AddCounts(ctx context.Context, arg AddCountsParams) error {
-	_, err := q.db.Exec(ctx, addCounts,
-		arg.UserID,
-		arg.Kind,
-		arg.Keys,
-		arg.Deltas,
-	)
-	return err
-}
-
 const clearCounts = `-- name: ClearCounts :exec
 DELETE FROM list_counts WHERE user_id = $1
 `
