@@ -559,10 +559,20 @@ func (w *refreshWorld) makeSegments(n int) {
 	for i := range n {
 		form := mail.SegmentForm{ContactTypeID: fmt.Sprint(w.types[w.rng.IntN(2)]), Name: fmt.Sprint("s", i),
 			QueryType: w.pick([]string{"", "and", "or", "or"})}
+		if i%8 == 1 {
+			form.QueryType = "and"
+		}
 		for j := range 1 + w.rng.IntN(3) {
 			field, op, values := w.condition()
-			if j == 0 && i%3 == 0 { // a third begin with a guard
+			switch {
+			case j == 0 && i%3 == 0: // a third begin with a guard
 				field, op, values = w.guardCondition()
+			case j == 0 && i%8 == 1: // an eighth with a country "is" or "starts with", which guards nothing
+				field, op = "5", w.pick([]string{mail.OpIs, mail.OpStartsWith})
+				values = []string{w.recase(w.pick([]string{"t", "tü", "ÅL", "cô", "Germ", "u"}))}
+				if op == mail.OpIs {
+					values = []string{w.pick(refreshCountryOperands)}
+				}
 			}
 			form.Fields = append(form.Fields, field)
 			form.Operators = append(form.Operators, op)
@@ -733,6 +743,9 @@ func (w *refreshWorld) coverage() {
 				kinds["created_at"]++
 			case c.Field.Column == "country":
 				kinds["country"]++
+				if (c.Operator == mail.OpIs || c.Operator == mail.OpStartsWith) && (!or || len(conds) == 1) {
+					kinds["country is or starts with, all must hold"]++
+				}
 			case c.Field.Kind == mail.KindDatetime:
 				kinds["custom datetime"]++
 			case c.Field.Kind == mail.KindNumber:
@@ -746,7 +759,8 @@ func (w *refreshWorld) coverage() {
 	}
 	w.t.Logf("segments %v; memberships changed: %d guarded, %d evaluated", kinds, w.changedGuarded, w.changedE)
 	for k, least := range map[string]int{"guarded, more conditions": 10, "guarded, or of one": 2, "guarded alone": 5, "evaluated": 30,
-		"created_at": 8, "custom datetime": 8, "country": 8, "number": 10, "email": 5, "deleted field": 3} {
+		"created_at": 8, "custom datetime": 8, "country": 8, "number": 10, "email": 5, "deleted field": 3,
+		"country is or starts with, all must hold": 5} {
 		if kinds[k] < least {
 			w.t.Errorf("%d segments with %s, want at least %d", kinds[k], k, least)
 		}
