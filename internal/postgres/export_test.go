@@ -25,3 +25,11 @@ var IDRuns = idRuns
 // EnsurePartition makes the deliveries partition of send id, for tests
 // that write deliveries by hand.
 func (d *DB) EnsurePartition(ctx context.Context, id int64) error { return d.ensurePartition(ctx, id) }
+
+// SegmentGuarded reports whether a segment's members are found by its
+// guard (segment_refresh.go) rather than evaluated contact by contact, for
+// tests that must cover both.
+func SegmentGuarded(conds []mail.Condition, or bool) bool {
+	_, ok := guard(conds, or)
+	return ok
+}

@@ -50,8 +50,8 @@ func TestSegmentRefreshMatchesEvaluation(t *testing.T) {
 	words := []string{"an", "ann", "bo", "Bob", "ca", "", "ANNA", "nn"}
 	word := func() string { return words[rng.IntN(len(words))] }
 
-	textOps := []string{"is", "is not", "contains", "not contains", "starts with", "ends with", "is empty", "is not empty"}
-	numOps := []string{"is", "is not", "greater than", "less than", "is between", "is empty", "is not empty"}
+	textOps := []string{mail.OpIs, mail.OpIsNot, mail.OpContains, mail.OpNotContains, mail.OpStartsWith, mail.OpEndsWith, mail.OpEmpty, mail.OpNotEmpty}
+	numOps := []string{mail.OpIs, mail.OpIsNot, mail.OpGreater, mail.OpLess, mail.OpBetween, mail.OpEmpty, mail.OpNotEmpty}
 	made := 0
 	for made < 60 {
 		form := mail.SegmentForm{ContactTypeID: fmt.Sprint(types[rng.IntN(2)]), Name: fmt.Sprint("s", made)}
@@ -72,7 +72,7 @@ func TestSegmentRefreshMatchesEvaluation(t *testing.T) {
 				op := numOps[rng.IntN(len(numOps))]
 				form.Fields = append(form.Fields, fmt.Sprint(scoreID))
 				form.Operators = append(form.Operators, op)
-				if op == "is between" {
+				if op == mail.OpBetween {
 					form.Values = append(form.Values, []string{fmt.Sprint(rng.IntN(5)), fmt.Sprint(5 + rng.IntN(5))})
 				} else {
 					form.Values = append(form.Values, []string{fmt.Sprint(rng.IntN(10))})
@@ -81,7 +81,7 @@ func TestSegmentRefreshMatchesEvaluation(t *testing.T) {
 		}
 		in, err := mail.ParseSegment(form, custom)
 		if err != nil {
-			continue // an operator the field does not take: draw again
+			continue // an empty value for an operator that takes one: draw again
 		}
 		if _, err := d.CreateSegment(ctx, uid, in); err != nil {
 			t.Fatal(err)
