@@ -228,10 +228,19 @@ func (d *DB) rebuildOneStep(ctx context.Context, segmentID, gen int64) (done boo
 	return done, err
 }
 
+// clockRebuildEvery is how often a segment with an "is within the last"
+// condition is rebuilt: its members follow the clock within this time.
+const clockRebuildEvery = time.Hour
+
 // ResumeSegmentRebuilds finishes the segment rebuilds a stopped process
-// left; the API runs it at start and every minute. Two processes resuming
-// the same rebuild take its steps in turn.
+// left, and starts those of the segments that compare with the clock and
+// were last rebuilt clockRebuildEvery ago; the API runs it at start and
+// every minute. Two processes resuming the same rebuild take its steps in
+// turn.
 func (d *DB) ResumeSegmentRebuilds(ctx context.Context) error {
+	if _, err := d.q.RestartClockRebuilds(ctx, clockRebuildEvery.Seconds()); err != nil {
+		return err
+	}
 	pending, err := d.q.PendingRebuilds(ctx)
 	if err != nil {
 		return err

@@ -250,6 +250,7 @@ type Segment struct {
 	UpdatedAt      time.Time
 	RebuildGen     int64
 	RebuildNext    *int64
+	RebuiltAt      time.Time
 }
 
 type SegmentRecipient struct {

@@ -497,6 +497,38 @@ func (q *Queries) RenameSegment(ctx context.Context, arg RenameSegmentParams) (i
 	return result.RowsAffected(), nil
 }
 
+const restartClockRebuilds = `-- name: RestartClockRebuilds :many
+UPDATE segments SET rebuild_gen = rebuild_gen + 1, rebuild_next = 0, rebuilt_at = now()
+WHERE deleted_at IS NULL AND rebuild_next IS NULL
+  AND 'is within the last' = ANY(select_operator)
+  AND rebuilt_at < now() - make_interval(secs => $1::float8)
+RETURNING id
+`
+
+// Segments whose conditions compare with the clock ("is within the last")
+// start a new rebuild once their last one began @every_seconds ago: members
+// leave as they age out and join as a future value comes due. One process
+// wins each restart (the row is updated once); PendingRebuilds then runs it.
+func (q *Queries) RestartClockRebuilds(ctx context.Context, everySeconds float64) ([]int64, error) {
+	rows, err := q.db.Query(ctx, restartClockRebuilds, everySeconds)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []int64
+	for rows.Next() {
+		var id int64
+		if err := rows.Scan(&id); err != nil {
+			return nil, err
+		}
+		items = append(items, id)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const segmentByID = `-- name: SegmentByID :one
 SELECT id, user_id, contact_type_id, segment_name, select_field, select_operator, value, query_type,
     deleted_at, created_at, updated_at

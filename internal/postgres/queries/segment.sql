@@ -50,6 +50,17 @@ OFFSET @n::bigint LIMIT 1;
 -- name: SetRebuildNext :exec
 UPDATE segments SET rebuild_next = sqlc.narg(next) WHERE id = @id;
 
+-- name: RestartClockRebuilds :many
+-- Segments whose conditions compare with the clock ("is within the last")
+-- start a new rebuild once their last one began @every_seconds ago: members
+-- leave as they age out and join as a future value comes due. One process
+-- wins each restart (the row is updated once); PendingRebuilds then runs it.
+UPDATE segments SET rebuild_gen = rebuild_gen + 1, rebuild_next = 0, rebuilt_at = now()
+WHERE deleted_at IS NULL AND rebuild_next IS NULL
+  AND 'is within the last' = ANY(select_operator)
+  AND rebuilt_at < now() - make_interval(secs => @every_seconds::float8)
+RETURNING id;
+
 -- name: PendingRebuilds :many
 SELECT id, user_id, rebuild_gen FROM segments
 WHERE rebuild_next IS NOT NULL AND deleted_at IS NULL
