@@ -187,6 +187,7 @@ func drive(ctx context.Context, m *mix, o options) (time.Duration, int64) {
 		results[i] = &result{}
 	}
 	var seq atomic.Int64
+	loadBefore := loadAverage()
 	start := time.Now()
 	deadline := start.Add(o.dur)
 	var wg sync.WaitGroup
@@ -222,7 +223,8 @@ func drive(ctx context.Context, m *mix, o options) (time.Duration, int64) {
 	}
 	wg.Wait()
 	wall := time.Since(start) // the requests under way at the deadline included
-	fmt.Printf("%d clients, %v (%.1f s with the last answers), mix %s\n", o.conns, o.dur, wall.Seconds(), o.mix)
+	fmt.Printf("%d clients, %v (%.1f s with the last answers), mix %s; load average %s before, %s after\n",
+		o.conns, o.dur, wall.Seconds(), o.mix, loadBefore, loadAverage())
 	fmt.Printf("%-34s %7s %7s %9s %9s %9s %5s %6s %6s\n", "request", "count", "req/s", "p50", "p99", "max", "5xx", "non200", "errors")
 	var all []time.Duration
 	var server, bad, errs int64
@@ -236,6 +238,15 @@ func drive(ctx context.Context, m *mix, o options) (time.Duration, int64) {
 	}
 	printRow("all", all, wall, server, bad, errs)
 	return wall, bad + errs
+}
+
+// loadAverage is the machine's one-minute load average ("?" where unknown).
+func loadAverage() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if f := strings.Fields(string(b)); err == nil && len(f) > 0 {
+		return f[0]
+	}
+	return "?"
 }
 
 func printRow(name string, lat []time.Duration, wall time.Duration, server, bad, errs int64) {
