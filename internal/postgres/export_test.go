@@ -25,3 +25,6 @@ var IDRuns = idRuns
 // EnsurePartition makes the deliveries partition of send id, for tests
 // that write deliveries by hand.
 func (d *DB) EnsurePartition(ctx context.Context, id int64) error { return d.ensurePartition(ctx, id) }
+
+// NextRebuildStep is nextRebuildStep.
+var NextRebuildStep = nextRebuildStep
