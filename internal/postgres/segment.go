@@ -152,13 +152,19 @@ func lockTypeForRebuild(ctx context.Context, tx pgx.Tx, q *db.Queries, typeID in
 		return err
 	}
 	if err := q.LockTypeForRebuild(ctx, typeID); err != nil {
-		var pgErr *pgconn.PgError
-		if errors.As(err, &pgErr) && pgErr.Code == "55P03" {
-			return errLockBusy
-		}
-		return err
+		return lockBusy(err)
 	}
 	_, err := tx.Exec(ctx, "SET LOCAL lock_timeout TO DEFAULT")
+	return err
+}
+
+// lockBusy is errLockBusy for a lock that lock_timeout gave up on, else
+// err.
+func lockBusy(err error) error {
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) && pgErr.Code == "55P03" {
+		return errLockBusy
+	}
 	return err
 }
 
@@ -215,24 +221,36 @@ func (d *DB) rebuildOneStep(ctx context.Context, segmentID, gen int64, n int) (d
 		// cached statement read whole types (163 ms a step, not 7). The
 		// commit does not wait for its WAL to reach the disk while the
 		// writers wait for the lock: a step lost in a crash is lost with
-		// its rebuild_next, and the resume does it again.
-		if _, err := tx.Exec(ctx, "SET LOCAL plan_cache_mode = force_custom_plan; SET LOCAL synchronous_commit = off"); err != nil {
+		// its rebuild_next, and the resume does it again. lock_timeout
+		// holds for the whole step: one that waits longer for the type's
+		// lock, or then for a row (a member deleted by hand, an automation
+		// being changed), lets the writers through and is tried again.
+		if _, err := tx.Exec(ctx, fmt.Sprintf("SET LOCAL plan_cache_mode = force_custom_plan; SET LOCAL synchronous_commit = off; SET LOCAL lock_timeout = %d",
+			rebuildLockWait.Milliseconds())); err != nil {
 			return err
 		}
 		// Where the step ends is only a bound (the statement takes every
-		// contact in the range when it runs), so it is found before the
-		// lock: contacts written meanwhile are in the range all the same.
+		// contact in the range when it runs), so it is found, and the next
+		// step's start recorded, before the lock: contacts written
+		// meanwhile are in the range all the same. Under the lock the step
+		// reads the custom fields, runs its statement and records its
+		// count.
 		lo := *st.RebuildNext
-		var hi *int64
+		var hi, next *int64
 		end, err := q.RebuildStepEnd(ctx, db.RebuildStepEndParams{UserID: st.UserID, ContactTypeID: st.ContactTypeID,
 			Lo: lo, N: int64(n - 1)})
 		switch {
 		case err == nil:
 			hi = &end
+			after := end + 1
+			next = &after
 		case !errors.Is(err, pgx.ErrNoRows):
 			return err
 		}
-		if err := lockTypeForRebuild(ctx, tx, q, st.ContactTypeID); err != nil {
+		if err := q.SetRebuildNext(ctx, db.SetRebuildNextParams{Next: next, ID: segmentID}); err != nil {
+			return err
+		}
+		if err := q.LockTypeForRebuild(ctx, st.ContactTypeID); err != nil {
 			return err
 		}
 		custom, err := customFieldDefs(ctx, q, st.UserID)
@@ -248,17 +266,10 @@ func (d *DB) rebuildOneStep(ctx context.Context, segmentID, gen int64, n int) (d
 			return err
 		}
 		eval = time.Since(t)
-		if err := addCounts(ctx, q, st.UserID, countSegment, map[int64]int64{segmentID: joined - gone}); err != nil {
-			return err
-		}
-		var next *int64
-		if hi != nil {
-			n := *hi + 1
-			next = &n
-		}
 		done = next == nil
-		return q.SetRebuildNext(ctx, db.SetRebuildNextParams{Next: next, ID: segmentID})
+		return addCounts(ctx, q, st.UserID, countSegment, map[int64]int64{segmentID: joined - gone})
 	})
+	err = lockBusy(err)
 	return done, eval, err
 }
 
