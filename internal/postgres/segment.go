@@ -39,8 +39,10 @@ import (
 // the step before would have evaluated in rebuildEval (at most twice or
 // half as many), from rebuildStepFirst, within rebuildStepMin and
 // rebuildStepMax; the lock is held that long plus a few round trips. With
-// 5,000 contacts a step, steps held writers 40-90 ms on a shared 2-core
-// machine, and their p99 was 130-440 ms (BenchmarkWritersDuringRebuild).
+// 5,000 contacts a step, steps held writers 37-64 ms at the median on a
+// shared 2-core machine (load 4-11) and the writers' p99 was 99-144 ms;
+// sized by time, 23-25 ms and 68-80 ms (235 ms in one run at load 10;
+// BenchmarkWritersDuringRebuild, docs/performance.md).
 const (
 	rebuildEval      = 20 * time.Millisecond
 	rebuildStepFirst = 2000
