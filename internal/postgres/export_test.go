@@ -33,3 +33,6 @@ func SegmentGuarded(conds []mail.Condition, or bool) bool {
 	_, ok := guard(conds, or)
 	return ok
 }
+
+// NextRebuildStep is nextRebuildStep.
+var NextRebuildStep = nextRebuildStep

@@ -20,21 +20,46 @@ import (
 // change, and re-evaluated for just the changed contacts after every
 // contact write (refreshSegments), in the writer's transaction.
 //
-// A rebuild runs in steps of rebuildStep contacts of the type, in id order,
-// each its own short transaction holding the type FOR UPDATE (writers hold
-// it FOR SHARE): so a writer waits for a step, never for a whole rebuild
+// A rebuild runs in steps over the type's contacts, in id order, each its
+// own short transaction holding the type's writer lock exclusive (writers
+// hold it shared): so a writer waits for a step, never for a whole rebuild
 // (issue 13: segment updates held writers for seconds). It is correct
 // because the new conditions commit before the first step: a writer that
 // began later evaluates its contacts against them; one that began earlier
-// and is still in flight holds the type, so the step covering its contacts
+// and is still in flight holds the lock, so the step covering its contacts
 // waits for it and evaluates them again. A step of an older generation
 // (the conditions changed again) or of a deleted segment stops. The state
 // is in the segment's row (rebuild_gen, rebuild_next), so a rebuild a
 // stopped process left is resumed (ResumeSegmentRebuilds).
 
-// rebuildStep is how many of the type's contacts one rebuild step
-// evaluates; at about 5 µs a contact, a step holds writers for some 25 ms.
-const rebuildStep = 5000
+// A step holds the writers for as long as it evaluates its contacts and
+// writes their memberships, which costs 2 to 30 µs a contact (more when
+// many join or leave, or the cores are busy): so a step's size is set by
+// time, not count. Each step takes as many contacts as the statement of
+// the step before would have evaluated in rebuildEval (at most twice or
+// half as many), from rebuildStepFirst, within rebuildStepMin and
+// rebuildStepMax; the lock is held that long plus a few round trips. With
+// 5,000 contacts a step, steps held writers 37-64 ms at the median on a
+// shared 2-core machine (load 4-11) and the writers' p99 was 99-144 ms;
+// sized by time, 23-25 ms and 68-80 ms (235 ms in one run at load 10;
+// BenchmarkWritersDuringRebuild, docs/performance.md).
+const (
+	rebuildEval      = 20 * time.Millisecond
+	rebuildStepFirst = 2000
+	rebuildStepMin   = 1000
+	rebuildStepMax   = 20000
+)
+
+// nextRebuildStep is the size of the step after one whose statement took
+// eval for n contacts.
+func nextRebuildStep(n int, eval time.Duration) int {
+	if eval <= 0 {
+		return n
+	}
+	next := int(float64(n) * float64(rebuildEval) / float64(eval))
+	next = min(max(next, n/2), 2*n)
+	return min(max(next, rebuildStepMin), rebuildStepMax)
+}
 
 // rebuildLockWait is how long a step waits for its type lock before it
 // lets the writers queued behind it go (rebuildBackoff) and tries again:
@@ -129,13 +154,19 @@ func lockTypeForRebuild(ctx context.Context, tx pgx.Tx, q *db.Queries, typeID in
 		return err
 	}
 	if err := q.LockTypeForRebuild(ctx, typeID); err != nil {
-		var pgErr *pgconn.PgError
-		if errors.As(err, &pgErr) && pgErr.Code == "55P03" {
-			return errLockBusy
-		}
-		return err
+		return lockBusy(err)
 	}
 	_, err := tx.Exec(ctx, "SET LOCAL lock_timeout TO DEFAULT")
+	return err
+}
+
+// lockBusy is errLockBusy for a lock that lock_timeout gave up on, else
+// err.
+func lockBusy(err error) error {
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) && pgErr.Code == "55P03" {
+		return errLockBusy
+	}
 	return err
 }
 
@@ -157,8 +188,9 @@ var errLockBusy = errors.New("postgres: contact type busy")
 // takes it up where it stopped.
 func (d *DB) rebuild(ctx context.Context, segmentID, gen int64) {
 	ctx = context.WithoutCancel(ctx)
+	n := rebuildStepFirst
 	for {
-		done, err := d.rebuildOneStep(ctx, segmentID, gen)
+		done, eval, err := d.rebuildOneStep(ctx, segmentID, gen, n)
 		if errors.Is(err, errLockBusy) {
 			time.Sleep(rebuildBackoff)
 			continue
@@ -170,12 +202,14 @@ func (d *DB) rebuild(ctx context.Context, segmentID, gen int64) {
 		if err != nil || done {
 			return
 		}
+		n = nextRebuildStep(n, eval)
 	}
 }
 
-// rebuildOneStep re-evaluates the next rebuildStep contacts of the type; it
-// reports whether the rebuild is over (or no longer this generation's).
-func (d *DB) rebuildOneStep(ctx context.Context, segmentID, gen int64) (done bool, err error) {
+// rebuildOneStep re-evaluates the next n contacts of the type; it reports
+// whether the rebuild is over (or no longer this generation's), and how
+// long its statement took.
+func (d *DB) rebuildOneStep(ctx context.Context, segmentID, gen int64, n int) (done bool, eval time.Duration, err error) {
 	err = d.InTx(ctx, func(tx pgx.Tx, q *db.Queries) error {
 		st, err := q.RebuildState(ctx, segmentID)
 		if errors.Is(err, pgx.ErrNoRows) || (err == nil && (st.RebuildGen != gen || st.RebuildNext == nil)) {
@@ -185,22 +219,40 @@ func (d *DB) rebuildOneStep(ctx context.Context, segmentID, gen int64) (done boo
 		if err != nil {
 			return err
 		}
-		if err := lockTypeForRebuild(ctx, tx, q, st.ContactTypeID); err != nil {
-			return err
-		}
 		// The step's range changes every time: a generic plan of the
-		// cached statement read whole types (163 ms a step, not 7).
-		if _, err := tx.Exec(ctx, "SET LOCAL plan_cache_mode = force_custom_plan"); err != nil {
+		// cached statement read whole types (163 ms a step, not 7). The
+		// commit does not wait for its WAL to reach the disk while the
+		// writers wait for the lock: a step lost in a crash is lost with
+		// its rebuild_next, and the resume does it again. lock_timeout
+		// holds for the whole step: one that waits longer for the type's
+		// lock, or then for a row (a member deleted by hand, an automation
+		// being changed), lets the writers through and is tried again.
+		if _, err := tx.Exec(ctx, fmt.Sprintf("SET LOCAL plan_cache_mode = force_custom_plan; SET LOCAL synchronous_commit = off; SET LOCAL lock_timeout = %d",
+			rebuildLockWait.Milliseconds())); err != nil {
 			return err
 		}
+		// Where the step ends is only a bound (the statement takes every
+		// contact in the range when it runs), so it is found, and the next
+		// step's start recorded, before the lock: contacts written
+		// meanwhile are in the range all the same. Under the lock the step
+		// reads the custom fields, runs its statement and records its
+		// count.
 		lo := *st.RebuildNext
-		var hi *int64
+		var hi, next *int64
 		end, err := q.RebuildStepEnd(ctx, db.RebuildStepEndParams{UserID: st.UserID, ContactTypeID: st.ContactTypeID,
-			Lo: lo, N: rebuildStep - 1})
+			Lo: lo, N: int64(n - 1)})
 		switch {
 		case err == nil:
 			hi = &end
+			after := end + 1
+			next = &after
 		case !errors.Is(err, pgx.ErrNoRows):
+			return err
+		}
+		if err := q.SetRebuildNext(ctx, db.SetRebuildNextParams{Next: next, ID: segmentID}); err != nil {
+			return err
+		}
+		if err := q.LockTypeForRebuild(ctx, st.ContactTypeID); err != nil {
 			return err
 		}
 		custom, err := customFieldDefs(ctx, q, st.UserID)
@@ -211,21 +263,16 @@ func (d *DB) rebuildOneStep(ctx context.Context, segmentID, gen int64) (done boo
 		sql, args := membership(st.UserID, segmentID, st.ContactTypeID, conds, st.QueryType != nil && *st.QueryType == "or",
 			changed{from: lo, to: hi, at: d.now()})
 		var gone, joined int64
+		t := time.Now()
 		if err := tx.QueryRow(ctx, sql, args...).Scan(&gone, &joined); err != nil {
 			return err
 		}
-		if err := addCounts(ctx, q, st.UserID, countSegment, map[int64]int64{segmentID: joined - gone}); err != nil {
-			return err
-		}
-		var next *int64
-		if hi != nil {
-			n := *hi + 1
-			next = &n
-		}
+		eval = time.Since(t)
 		done = next == nil
-		return q.SetRebuildNext(ctx, db.SetRebuildNextParams{Next: next, ID: segmentID})
+		return addCounts(ctx, q, st.UserID, countSegment, map[int64]int64{segmentID: joined - gone})
 	})
-	return done, err
+	err = lockBusy(err)
+	return done, eval, err
 }
 
 // clockRebuildEvery is how often a segment with an "is within the last"
