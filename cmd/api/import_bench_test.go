@@ -133,31 +133,38 @@ func (p *apiProcess) uploadCSV(b *testing.B, typeID int64, write func(io.Writer)
 		}
 		pw.CloseWithError(err)
 	}()
-	req, _ := http.NewRequest("POST", p.url+"/api/contacts/upload-csv", pr)
-	req.Header.Set("Content-Type", mw.FormDataContentType())
+	status, body := p.send(b, "/api/contacts/upload-csv", mw.FormDataContentType(), pr)
+	if status != 200 || string(body) != `{"status":"success","message":"Imported Successfully"}` {
+		b.Fatalf("upload: %d %s", status, body)
+	}
+}
+
+// send POSTs body with the account's keys and answers the status and body.
+func (p *apiProcess) send(b *testing.B, path, contentType string, body io.Reader) (int, []byte) {
+	req, _ := http.NewRequest("POST", p.url+path, body)
+	req.Header.Set("Content-Type", contentType)
 	req.Header.Set("PublicKey", p.public)
 	req.Header.Set("SecretKey", p.secret)
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		b.Fatal(err)
 	}
-	body, _ := io.ReadAll(resp.Body)
+	out, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
-	if resp.StatusCode != 200 || string(body) != `{"status":"success","message":"Imported Successfully"}` {
-		b.Fatalf("upload: %d %s", resp.StatusCode, body)
-	}
+	return resp.StatusCode, out
 }
 
-// BenchmarkCSVImport imports a fresh file into a fresh contact type per
-// iteration, through HTTP into the real API process.
-func BenchmarkCSVImport(b *testing.B) {
+// startImportAPI starts the API process for an import benchmark: a
+// database connection beside it (closed at the end), and its account, with
+// the custom fields the files fill (score, joined).
+func startImportAPI(b *testing.B) (*apiProcess, *pgx.Conn, int64) {
 	p := startAPI(b)
 	ctx := context.Background()
 	conn, err := pgx.Connect(ctx, testdb.DSN(b))
 	if err != nil {
 		b.Fatal(err)
 	}
-	defer conn.Close(ctx)
+	b.Cleanup(func() { conn.Close(ctx) })
 	var userID int64
 	if err := conn.QueryRow(ctx, "SELECT id FROM accounts WHERE public_key = $1", p.public).Scan(&userID); err != nil {
 		b.Fatal(err)
@@ -166,6 +173,14 @@ func BenchmarkCSVImport(b *testing.B) {
 		VALUES ($1, 'score', 'number'), ($1, 'joined', 'datetime-local')`, userID); err != nil {
 		b.Fatal(err)
 	}
+	return p, conn, userID
+}
+
+// BenchmarkCSVImport imports a fresh file into a fresh contact type per
+// iteration, through HTTP into the real API process.
+func BenchmarkCSVImport(b *testing.B) {
+	p, conn, userID := startImportAPI(b)
+	ctx := context.Background()
 	for _, rows := range []int{100_000, 1_000_000} {
 		b.Run(fmt.Sprintf("rows=%d", rows), func(b *testing.B) {
 			for i := 0; i < b.N; i++ {
@@ -193,21 +208,8 @@ func BenchmarkCSVImport(b *testing.B) {
 // import with segments, every segment's members are checked against its
 // condition evaluated over the whole type.
 func BenchmarkCSVImportWithSegments(b *testing.B) {
-	p := startAPI(b)
+	p, conn, userID := startImportAPI(b)
 	ctx := context.Background()
-	conn, err := pgx.Connect(ctx, testdb.DSN(b))
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer conn.Close(ctx)
-	var userID int64
-	if err := conn.QueryRow(ctx, "SELECT id FROM accounts WHERE public_key = $1", p.public).Scan(&userID); err != nil {
-		b.Fatal(err)
-	}
-	if _, err := conn.Exec(ctx, `INSERT INTO custom_fields (user_id, field_name, field_type)
-		VALUES ($1, 'score', 'number'), ($1, 'joined', 'datetime-local')`, userID); err != nil {
-		b.Fatal(err)
-	}
 	name := func(i int) string { return fmt.Sprintf("N%d x%d", i%110, i) }
 	seed := 0
 	for _, rows := range []int{100_000, 1_000_000} {
@@ -270,18 +272,8 @@ func checkPrefixMembers(b *testing.B, conn *pgx.Conn, typeID int64) {
 
 // post sends a form with the account's keys and fails unless it succeeds.
 func (p *apiProcess) post(b *testing.B, path string, form url.Values) {
-	req, _ := http.NewRequest("POST", p.url+path, strings.NewReader(form.Encode()))
-	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-	req.Header.Set("PublicKey", p.public)
-	req.Header.Set("SecretKey", p.secret)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		b.Fatal(err)
-	}
-	body, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	if resp.StatusCode != 200 {
-		b.Fatalf("%s: %d %s", path, resp.StatusCode, body)
+	if status, body := p.send(b, path, "application/x-www-form-urlencoded", strings.NewReader(form.Encode())); status != 200 {
+		b.Fatalf("%s: %d %s", path, status, body)
 	}
 }
 

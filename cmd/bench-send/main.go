@@ -19,7 +19,6 @@ import (
 	"flag"
 	"fmt"
 	"net"
-	"net/http"
 	"net/url"
 	"os"
 	"os/exec"
@@ -104,7 +103,7 @@ func run(ctx context.Context, o options) error {
 	}
 	defer stop(api)
 	base := "http://" + o.addr
-	if err := waitHTTP(base + "/healthz"); err != nil {
+	if err := apiclient.WaitHTTP(base + "/healthz"); err != nil {
 		return err
 	}
 	out, err := command(ctx, env, "bin/api", "accounts", "create", "--name", "bench").Output()
@@ -400,17 +399,6 @@ func stop(cmd *exec.Cmd) {
 		cmd.Process.Kill()
 		<-done
 	}
-}
-
-func waitHTTP(u string) error {
-	for range 100 {
-		if res, err := http.Get(u); err == nil {
-			res.Body.Close()
-			return nil
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-	return errors.New(u + " did not answer")
 }
 
 // vmHWM is a process's peak resident set size in KB.

@@ -3,9 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"net/http"
 	"net/url"
 	"os"
 	"os/exec"
@@ -13,6 +11,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/mailroom/mailroom/internal/apiclient"
 )
 
 // stack is the api and worker processes -start runs, and the account it
@@ -61,7 +61,7 @@ func startStack(ctx context.Context, o options) (*stack, error) {
 		}
 		s.procs = append(s.procs, p)
 	}
-	if err := waitHTTP(o.base + "/healthz"); err != nil {
+	if err := apiclient.WaitHTTP(o.base + "/healthz"); err != nil {
 		s.stop()
 		return nil, err
 	}
@@ -114,17 +114,6 @@ func start(env []string, logPath, name string) (*exec.Cmd, error) {
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}
 	return cmd, nil
-}
-
-func waitHTTP(u string) error {
-	for range 100 {
-		if res, err := http.Get(u); err == nil {
-			res.Body.Close()
-			return nil
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-	return errors.New(u + " did not answer")
 }
 
 // dropDatabase removes the database of an earlier run.

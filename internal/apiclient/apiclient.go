@@ -7,6 +7,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"mime/multipart"
@@ -14,6 +15,7 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // Client is an account's view of the API at Base (".../api").
@@ -144,4 +146,16 @@ func (c *Client) ImportCSV(ctx context.Context, id int64, write func(w *bufio.Wr
 	req.Header.Set("Content-Type", mw.FormDataContentType())
 	_, err = c.message(req)
 	return err
+}
+
+// WaitHTTP waits up to 10 s for u to answer a GET (a process just started).
+func WaitHTTP(u string) error {
+	for range 100 {
+		if res, err := http.Get(u); err == nil {
+			res.Body.Close()
+			return nil
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	return errors.New(u + " did not answer")
 }
