@@ -255,7 +255,7 @@ func (d *DB) rebuildOneStep(ctx context.Context, segmentID, gen int64, n int) (d
 		if err := q.LockTypeForRebuild(ctx, st.ContactTypeID); err != nil {
 			return err
 		}
-		custom, err := customFieldDefs(ctx, q, st.UserID)
+		custom, err := customFieldsFor(ctx, q, st.UserID, st.SelectField)
 		if err != nil {
 			return err
 		}
@@ -529,7 +529,6 @@ func refreshSegments(ctx context.Context, tx pgx.Tx, userID int64, typeIDs []int
 	if err != nil || len(segs) == 0 {
 		return err
 	}
-	delta := make(map[int64]int64, len(segs))
 	if ch.deleted {
 		ids := make([]int64, len(segs))
 		for i, s := range segs {
@@ -539,16 +538,19 @@ func refreshSegments(ctx context.Context, tx pgx.Tx, userID int64, typeIDs []int
 		if err != nil {
 			return err
 		}
+		delta := make(map[int64]int64, len(left))
 		for _, r := range left {
 			delta[r.SegmentID] = -r.N
 		}
 		return addCounts(ctx, q, userID, countSegment, delta)
 	}
-	var custom []mail.CustomField
-	if usesCustomFields(segs) {
-		if custom, err = customFieldDefs(ctx, q, userID); err != nil {
-			return err
-		}
+	fields := make([][]string, len(segs))
+	for i, s := range segs {
+		fields[i] = s.SelectField
+	}
+	custom, err := customFieldsFor(ctx, q, userID, fields...)
+	if err != nil {
+		return err
 	}
 	mode := "SET LOCAL jit = off"
 	if ch.table == "" {
@@ -562,17 +564,19 @@ func refreshSegments(ctx context.Context, tx pgx.Tx, userID int64, typeIDs []int
 	return err
 }
 
-// usesCustomFields reports whether a condition of segs names a field that
-// is not reserved: only then are the account's custom fields read.
-func usesCustomFields(segs []db.LiveSegmentsOfTypesRow) bool {
-	for _, s := range segs {
-		for _, f := range s.SelectField {
+// customFieldsFor are the account's custom field definitions for
+// resolving segments' stored conditions (their select_field lists):
+// read only when a condition names a field that is not reserved, else
+// none.
+func customFieldsFor(ctx context.Context, q *db.Queries, userID int64, fields ...[]string) ([]mail.CustomField, error) {
+	for _, ff := range fields {
+		for _, f := range ff {
 			if id, err := strconv.ParseInt(f, 10, 64); err != nil || !mail.ReservedFieldID(id) {
-				return true
+				return customFieldDefs(ctx, q, userID)
 			}
 		}
 	}
-	return false
+	return nil, nil
 }
 
 // rebuildSegmentsUsingField rebuilds the segments with a condition on a

@@ -98,11 +98,19 @@ const goneWriteSQL = `SELECT x.id FROM ch
             WHERE r.segment_id = ANY(%[1]s::bigint[]) AND r.contact_id = ch.id OFFSET 0) x
         WHERE NOT ch.new AND NOT EXISTS (SELECT 1 FROM m WHERE m.id = x.contact_id AND m.seg = x.segment_id)`
 
+// changedContact finds each changed id's live contact of the account (uid,
+// its parameter) by primary key, kept whole by OFFSET 0 so that order
+// holds whatever the statistics say.
+func changedContact(uid string) string {
+	return "CROSS JOIN LATERAL (SELECT * FROM contacts c WHERE c.id = ch.id AND c.user_id = " + uid +
+		" AND c.deleted_at IS NULL OFFSET 0) c"
+}
+
 // guardsSQL are the CTEs of the guarded segments: g, each guard (%[1]s
 // types, %[2]s field numbers, %[3]s true for "is", %[4]s values, %[5]s
 // segments); lens, the keys a contact of each type makes; k, the changed
-// contacts' keys (%[6]s the account, %[7]s the field numbers' lower-case
-// values).
+// contacts' keys (%[6]s changedContact, %[7]s the field numbers'
+// lower-case values).
 const guardsSQL = `, g AS MATERIALIZED (
     SELECT g.typ, g.field, CASE WHEN g.exact THEN -1 ELSE char_length(lower(g.val)) END AS len, lower(g.val) AS key, g.seg
     FROM unnest(%[1]s::bigint[], %[2]s::int[], %[3]s::bool[], %[4]s::text[], %[5]s::bigint[]) g(typ, field, exact, val, seg)
@@ -111,7 +119,7 @@ const guardsSQL = `, g AS MATERIALIZED (
 ), k AS MATERIALIZED (
     SELECT c.id, ch.new, l.typ, l.field, l.len, CASE WHEN l.len < 0 THEN v.v ELSE left(v.v, l.len) END AS key
     FROM ch
-    CROSS JOIN LATERAL (SELECT * FROM contacts c WHERE c.id = ch.id AND c.user_id = %[6]s AND c.deleted_at IS NULL OFFSET 0) c
+    %[6]s
     JOIN lens l ON l.typ = c.contact_type_id
     CROSS JOIN LATERAL (SELECT lower(CASE l.field %[7]s END) AS v) v
 )`
@@ -122,11 +130,11 @@ const guardsSQL = `, g AS MATERIALIZED (
 const guardedSQL = `SELECT g.seg, k.id, k.new FROM k JOIN g USING (typ, field, len, key)%[1]s`
 
 // evaluatedSQL gives the other segments' memberships: each changed
-// contact (of the account, %[1]s) against every segment's CASE (%[2]s),
+// contact (%[1]s changedContact) against every segment's CASE (%[2]s),
 // the matches kept.
 const evaluatedSQL = `SELECT v.seg, c.id, ch.new
     FROM ch
-    CROSS JOIN LATERAL (SELECT * FROM contacts c WHERE c.id = ch.id AND c.user_id = %[1]s AND c.deleted_at IS NULL OFFSET 0) c
+    %[1]s
     CROSS JOIN LATERAL unnest(array_remove(ARRAY[%[2]s]::bigint[], NULL)) v(seg)`
 
 // guard is the condition of conds that can guard a segment: a text
@@ -195,7 +203,7 @@ func refresh(userID int64, segs []db.LiveSegmentsOfTypesRow, custom []mail.Custo
 	var parts []string
 	if len(gSeg) > 0 {
 		ctes = fmt.Sprintf(guardsSQL, p.arg(gTyp), p.arg(gField), p.arg(gExact), p.arg(gVal), p.arg(gSeg),
-			uid, strings.Join(fieldCases, " "))
+			changedContact(uid), strings.Join(fieldCases, " "))
 		var check string
 		if len(residual) > 0 {
 			check = "\n    CROSS JOIN LATERAL (SELECT * FROM contacts c WHERE c.id = k.id OFFSET 0) c" +
@@ -204,7 +212,7 @@ func refresh(userID int64, segs []db.LiveSegmentsOfTypesRow, custom []mail.Custo
 		parts = append(parts, fmt.Sprintf(guardedSQL, check))
 	}
 	if len(evaluate) > 0 {
-		parts = append(parts, fmt.Sprintf(evaluatedSQL, uid, strings.Join(evaluate, ",\n        ")))
+		parts = append(parts, fmt.Sprintf(evaluatedSQL, changedContact(uid), strings.Join(evaluate, ",\n        ")))
 	}
 	set := p.arg(ids)
 	at := p.arg(ch.at)
