@@ -16,7 +16,6 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
-	"runtime/pprof"
 	"syscall"
 	"time"
 
@@ -41,20 +40,12 @@ import (
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	// CPU_PROFILE=path writes a CPU profile of the whole run, as the
-	// worker's does (cmd/load -start profiles the API so).
-	if path := os.Getenv("CPU_PROFILE"); path != "" {
-		if f, err := os.Create(path); err == nil {
-			if pprof.StartCPUProfile(f) == nil {
-				defer f.Close()
-				defer pprof.StopCPUProfile()
-			}
-		}
-	}
+	stopProfile := metrics.StartCPUProfile(os.Getenv)
+	defer stopProfile()
 	err := run(ctx, os.Args[1:], os.Getenv, os.Stdout, os.Stderr)
 	stop()
 	if err != nil {
-		pprof.StopCPUProfile()
+		stopProfile()
 		fmt.Fprintln(os.Stderr, "api:", err)
 		os.Exit(1)
 	}

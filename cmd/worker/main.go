@@ -12,7 +12,6 @@ import (
 	"maps"
 	"os"
 	"os/signal"
-	"runtime/pprof"
 	"slices"
 	"syscall"
 	"time"
@@ -35,16 +34,8 @@ import (
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	// CPU_PROFILE=path writes a CPU profile of the whole run (the send
-	// benchmark profiles the worker so).
-	if path := os.Getenv("CPU_PROFILE"); path != "" {
-		if f, err := os.Create(path); err == nil {
-			if pprof.StartCPUProfile(f) == nil {
-				defer f.Close()
-				defer pprof.StopCPUProfile()
-			}
-		}
-	}
+	stopProfile := metrics.StartCPUProfile(os.Getenv)
+	defer stopProfile()
 	var err error
 	if len(os.Args) > 1 && os.Args[1] == "health" {
 		err = health(ctx, os.Getenv)
@@ -53,7 +44,7 @@ func main() {
 	}
 	stop()
 	if err != nil {
-		pprof.StopCPUProfile()
+		stopProfile()
 		fmt.Fprintln(os.Stderr, "worker:", err)
 		os.Exit(1)
 	}
