@@ -128,7 +128,7 @@ func newSendFixture(t *testing.T, d *postgres.DB, html string) sendFixture {
 	contact(typeC, "gina@example.com", "G")
 	seg := scalar[int64](t, d, `INSERT INTO segments (user_id, contact_type_id, segment_name, select_field, select_operator, value)
 		VALUES ($1, $2, 'S', '{}', '{}', '{}') RETURNING id`, user, f.typeA)
-	exec(t, d, `INSERT INTO segment_recipients (user_id, segment_id, contact_id) VALUES ($1, $2, $3)`, user, seg, ann)
+	exec(t, d, `INSERT INTO segment_members (user_id, segment_id, contact_id) VALUES ($1, $2, $3)`, user, seg, ann)
 	exec(t, d, `INSERT INTO segment_recipients (user_id, segment_id, first_name, last_name, email) VALUES ($1, $2, 'Hank', 'Hill', 'hank@example.com')`, user, seg)
 	f.group = scalar[int64](t, d, `INSERT INTO unsubscribe_groups (user_id, rand_id, group_name, description, is_display)
 		VALUES ($1, gen_random_uuid()::text, 'News', 'News', 1) RETURNING id`, user)

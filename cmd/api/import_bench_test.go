@@ -252,7 +252,7 @@ func checkPrefixMembers(b *testing.B, conn *pgx.Conn, typeID int64) {
 		     AND starts_with(lower(c.first_name), lower(s.value[1]))
 		    WHERE s.contact_type_id = $1 AND s.deleted_at IS NULL
 		), have AS (
-		    SELECT r.segment_id AS seg, r.contact_id AS contact FROM segment_recipients r
+		    SELECT r.segment_id AS seg, r.contact_id AS contact FROM segment_members r
 		    JOIN segments s ON s.id = r.segment_id WHERE s.contact_type_id = $1
 		), counted AS (
 		    SELECT s.id, (SELECT COALESCE(sum(n), 0) FROM list_counts l WHERE l.kind = 'segment' AND l.key = s.id) AS n,

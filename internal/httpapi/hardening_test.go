@@ -293,7 +293,7 @@ func TestSingleLineFields(t *testing.T) {
 	if err := testdb.New(t).Pool.QueryRow(context.Background(), `SELECT
 		(SELECT count(*) FROM contacts WHERE user_id = $1) + (SELECT count(*) FROM contact_types WHERE user_id = $1) +
 		(SELECT count(*) FROM notification_recipients WHERE user_id = $1) + (SELECT count(*) FROM segments WHERE user_id = $1) +
-		(SELECT count(*) FROM segment_recipients WHERE user_id = $1)`, acct.id).Scan(&n); err != nil {
+		(SELECT count(*) FROM segment_entries WHERE user_id = $1)`, acct.id).Scan(&n); err != nil {
 		t.Fatal(err)
 	}
 	if n != 2 { // the seeded type and segment

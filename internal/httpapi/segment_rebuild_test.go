@@ -20,11 +20,11 @@ func segmentMismatch(t *testing.T, acct account, typ, segment int64, prefix stri
 	var missing, extra, members, counted int64
 	if err := testdb.New(t).Pool.QueryRow(context.Background(), `SELECT
 		(SELECT count(*) FROM contacts c WHERE c.contact_type_id = $1 AND c.deleted_at IS NULL AND starts_with(lower(c.first_name), $3)
-		   AND NOT EXISTS (SELECT 1 FROM segment_recipients r WHERE r.segment_id = $2 AND r.contact_id = c.id)),
-		(SELECT count(*) FROM segment_recipients r WHERE r.segment_id = $2 AND r.contact_id IS NOT NULL
+		   AND NOT EXISTS (SELECT 1 FROM segment_members r WHERE r.segment_id = $2 AND r.contact_id = c.id)),
+		(SELECT count(*) FROM segment_members r WHERE r.segment_id = $2
 		   AND NOT EXISTS (SELECT 1 FROM contacts c WHERE c.id = r.contact_id AND c.contact_type_id = $1
 		                   AND c.deleted_at IS NULL AND starts_with(lower(c.first_name), $3))),
-		(SELECT count(*) FROM segment_recipients r WHERE r.segment_id = $2),
+		(SELECT count(*) FROM segment_entries r WHERE r.segment_id = $2),
 		(SELECT COALESCE(sum(n), 0) FROM list_counts WHERE user_id = $4 AND kind = 'segment' AND key = $2)`,
 		typ, segment, prefix, acct.id).Scan(&missing, &extra, &members, &counted); err != nil {
 		t.Fatal(err)
@@ -151,9 +151,9 @@ func TestSegmentRebuildResumes(t *testing.T) {
 		t.Fatal(err)
 	}
 	if _, err := pool.Exec(ctx, `
-		WITH gone AS (DELETE FROM segment_recipients r USING contacts c
+		WITH gone AS (DELETE FROM segment_members r USING contacts c
 		              WHERE r.segment_id = $1 AND c.id = r.contact_id AND c.id < $2 RETURNING r.id),
-		     joined AS (INSERT INTO segment_recipients (user_id, segment_id, contact_id)
+		     joined AS (INSERT INTO segment_members (user_id, segment_id, contact_id)
 		                SELECT user_id, $1, id FROM contacts WHERE contact_type_id = $3 AND id < $2 AND first_name = 'Beta' RETURNING id)
 		INSERT INTO list_counts (user_id, kind, key, n)
 		SELECT $4, 'segment', $1, (SELECT count(*) FROM joined) - (SELECT count(*) FROM gone)`, segment, mid, typ, acct.id); err != nil {

@@ -244,7 +244,7 @@ func TestSegmentMembershipFollowsContacts(t *testing.T) {
 	f.a.do(req{method: "DELETE", path: fmt.Sprintf("/api/contacts-type/delete?contact_type_id=%d", f.typ), acct: &f.acct}).
 		expect(t, 200, `{"status":"success","errors":"Deleted Successfully"}`)
 	var n int
-	testdb.New(t).Pool.QueryRow(context.Background(), "SELECT count(*) FROM segment_recipients WHERE segment_id = $1", leeOrYoung).Scan(&n)
+	testdb.New(t).Pool.QueryRow(context.Background(), "SELECT count(*) FROM segment_entries WHERE segment_id = $1", leeOrYoung).Scan(&n)
 	if n != 0 {
 		t.Fatalf("%d members after the type was deleted", n)
 	}
@@ -289,9 +289,9 @@ func TestSegmentResources(t *testing.T) {
 
 	cy := contactID(t, acct, "cy@example.com")
 	var hand int64
-	testdb.New(t).Pool.QueryRow(context.Background(), "SELECT id FROM segment_recipients WHERE segment_id = $1 AND contact_id IS NULL", id).Scan(&hand)
+	testdb.New(t).Pool.QueryRow(context.Background(), "SELECT id FROM segment_recipients WHERE segment_id = $1", id).Scan(&hand)
 	var member int64
-	testdb.New(t).Pool.QueryRow(context.Background(), "SELECT id FROM segment_recipients WHERE segment_id = $1 AND contact_id = $2", id, cy).Scan(&member)
+	testdb.New(t).Pool.QueryRow(context.Background(), "SELECT id FROM segment_members WHERE segment_id = $1 AND contact_id = $2", id, cy).Scan(&member)
 	r = a.do(req{method: "GET", path: fmt.Sprintf("/api/segment/email/list?segment_id=%d", id), acct: &acct})
 	want = withIDs(`{"status":"success","message":{"contactEmails":[`+
 		`{"id":<id>,"user_id":<id>,"segment_id":<id>,"contact_id":<id>,"first_name":"Cy","last_name":"","email":"cy@example.com","country":"Austria","state":"","city":"Wien","address_line1":"","created_at":"<timestamp>","updated_at":"<timestamp>","fullname":"Cy"},`+
@@ -372,7 +372,7 @@ func TestSegmentIsolation(t *testing.T) {
 	intruder := f.a.account()
 	theirType := seedType(t, intruder, "Mine")
 	var member int64
-	testdb.New(t).Pool.QueryRow(context.Background(), "SELECT min(id) FROM segment_recipients WHERE segment_id = $1", id).Scan(&member)
+	testdb.New(t).Pool.QueryRow(context.Background(), "SELECT min(id) FROM segment_entries WHERE segment_id = $1", id).Scan(&member)
 	nf := `{"status":"failed","errors":"Record Not Found"}`
 	a := f.a
 	a.do(req{method: "GET", path: fmt.Sprintf("/api/segment/details?segment_id=%d", id), acct: &intruder}).expect(t, 404, nf)

@@ -29,7 +29,7 @@ SELECT 'contact_type' AS kind, contact_type_id AS key, count(*) AS n
 FROM contacts WHERE user_id = $1 AND deleted_at IS NULL GROUP BY contact_type_id
 UNION ALL
 SELECT 'segment', s.id, count(*)
-FROM segment_recipients r JOIN segments s ON s.id = r.segment_id WHERE s.user_id = $1 GROUP BY s.id
+FROM segment_entries r JOIN segments s ON s.id = r.segment_id WHERE s.user_id = $1 GROUP BY s.id
 UNION ALL
 SELECT 'unsubscribes', COALESCE(unsubscribe_groups_id, 0), count(*)
 FROM unsubscribes WHERE user_id = $1 GROUP BY COALESCE(unsubscribe_groups_id, 0)
@@ -150,7 +150,7 @@ func TestCountsFollowEveryWrite(t *testing.T) {
 	}
 	check("store segment recipient")
 	var handID int64
-	if err := d.Pool.QueryRow(ctx, "SELECT id FROM segment_recipients WHERE segment_id = $1 AND contact_id IS NULL", f.segment).Scan(&handID); err != nil {
+	if err := d.Pool.QueryRow(ctx, "SELECT id FROM segment_recipients WHERE segment_id = $1", f.segment).Scan(&handID); err != nil {
 		t.Fatal(err)
 	}
 	if err := d.DeleteSegmentRecipient(ctx, uid, handID); err != nil {
@@ -410,7 +410,7 @@ func TestBulkDeleteAllOrNothing(t *testing.T) {
 	checkCounts(t, d, uid, "bulk delete")
 	var live, members int
 	if err := d.Pool.QueryRow(ctx, `SELECT (SELECT count(*) FROM contacts WHERE user_id = $1 AND deleted_at IS NULL),
-		(SELECT count(*) FROM segment_recipients WHERE segment_id = $2)`, uid, f.segment).Scan(&live, &members); err != nil {
+		(SELECT count(*) FROM segment_entries WHERE segment_id = $2)`, uid, f.segment).Scan(&live, &members); err != nil {
 		t.Fatal(err)
 	}
 	if live != 0 || members != 0 {
@@ -468,8 +468,23 @@ func TestCountsMigrationCountsExistingData(t *testing.T) {
 	`); err != nil {
 		t.Fatal(err)
 	}
+	var before string
+	listed := `SELECT string_agg(concat_ws(':', id, segment_id, contact_id, first_name, email), ' ' ORDER BY id) FROM %s`
+	if err := d.Pool.QueryRow(ctx, fmt.Sprintf(listed, "segment_recipients")).Scan(&before); err != nil {
+		t.Fatal(err)
+	}
 	if err := d.Migrate(ctx); err != nil {
 		t.Fatal(err)
+	}
+	// The members moved to segment_members with their ids, the hand-stored
+	// recipient stayed.
+	var after string
+	var hand int
+	if err := d.Pool.QueryRow(ctx, "SELECT ("+fmt.Sprintf(listed, "segment_entries")+"), (SELECT count(*) FROM segment_recipients)").Scan(&after, &hand); err != nil {
+		t.Fatal(err)
+	}
+	if after != before || hand != 1 {
+		t.Fatalf("recipients before the migration:\n%s\nafter:\n%s (%d by hand)", before, after, hand)
 	}
 	var kinds int
 	if err := d.Pool.QueryRow(ctx, "SELECT count(DISTINCT kind) FROM list_counts").Scan(&kinds); err != nil || kinds != 4 {

@@ -173,7 +173,7 @@ func TestSegmentAutomationsEnrollOncePerEntry(t *testing.T) {
 		t.Helper()
 		var got []string
 		if err := d.Pool.QueryRow(ctx, `SELECT COALESCE(array_agg(split_part(c.email, '@', 1) ORDER BY c.email), '{}')
-			FROM segment_recipients r JOIN contacts c ON c.id = r.contact_id WHERE r.segment_id = $1`, seg).Scan(&got); err != nil {
+			FROM segment_members r JOIN contacts c ON c.id = r.contact_id WHERE r.segment_id = $1`, seg).Scan(&got); err != nil {
 			t.Fatal(err)
 		}
 		if want = slices.Sorted(slices.Values(want)); !slices.Equal(got, want) {

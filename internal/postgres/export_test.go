@@ -36,3 +36,7 @@ func SegmentGuarded(conds []mail.Condition, or bool) bool {
 
 // NextRebuildStep is nextRebuildStep.
 var NextRebuildStep = nextRebuildStep
+
+// OnImportColumnsRead sets the hook an import runs once it has read the
+// columns its type's segments read (nil: none).
+func OnImportColumnsRead(fn func()) { importColumnsRead = fn }

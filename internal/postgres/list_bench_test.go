@@ -93,7 +93,7 @@ func (a *bigAccount) build(ctx context.Context, d *postgres.DB) error {
 	if err := recountFixture(ctx, d, a.uid); err != nil {
 		return err
 	}
-	_, err = d.Pool.Exec(ctx, "VACUUM ANALYZE contacts, segment_recipients, unsubscribes, notification_recipients")
+	_, err = d.Pool.Exec(ctx, "VACUUM ANALYZE contacts, segment_members, segment_recipients, unsubscribes, notification_recipients")
 	return err
 }
 
@@ -136,7 +136,7 @@ func BenchmarkListPages(b *testing.B) {
 				return a.d.ListContacts(ctx, a.uid, p, func(*postgres.Contact) error { return nil })
 			}},
 		{"segment-recipients", bigSize / 2,
-			"SELECT id FROM segment_recipients WHERE segment_id = $2 ORDER BY id OFFSET $1 LIMIT 1", []any{a.segment},
+			"SELECT id FROM segment_entries WHERE segment_id = $2 ORDER BY id OFFSET $1 LIMIT 1", []any{a.segment},
 			func(p *mail.Page) (int64, error) {
 				return a.d.SegmentRecipients(ctx, a.uid, a.segment, p, func(*mail.SegmentRecipient) error { return nil })
 			}},
@@ -262,7 +262,7 @@ func BenchmarkBulkDelete(b *testing.B) {
 		if rows.Err() != nil || len(out) != n {
 			b.Fatalf("%d ids: %v", len(out), rows.Err())
 		}
-		if _, err := a.d.Pool.Exec(ctx, "ANALYZE contacts, segment_recipients, unsubscribes, notification_recipients"); err != nil {
+		if _, err := a.d.Pool.Exec(ctx, "ANALYZE contacts, segment_members, segment_recipients, unsubscribes, notification_recipients"); err != nil {
 			b.Fatal(err)
 		}
 		return out

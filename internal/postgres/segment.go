@@ -16,14 +16,15 @@ import (
 )
 
 // A segment's members that are contacts are materialized in
-// segment_recipients: rebuilt when the segment is made or its conditions
+// segment_members (recipients stored by hand are in segment_recipients;
+// the view segment_entries is both): rebuilt when the segment is made or its conditions
 // change, and re-evaluated for just the changed contacts after every
 // contact write (refreshSegments), in the writer's transaction.
 //
 // A rebuild runs in steps over the type's contacts, in id order, each its
 // own short transaction holding the type's writer lock exclusive (writers
 // hold it shared): so a writer waits for a step, never for a whole rebuild
-// (issue 13: segment updates held writers for seconds). It is correct
+// (segment updates used to hold writers for seconds). It is correct
 // because the new conditions commit before the first step: a writer that
 // began later evaluates its contacts against them; one that began earlier
 // and is still in flight holds the lock, so the step covering its contacts
@@ -382,8 +383,8 @@ func (d *DB) DeleteSegmentRecipient(ctx context.Context, userID, id int64) error
 }
 
 // listSegmentRecipientsSQL reads a segment's recipients: the page's ids
-// from segment_recipients_segment alone (an index-only walk, however far
-// the offset), then those rows. A member whose contact is deleted (never
+// from segment_members_page and segment_recipients_segment alone (index-only
+// walks merged in id order, however far the offset), then those rows. A member whose contact is deleted (never
 // kept: deletes take their contacts out of every segment) is read but not
 // listed.
 var listSegmentRecipientsSQL = `
@@ -391,8 +392,8 @@ SELECT r.id, r.user_id, r.segment_id, r.contact_id,
     COALESCE(c.first_name, r.first_name, ''), COALESCE(c.last_name, r.last_name, ''), COALESCE(c.email, r.email, ''),
     c.country, c.state, c.city, c.address_line1, r.created_at, r.updated_at,
     r.contact_id IS NULL OR c.deleted_at IS NULL
-FROM (SELECT id FROM segment_recipients WHERE segment_id = $1 AND ` + keyset("id", 1) + `) page
-JOIN segment_recipients r ON r.id = page.id
+FROM (SELECT id FROM segment_entries WHERE segment_id = $1 AND ` + keyset("id", 1) + `) page
+JOIN segment_entries r ON r.id = page.id AND r.segment_id = $1
 LEFT JOIN contacts c ON c.id = r.contact_id
 ORDER BY r.id`
 
@@ -435,14 +436,14 @@ WITH m AS MATERIALIZED (
     SELECT c.id FROM contacts c
     WHERE c.contact_type_id = %[1]s AND c.user_id = %[2]s AND c.deleted_at IS NULL %[4]s AND %[5]s
 ), gone AS (
-    DELETE FROM segment_recipients r
-    WHERE r.segment_id = %[3]s AND r.contact_id IS NOT NULL %[6]s
+    DELETE FROM segment_members r
+    WHERE r.segment_id = %[3]s %[6]s
       AND NOT EXISTS (SELECT 1 FROM m WHERE m.id = r.contact_id)
     RETURNING r.contact_id
 ), joined AS (
-    INSERT INTO segment_recipients (user_id, segment_id, contact_id)
+    INSERT INTO segment_members (user_id, segment_id, contact_id)
     SELECT %[2]s, %[3]s, m.id FROM m
-    ON CONFLICT (segment_id, contact_id) WHERE contact_id IS NOT NULL DO NOTHING
+    ON CONFLICT (segment_id, contact_id) DO NOTHING
     RETURNING contact_id
 ), enrolled AS (
     -- Contacts entering the segment join the live automations aimed at it,
@@ -470,6 +471,8 @@ type changed struct {
 	ids     []int64
 	new     bool
 	table   string
+	columns []string // an import's: the contacts columns table has
+	old     bool     // an import's: some changed contact existed before it
 	deleted bool
 	from    int64
 	to      *int64

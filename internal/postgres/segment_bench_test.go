@@ -56,7 +56,7 @@ func BenchmarkSegmentRebuild(b *testing.B) {
 	}
 	b.StopTimer()
 	var members int64
-	d.Pool.QueryRow(ctx, "SELECT count(*) FROM segment_recipients WHERE user_id = $1", uid).Scan(&members)
+	d.Pool.QueryRow(ctx, "SELECT count(*) FROM segment_entries WHERE user_id = $1", uid).Scan(&members)
 	b.ReportMetric(float64(members)/float64(b.N), "members/op")
 	b.ReportMetric(float64(contacts)*float64(b.N)/b.Elapsed().Seconds(), "contacts/s")
 }

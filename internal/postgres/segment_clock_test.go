@@ -51,7 +51,7 @@ func TestClockSegmentsFollowTheClock(t *testing.T) {
 	}
 	check := func(seg int64, want ...int64) {
 		t.Helper()
-		got := members(t, d, "SELECT contact_id FROM segment_recipients WHERE segment_id = $1 ORDER BY contact_id", seg)
+		got := members(t, d, "SELECT contact_id FROM segment_members WHERE segment_id = $1 ORDER BY contact_id", seg)
 		var kept int64
 		if err := d.Pool.QueryRow(ctx, "SELECT COALESCE(sum(n), 0) FROM list_counts WHERE kind = 'segment' AND key = $1", seg).Scan(&kept); err != nil {
 			t.Fatal(err)

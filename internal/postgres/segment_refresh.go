@@ -1,7 +1,10 @@
 package postgres
 
 import (
+	"context"
 	"fmt"
+	"maps"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -10,10 +13,13 @@ import (
 )
 
 // A contact write re-evaluates every segment of the written contact types
-// for the changed contacts in one statement (refreshSQL), the contacts
-// read once by primary key (a lateral subquery kept whole by OFFSET 0, so
-// the order holds however stale the statistics of contacts imported in
-// this transaction are).
+// for the changed contacts in one statement (refreshSQL). A single write's
+// contacts are read once by primary key (a lateral subquery kept whole by
+// OFFSET 0, so the order holds however stale the statistics are); an
+// import's are the rows its statements returned, kept in import_changed
+// with the columns the type's segments read (importColumns), so none is
+// looked up again (a million lookups took 9 of the 24 s the refresh of a
+// million-row import took).
 //
 // Most segments are not evaluated contact by contact. A segment whose
 // conditions all hold together (and, or a single condition) and one of
@@ -29,37 +35,35 @@ import (
 // them all. The other segments (or of several conditions, no guard) are
 // evaluated for each changed contact, each a CASE in one array.
 
-// refreshSQL: %[1]s the changed contacts (rows of an id and new, true
-// for a contact the write inserted, which is in no segment yet),
-// %[2]s the account, %[3]s the candidate and evaluated memberships (seg,
-// id) from the CTEs before it (%[6]s), %[4]s the segment ids (bigint[]),
-// %[5]s when the write happened. Members of those segments among the
-// changed contacts that no longer match leave, matching contacts join, and
-// those that joined are enrolled in their segment's live automations, and
-// how many left and joined each segment is recorded in its kept count
-// (%[7]s: addCountsSQL over delta). %[8]s is goneImportSQL or
-// goneWriteSQL.
+// refreshSQL: %[1]s the CTEs of the changed contacts and of the
+// guards, %[2]s the account, %[3]s the candidate and evaluated
+// memberships (seg, id, new: true for a contact the write inserted, which
+// is in no segment yet), %[4]s the segment ids (bigint[]), %[5]s when the
+// write happened, %[6]s the memberships of the changed contacts that no
+// longer match (goneImportSQL, goneWriteSQL or none), %[8]s how the
+// matching contacts that are not new join (joinOldSQL, or none). Those leave,
+// matching contacts join, those that joined are enrolled in their
+// segment's live automations, and how many left and joined each segment
+// is recorded in its kept count (%[7]s: addCountsSQL over delta).
 const refreshSQL = `
-WITH ch AS MATERIALIZED (
-    SELECT id, bool_and(new) AS new FROM %[1]s GROUP BY id
-)%[6]s, m AS MATERIALIZED (
+WITH %[1]sm AS MATERIALIZED (
     %[3]s
 ), gone AS (
-    DELETE FROM segment_recipients r
-    WHERE r.id IN (%[8]s)
+    DELETE FROM segment_members r
+    USING (%[6]s) x
+    WHERE r.segment_id = x.segment_id AND r.contact_id = x.contact_id
     RETURNING r.segment_id
 ), joined_new AS (
-    -- a new contact is in no segment yet: no conflict to look for
-    INSERT INTO segment_recipients (user_id, segment_id, contact_id)
+    -- a new contact is in no segment yet: no conflict to look for, and
+    -- every row goes in (joined reads them from m)
+    INSERT INTO segment_members (user_id, segment_id, contact_id)
     SELECT %[2]s, m.seg, m.id FROM m WHERE m.new
-    RETURNING segment_id, contact_id
 ), joined_old AS (
-    INSERT INTO segment_recipients (user_id, segment_id, contact_id)
-    SELECT %[2]s, m.seg, m.id FROM m WHERE NOT m.new
-    ON CONFLICT (segment_id, contact_id) WHERE contact_id IS NOT NULL DO NOTHING
-    RETURNING segment_id, contact_id
+    %[8]s
 ), joined AS (
-    SELECT * FROM joined_new UNION ALL SELECT * FROM joined_old
+    SELECT m.seg AS segment_id, m.id AS contact_id FROM m WHERE m.new
+    UNION ALL
+    SELECT * FROM joined_old
 ), enrolled AS (
     -- as membershipSQL's, for every segment at once
     INSERT INTO automation_enrollments (automation_id, user_id, contact_id, step, due_at)
@@ -79,11 +83,27 @@ WITH ch AS MATERIALIZED (
     ) t GROUP BY segment_id
 ), %[7]s`
 
+// writeChangedSQL is a single write's changed contacts (%[1]s their ids,
+// %[2]s whether the write inserted them), each once.
+const writeChangedSQL = `ch AS MATERIALIZED (
+    SELECT id, bool_and(new) AS new FROM (SELECT unnest(%[1]s::bigint[]) AS id, %[2]s::bool AS new) ch GROUP BY id
+)`
+
+// writeContactsSQL finds each of a single write's changed ids (ch) as a
+// live contact of the account (%[1]s), by primary key, kept whole by
+// OFFSET 0 so that order holds whatever the statistics say; it is c,
+// with new. An import's changed contacts are import_changed's rows, or
+// are found this way from them when a segment saved during the import
+// reads a column import_changed lacks.
+const writeContactsSQL = `ch CROSS JOIN LATERAL (SELECT c.*, ch.new FROM contacts c
+        WHERE c.id = ch.id AND c.user_id = %[1]s AND c.deleted_at IS NULL OFFSET 0) c`
+
 // goneImportSQL are the memberships of an import's changed contacts that
-// no longer match: those of all the segments joined with the changed ids,
-// which for a large import is cheaper than looking each contact up.
-const goneImportSQL = `SELECT r.id FROM segment_recipients r
-        JOIN ch ON ch.id = r.contact_id AND NOT ch.new
+// existed before it (in %[1]s) and no longer match: those of all the
+// segments joined with the changed contacts. An import that only inserted
+// has none to look for.
+const goneImportSQL = `SELECT r.segment_id, r.contact_id FROM segment_members r
+        JOIN import_changed ch ON ch.id = r.contact_id AND NOT ch.new
         WHERE r.segment_id = ANY(%[1]s::bigint[])
           AND NOT EXISTS (SELECT 1 FROM m WHERE m.id = r.contact_id AND m.seg = r.segment_id)`
 
@@ -92,34 +112,38 @@ const goneImportSQL = `SELECT r.id FROM segment_recipients r
 // statistics say (as a join, a plan made while the account's tables were
 // small read every membership of the type's segments: 1.8 ms a write at
 // the start of the segment load, 21-27 ms 30 s later).
-const goneWriteSQL = `SELECT x.id FROM ch
+const goneWriteSQL = `SELECT x.segment_id, x.contact_id FROM ch
         CROSS JOIN LATERAL (
-            SELECT r.id, r.segment_id, r.contact_id FROM segment_recipients r
+            SELECT r.segment_id, r.contact_id FROM segment_members r
             WHERE r.segment_id = ANY(%[1]s::bigint[]) AND r.contact_id = ch.id OFFSET 0) x
         WHERE NOT ch.new AND NOT EXISTS (SELECT 1 FROM m WHERE m.id = x.contact_id AND m.seg = x.segment_id)`
 
-// changedContact finds each changed id's live contact of the account (uid,
-// its parameter) by primary key, kept whole by OFFSET 0 so that order
-// holds whatever the statistics say.
-func changedContact(uid string) string {
-	return "CROSS JOIN LATERAL (SELECT * FROM contacts c WHERE c.id = ch.id AND c.user_id = " + uid +
-		" AND c.deleted_at IS NULL OFFSET 0) c"
-}
+// joinOldSQL adds the memberships of the changed contacts that existed
+// before the write (%[1]s the account): those they already have stay.
+const joinOldSQL = `INSERT INTO segment_members (user_id, segment_id, contact_id)
+    SELECT %[1]s, m.seg, m.id FROM m WHERE NOT m.new
+    ON CONFLICT (segment_id, contact_id) DO NOTHING
+    RETURNING segment_id, contact_id`
+
+// noneSQL stands for goneImportSQL and joinOldSQL when no changed contact
+// existed before the write (an import that only inserted).
+const noneSQL = `SELECT NULL::bigint AS segment_id, NULL::bigint AS contact_id WHERE false`
 
 // guardsSQL are the CTEs of the guarded segments: g, each guard (%[1]s
 // types, %[2]s field numbers, %[3]s true for "is", %[4]s values, %[5]s
 // segments); lens, the keys a contact of each type makes; k, the changed
-// contacts' keys (%[6]s changedContact, %[7]s the field numbers'
-// lower-case values).
-const guardsSQL = `, g AS MATERIALIZED (
+// contacts' keys (%[6]s the changed contacts, c; %[7]s the field numbers'
+// lower-case values; %[8]s MATERIALIZED for a write's lookups, which are
+// to stay as written, or nothing for an import's rows, which then stream
+// into the join with g).
+const guardsSQL = `g AS MATERIALIZED (
     SELECT g.typ, g.field, CASE WHEN g.exact THEN -1 ELSE char_length(lower(g.val)) END AS len, lower(g.val) AS key, g.seg
     FROM unnest(%[1]s::bigint[], %[2]s::int[], %[3]s::bool[], %[4]s::text[], %[5]s::bigint[]) g(typ, field, exact, val, seg)
 ), lens AS MATERIALIZED (
     SELECT DISTINCT typ, field, len FROM g
-), k AS MATERIALIZED (
-    SELECT c.id, ch.new, l.typ, l.field, l.len, CASE WHEN l.len < 0 THEN v.v ELSE left(v.v, l.len) END AS key
-    FROM ch
-    %[6]s
+), k AS %[8]s(
+    SELECT c.id, c.new, l.typ, l.field, l.len, CASE WHEN l.len < 0 THEN v.v ELSE left(v.v, l.len) END AS key
+    FROM %[6]s
     JOIN lens l ON l.typ = c.contact_type_id
     CROSS JOIN LATERAL (SELECT lower(CASE l.field %[7]s END) AS v) v
 )`
@@ -130,11 +154,10 @@ const guardsSQL = `, g AS MATERIALIZED (
 const guardedSQL = `SELECT g.seg, k.id, k.new FROM k JOIN g USING (typ, field, len, key)%[1]s`
 
 // evaluatedSQL gives the other segments' memberships: each changed
-// contact (%[1]s changedContact) against every segment's CASE (%[2]s),
-// the matches kept.
-const evaluatedSQL = `SELECT v.seg, c.id, ch.new
-    FROM ch
-    %[1]s
+// contact (%[1]s, c) against every segment's CASE (%[2]s), the matches
+// kept.
+const evaluatedSQL = `SELECT v.seg, c.id, c.new
+    FROM %[1]s
     CROSS JOIN LATERAL unnest(array_remove(ARRAY[%[2]s]::bigint[], NULL)) v(seg)`
 
 // guard is the condition of conds that can guard a segment: a text
@@ -154,14 +177,20 @@ func guard(conds []mail.Condition, or bool) (mail.Condition, bool) {
 	return mail.Condition{}, false
 }
 
-// refresh builds refreshSQL for segs over the changed contacts ch (its
-// table or its ids).
+// refresh builds refreshSQL for segs over the changed contacts ch (an
+// import's table or a write's ids).
 func refresh(userID int64, segs []db.LiveSegmentsOfTypesRow, custom []mail.CustomField, ch changed) (string, []any) {
 	p := &predicate{}
 	uid := p.arg(userID)
-	src := ch.table
-	if src == "" {
-		src = "(SELECT unnest(" + p.arg(ch.ids) + "::bigint[]) AS id, " + p.arg(ch.new) + "::bool AS new) ch"
+	var ctes []string
+	contacts := fmt.Sprintf(writeContactsSQL, uid)
+	keys := "MATERIALIZED "
+	if ch.table == "" {
+		ctes = append(ctes, fmt.Sprintf(writeChangedSQL, p.arg(ch.ids), p.arg(ch.new)))
+	} else if cols := columnsRead(segs, custom); !slices.ContainsFunc(cols, func(c string) bool { return !slices.Contains(ch.columns, c) }) {
+		contacts, keys = ch.table+" c", ""
+	} else {
+		contacts = ch.table + " " + contacts
 	}
 	var (
 		gTyp, gSeg         []int64
@@ -199,11 +228,10 @@ func refresh(userID int64, segs []db.LiveSegmentsOfTypesRow, custom []mail.Custo
 			residual = append(residual, "WHEN "+p.arg(s.ID)+"::bigint THEN "+p.compile(conds, or))
 		}
 	}
-	var ctes string
 	var parts []string
 	if len(gSeg) > 0 {
-		ctes = fmt.Sprintf(guardsSQL, p.arg(gTyp), p.arg(gField), p.arg(gExact), p.arg(gVal), p.arg(gSeg),
-			changedContact(uid), strings.Join(fieldCases, " "))
+		ctes = append(ctes, fmt.Sprintf(guardsSQL, p.arg(gTyp), p.arg(gField), p.arg(gExact), p.arg(gVal), p.arg(gSeg),
+			contacts, strings.Join(fieldCases, " "), keys))
 		var check string
 		if len(residual) > 0 {
 			check = "\n    CROSS JOIN LATERAL (SELECT * FROM contacts c WHERE c.id = k.id OFFSET 0) c" +
@@ -212,15 +240,58 @@ func refresh(userID int64, segs []db.LiveSegmentsOfTypesRow, custom []mail.Custo
 		parts = append(parts, fmt.Sprintf(guardedSQL, check))
 	}
 	if len(evaluate) > 0 {
-		parts = append(parts, fmt.Sprintf(evaluatedSQL, changedContact(uid), strings.Join(evaluate, ",\n        ")))
+		parts = append(parts, fmt.Sprintf(evaluatedSQL, contacts, strings.Join(evaluate, ",\n        ")))
 	}
 	set := p.arg(ids)
 	at := p.arg(ch.at)
 	counts := fmt.Sprintf(addCountsSQL, "delta", uid, p.arg(countSegment))
-	gone := goneWriteSQL
+	gone, joinOld := fmt.Sprintf(goneWriteSQL, set), fmt.Sprintf(joinOldSQL, uid)
 	if ch.table != "" {
-		gone = goneImportSQL
+		gone = fmt.Sprintf(goneImportSQL, set)
+		if !ch.old {
+			gone, joinOld = noneSQL, noneSQL
+		}
 	}
-	return fmt.Sprintf(refreshSQL, src, uid, strings.Join(parts, "\n    UNION ALL\n    "), set, at, ctes, counts,
-		fmt.Sprintf(gone, set)), p.args
+	var head string
+	for _, c := range ctes {
+		head += c + ", "
+	}
+	return fmt.Sprintf(refreshSQL, head, uid, strings.Join(parts, "\n    UNION ALL\n    "), set, at,
+		gone, counts, joinOld), p.args
+}
+
+// columnsRead are the contacts columns that segs' conditions read, besides
+// id and contact_type_id, sorted.
+func columnsRead(segs []db.LiveSegmentsOfTypesRow, custom []mail.CustomField) []string {
+	read := map[string]bool{}
+	for _, s := range segs {
+		for _, c := range mail.StoredConditions(s.SelectField, s.SelectOperator, s.Value, custom) {
+			switch {
+			case c.Field.Column != "":
+				read[c.Field.Column] = true
+			case c.Field.Custom != "":
+				read["custom"] = true
+			}
+		}
+	}
+	return slices.Sorted(maps.Keys(read))
+}
+
+// importColumns are the contacts columns an import into typeID keeps in
+// import_changed for the refresh of the type's segments: id,
+// contact_type_id and those the segments read.
+func importColumns(ctx context.Context, q *db.Queries, userID, typeID int64) ([]string, error) {
+	segs, err := q.LiveSegmentsOfTypes(ctx, db.LiveSegmentsOfTypesParams{UserID: userID, TypeIds: []int64{typeID}})
+	if err != nil {
+		return nil, err
+	}
+	fields := make([][]string, len(segs))
+	for i, s := range segs {
+		fields[i] = s.SelectField
+	}
+	custom, err := customFieldsFor(ctx, q, userID, fields...)
+	if err != nil {
+		return nil, err
+	}
+	return append([]string{"id", "contact_type_id"}, columnsRead(segs, custom)...), nil
 }

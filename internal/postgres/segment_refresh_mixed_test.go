@@ -605,7 +605,7 @@ func (w *refreshWorld) check(phase string) {
 	}
 	// The kept members and counts of every segment, read at once.
 	kept := map[int64][]int64{}
-	rows, err := w.d.Pool.Query(w.ctx, `SELECT r.segment_id, r.contact_id FROM segment_recipients r JOIN segments s ON s.id = r.segment_id
+	rows, err := w.d.Pool.Query(w.ctx, `SELECT r.segment_id, r.contact_id FROM segment_members r JOIN segments s ON s.id = r.segment_id
 		WHERE s.user_id = $1 AND r.contact_id IS NOT NULL ORDER BY 1, 2`, w.uid)
 	if err != nil {
 		w.t.Fatal(err)

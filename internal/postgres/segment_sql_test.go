@@ -200,7 +200,7 @@ func TestSegmentPredicateEveryOperatorRuns(t *testing.T) {
 		t.Fatal(err)
 	}
 	var members string
-	if err := d.Pool.QueryRow(ctx, `SELECT string_agg(c.email, ' ' ORDER BY c.email) FROM segment_recipients r
+	if err := d.Pool.QueryRow(ctx, `SELECT string_agg(c.email, ' ' ORDER BY c.email) FROM segment_members r
 		JOIN contacts c ON c.id = r.contact_id WHERE r.segment_id = $1`, id).Scan(&members); err != nil {
 		t.Fatal(err)
 	}

@@ -278,11 +278,11 @@ func checkSegments(b *testing.B, d *postgres.DB, uid, typeID int64, fields []mai
 			    SELECT c.id FROM contacts c
 			    WHERE c.user_id = $%[1]d AND c.contact_type_id = $%[2]d AND c.deleted_at IS NULL AND %[4]s
 			), got AS MATERIALIZED (
-			    SELECT contact_id AS id FROM segment_recipients WHERE segment_id = $%[3]d AND contact_id IS NOT NULL
+			    SELECT contact_id AS id FROM segment_members WHERE segment_id = $%[3]d
 			)
 			SELECT (SELECT count(*) FROM (SELECT id FROM want EXCEPT SELECT id FROM got) x),
 			       (SELECT count(*) FROM (SELECT id FROM got EXCEPT SELECT id FROM want) x),
-			       (SELECT count(*) FROM segment_recipients WHERE segment_id = $%[3]d),
+			       (SELECT count(*) FROM segment_entries WHERE segment_id = $%[3]d),
 			       (SELECT COALESCE(sum(n), 0)::bigint FROM list_counts WHERE user_id = $%[1]d AND kind = 'segment' AND key = $%[3]d)`,
 			n+1, n+2, n+3, pred), append(args, uid, typeID, s.ID)...).Scan(&missing, &extra, &members, &kept); err != nil {
 			b.Fatal(err)

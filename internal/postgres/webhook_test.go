@@ -326,7 +326,7 @@ func TestSuppressedMembersMatchesAudience(t *testing.T) {
 			VALUES ($1, $2, $3, '{}', '{}', '{}') RETURNING id`, user, types[i], fmt.Sprint("s", i))
 		segments = append(segments, seg)
 		for range 60 {
-			exec(`INSERT INTO segment_recipients (user_id, segment_id, contact_id) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING`,
+			exec(`INSERT INTO segment_members (user_id, segment_id, contact_id) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING`,
 				user, seg, contacts[r.IntN(len(contacts))])
 			exec(`INSERT INTO segment_recipients (user_id, segment_id, email) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING`, user, seg, addr())
 		}

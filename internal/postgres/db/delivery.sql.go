@@ -262,7 +262,7 @@ FROM (
         UNION ALL
         SELECT c.id, CASE WHEN sr.contact_id IS NULL THEN sr.id END, COALESCE(c.email, sr.email),
                lower(COALESCE(c.email, sr.email)), 'segments_' || sr.segment_id
-        FROM segment_recipients sr
+        FROM segment_entries sr
         LEFT JOIN contacts c ON c.id = sr.contact_id AND c.deleted_at IS NULL
         WHERE sr.user_id = $2 AND sr.segment_id = ANY($4::bigint[])
           AND (sr.contact_id IS NULL OR c.id IS NOT NULL) AND COALESCE(c.email, sr.email) IS NOT NULL
@@ -274,7 +274,7 @@ FROM (
       AND NOT EXISTS (SELECT 1 FROM contacts e
                       WHERE e.contact_type_id = ANY($6::bigint[]) AND e.user_id = $2
                         AND e.email_lc = x.email_lc AND e.deleted_at IS NULL)
-      AND NOT EXISTS (SELECT 1 FROM segment_recipients es
+      AND NOT EXISTS (SELECT 1 FROM segment_entries es
                       LEFT JOIN contacts ec ON ec.id = es.contact_id AND ec.deleted_at IS NULL
                       WHERE es.segment_id = ANY($7::bigint[]) AND es.user_id = $2
                         AND lower(COALESCE(ec.email, es.email)) = x.email_lc)

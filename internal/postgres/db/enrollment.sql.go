@@ -176,7 +176,7 @@ m AS (
      ORDER BY c.email_lc LIMIT $3::int)
     UNION ALL
     (SELECT sr.contact_id, '', sr.contact_id
-     FROM a JOIN segment_recipients sr ON sr.segment_id = a.automation_for
+     FROM a JOIN segment_members sr ON sr.segment_id = a.automation_for
           AND sr.contact_id > COALESCE(NULLIF(a.after, '')::bigint, 0)
      WHERE a.automation_for_table = 'segments_' AND sr.user_id = a.user_id
      ORDER BY sr.contact_id LIMIT $3::int)
@@ -235,7 +235,7 @@ JOIN contacts c ON c.id = e.contact_id AND c.deleted_at IS NULL
 WHERE e.id = ANY($2::bigint[])
   AND (a.exit_criteria = 0 OR
        (a.automation_for_table = 'contacts_' AND c.contact_type_id = a.automation_for) OR
-       (a.automation_for_table = 'segments_' AND EXISTS (SELECT 1 FROM segment_recipients sr
+       (a.automation_for_table = 'segments_' AND EXISTS (SELECT 1 FROM segment_members sr
                                                         WHERE sr.segment_id = a.automation_for AND sr.contact_id = c.id)))
   AND NOT EXISTS (SELECT 1 FROM unsubscribes u
                   WHERE u.user_id = c.user_id AND u.email_lc = c.email_lc

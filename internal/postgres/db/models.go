@@ -253,11 +253,31 @@ type Segment struct {
 	RebuiltAt      time.Time
 }
 
+type SegmentEntry struct {
+	ID        int64
+	UserID    int64
+	SegmentID int64
+	ContactID int64
+	FirstName *string
+	LastName  *string
+	Email     *string
+	EmailLc   *string
+	CreatedAt time.Time
+	UpdatedAt time.Time
+}
+
+type SegmentMember struct {
+	UserID    int64
+	SegmentID int64
+	ContactID int64
+	ID        int64
+	CreatedAt time.Time
+}
+
 type SegmentRecipient struct {
 	ID        int64
 	UserID    int64
 	SegmentID int64
-	ContactID *int64
 	FirstName *string
 	LastName  *string
 	Email     *string

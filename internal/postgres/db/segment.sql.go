@@ -80,20 +80,29 @@ func (q *Queries) DeleteSegment(ctx context.Context, arg DeleteSegmentParams) (i
 }
 
 const deleteSegmentRecipient = `-- name: DeleteSegmentRecipient :many
-DELETE FROM segment_recipients r
-USING segments s
-WHERE r.id = $1 AND r.user_id = $2 AND s.id = r.segment_id AND s.deleted_at IS NULL
-RETURNING r.segment_id
+WITH live AS (SELECT g.id FROM segments g WHERE g.user_id = $1 AND g.deleted_at IS NULL),
+h AS (
+    DELETE FROM segment_recipients r USING live
+    WHERE r.id = $2 AND r.user_id = $1 AND r.segment_id = live.id
+    RETURNING r.segment_id
+), m AS (
+    DELETE FROM segment_members sm USING live
+    WHERE sm.id = $2 AND sm.user_id = $1 AND sm.segment_id = live.id
+    RETURNING sm.segment_id
+)
+SELECT h.segment_id FROM h UNION ALL SELECT m.segment_id FROM m
 `
 
 type DeleteSegmentRecipientParams struct {
-	ID     int64
 	UserID int64
+	ID     int64
 }
 
-// Answers the recipient's segment (no row: nothing deleted).
+// Answers the recipient's segment (no row: nothing deleted). A member is
+// found by (segment, id) among the account's live segments: members have
+// no index of their id alone.
 func (q *Queries) DeleteSegmentRecipient(ctx context.Context, arg DeleteSegmentRecipientParams) ([]int64, error) {
-	rows, err := q.db.Query(ctx, deleteSegmentRecipient, arg.ID, arg.UserID)
+	rows, err := q.db.Query(ctx, deleteSegmentRecipient, arg.UserID, arg.ID)
 	if err != nil {
 		return nil, err
 	}
@@ -112,22 +121,24 @@ func (q *Queries) DeleteSegmentRecipient(ctx context.Context, arg DeleteSegmentR
 	return items, nil
 }
 
-const deleteSegmentRecipientsOf = `-- name: DeleteSegmentRecipientsOf :execrows
-DELETE FROM segment_recipients WHERE segment_id = $1
+const deleteSegmentRecipientsOf = `-- name: DeleteSegmentRecipientsOf :one
+WITH m AS (DELETE FROM segment_members sm WHERE sm.segment_id = $1 RETURNING 1),
+h AS (DELETE FROM segment_recipients sr WHERE sr.segment_id = $1 RETURNING 1)
+SELECT ((SELECT count(*) FROM m) + (SELECT count(*) FROM h))::bigint AS n
 `
 
+// A deleted segment's members and hand-stored recipients: how many.
 func (q *Queries) DeleteSegmentRecipientsOf(ctx context.Context, segmentID int64) (int64, error) {
-	result, err := q.db.Exec(ctx, deleteSegmentRecipientsOf, segmentID)
-	if err != nil {
-		return 0, err
-	}
-	return result.RowsAffected(), nil
+	row := q.db.QueryRow(ctx, deleteSegmentRecipientsOf, segmentID)
+	var n int64
+	err := row.Scan(&n)
+	return n, err
 }
 
 const deleteTypeMemberships = `-- name: DeleteTypeMemberships :many
 WITH d AS (
-    DELETE FROM segment_recipients r
-    WHERE r.contact_id IS NOT NULL AND r.segment_id IN (
+    DELETE FROM segment_members r
+    WHERE r.segment_id IN (
         SELECT s.id FROM segments s WHERE s.user_id = $1 AND s.contact_type_id = $2)
     RETURNING r.segment_id
 )
@@ -167,9 +178,9 @@ func (q *Queries) DeleteTypeMemberships(ctx context.Context, arg DeleteTypeMembe
 
 const leaveSegments = `-- name: LeaveSegments :many
 WITH d AS (
-    DELETE FROM segment_recipients r
+    DELETE FROM segment_members r
     USING unnest($1::bigint[]) AS x(id)
-    WHERE r.segment_id = ANY($2::bigint[]) AND r.contact_id IS NOT NULL AND r.contact_id = x.id
+    WHERE r.segment_id = ANY($2::bigint[]) AND r.contact_id = x.id
     RETURNING r.segment_id
 )
 SELECT d.segment_id, count(*)::bigint AS n FROM d GROUP BY d.segment_id ORDER BY d.segment_id
@@ -656,7 +667,7 @@ INSERT INTO segment_recipients (user_id, segment_id, first_name, last_name, emai
 SELECT s.user_id, s.id, $1::text, $2::text, $3::text
 FROM segments s
 WHERE s.id = $4 AND s.user_id = $5 AND s.deleted_at IS NULL
-ON CONFLICT (segment_id, email_lc) WHERE contact_id IS NULL DO UPDATE SET
+ON CONFLICT (segment_id, email_lc) DO UPDATE SET
     first_name = EXCLUDED.first_name, last_name = EXCLUDED.last_name, email = EXCLUDED.email, updated_at = now()
 RETURNING id, (xmax::text = $$0$$) AS inserted
 `

@@ -496,7 +496,7 @@ FROM (
         WHERE c.user_id = $1 AND c.contact_type_id = ANY($2::bigint[]) AND c.deleted_at IS NULL
         UNION ALL
         SELECT COALESCE(c.email, sr.email), lower(COALESCE(c.email, sr.email))
-        FROM segment_recipients sr
+        FROM segment_entries sr
         LEFT JOIN contacts c ON c.id = sr.contact_id AND c.deleted_at IS NULL
         WHERE sr.user_id = $1 AND sr.segment_id = ANY($3::bigint[])
           AND (sr.contact_id IS NULL OR c.id IS NOT NULL) AND COALESCE(c.email, sr.email) IS NOT NULL
@@ -510,7 +510,7 @@ WHERE (EXISTS (SELECT 1 FROM unsubscribes u
   AND NOT EXISTS (SELECT 1 FROM contacts e
                   WHERE e.contact_type_id = ANY($5::bigint[]) AND e.user_id = $1
                     AND e.email_lc = x.email_lc AND e.deleted_at IS NULL)
-  AND NOT EXISTS (SELECT 1 FROM segment_recipients es
+  AND NOT EXISTS (SELECT 1 FROM segment_entries es
                   LEFT JOIN contacts ec ON ec.id = es.contact_id AND ec.deleted_at IS NULL
                   WHERE es.segment_id = ANY($6::bigint[]) AND es.user_id = $1
                     AND lower(COALESCE(ec.email, es.email)) = x.email_lc)
@@ -581,12 +581,12 @@ CROSS JOIN LATERAL (
         WHERE c.contact_type_id = ANY($2::bigint[]) AND c.email_lc = s.email_lc AND c.user_id = $1 AND c.deleted_at IS NULL
         UNION ALL
         SELECT c.email FROM contacts c
-        JOIN segment_recipients sr ON sr.segment_id = ANY($3::bigint[]) AND sr.contact_id = c.id
+        JOIN segment_members sr ON sr.segment_id = ANY($3::bigint[]) AND sr.contact_id = c.id
         WHERE c.contact_type_id IN (SELECT t.id FROM contact_types t WHERE t.user_id = $1)
           AND c.email_lc = s.email_lc AND c.user_id = $1 AND c.deleted_at IS NULL
         UNION ALL
         SELECT sr.email FROM segment_recipients sr
-        WHERE sr.segment_id = ANY($3::bigint[]) AND sr.contact_id IS NULL AND sr.email_lc = s.email_lc
+        WHERE sr.segment_id = ANY($3::bigint[]) AND sr.email_lc = s.email_lc
           AND sr.user_id = $1 AND sr.email IS NOT NULL
     ) y
 ) m
@@ -594,7 +594,7 @@ WHERE m.email IS NOT NULL
   AND NOT EXISTS (SELECT 1 FROM contacts e
                   WHERE e.contact_type_id = ANY($4::bigint[]) AND e.user_id = $1
                     AND e.email_lc = s.email_lc AND e.deleted_at IS NULL)
-  AND NOT EXISTS (SELECT 1 FROM segment_recipients es
+  AND NOT EXISTS (SELECT 1 FROM segment_entries es
                   LEFT JOIN contacts ec ON ec.id = es.contact_id AND ec.deleted_at IS NULL
                   WHERE es.segment_id = ANY($5::bigint[]) AND es.user_id = $1
                     AND lower(COALESCE(ec.email, es.email)) = s.email_lc)

@@ -21,7 +21,7 @@ SELECT c.user_id, 'contact_type', c.contact_type_id, count(*)
 FROM contacts c WHERE c.user_id = @user_id AND c.deleted_at IS NULL GROUP BY c.user_id, c.contact_type_id
 UNION ALL
 SELECT s.user_id, 'segment', s.id, count(*)
-FROM segment_recipients r JOIN segments s ON s.id = r.segment_id
+FROM segment_entries r JOIN segments s ON s.id = r.segment_id
 WHERE s.user_id = @user_id GROUP BY s.user_id, s.id
 UNION ALL
 SELECT u.user_id, 'unsubscribes', COALESCE(u.unsubscribe_groups_id, 0), count(*)

@@ -109,14 +109,17 @@ ORDER BY id;
 UPDATE segments SET deleted_at = now()
 WHERE id = @id AND user_id = @user_id AND deleted_at IS NULL;
 
--- name: DeleteSegmentRecipientsOf :execrows
-DELETE FROM segment_recipients WHERE segment_id = @segment_id;
+-- name: DeleteSegmentRecipientsOf :one
+-- A deleted segment's members and hand-stored recipients: how many.
+WITH m AS (DELETE FROM segment_members sm WHERE sm.segment_id = @segment_id RETURNING 1),
+h AS (DELETE FROM segment_recipients sr WHERE sr.segment_id = @segment_id RETURNING 1)
+SELECT ((SELECT count(*) FROM m) + (SELECT count(*) FROM h))::bigint AS n;
 
 -- name: DeleteTypeMemberships :many
 -- The contacts of a deleted type leave every segment: how many per segment.
 WITH d AS (
-    DELETE FROM segment_recipients r
-    WHERE r.contact_id IS NOT NULL AND r.segment_id IN (
+    DELETE FROM segment_members r
+    WHERE r.segment_id IN (
         SELECT s.id FROM segments s WHERE s.user_id = @user_id AND s.contact_type_id = @contact_type_id)
     RETURNING r.segment_id
 )
@@ -127,9 +130,9 @@ SELECT d.segment_id, count(*)::bigint AS n FROM d GROUP BY d.segment_id ORDER BY
 -- statement for every segment, the contacts joined as a set. How many left
 -- each segment.
 WITH d AS (
-    DELETE FROM segment_recipients r
+    DELETE FROM segment_members r
     USING unnest(@contact_ids::bigint[]) AS x(id)
-    WHERE r.segment_id = ANY(@segment_ids::bigint[]) AND r.contact_id IS NOT NULL AND r.contact_id = x.id
+    WHERE r.segment_id = ANY(@segment_ids::bigint[]) AND r.contact_id = x.id
     RETURNING r.segment_id
 )
 SELECT d.segment_id, count(*)::bigint AS n FROM d GROUP BY d.segment_id ORDER BY d.segment_id;
@@ -139,13 +142,22 @@ INSERT INTO segment_recipients (user_id, segment_id, first_name, last_name, emai
 SELECT s.user_id, s.id, @first_name::text, @last_name::text, @email::text
 FROM segments s
 WHERE s.id = @segment_id AND s.user_id = @user_id AND s.deleted_at IS NULL
-ON CONFLICT (segment_id, email_lc) WHERE contact_id IS NULL DO UPDATE SET
+ON CONFLICT (segment_id, email_lc) DO UPDATE SET
     first_name = EXCLUDED.first_name, last_name = EXCLUDED.last_name, email = EXCLUDED.email, updated_at = now()
 RETURNING id, (xmax::text = $$0$$) AS inserted;
 
 -- name: DeleteSegmentRecipient :many
--- Answers the recipient's segment (no row: nothing deleted).
-DELETE FROM segment_recipients r
-USING segments s
-WHERE r.id = @id AND r.user_id = @user_id AND s.id = r.segment_id AND s.deleted_at IS NULL
-RETURNING r.segment_id;
+-- Answers the recipient's segment (no row: nothing deleted). A member is
+-- found by (segment, id) among the account's live segments: members have
+-- no index of their id alone.
+WITH live AS (SELECT g.id FROM segments g WHERE g.user_id = @user_id AND g.deleted_at IS NULL),
+h AS (
+    DELETE FROM segment_recipients r USING live
+    WHERE r.id = @id AND r.user_id = @user_id AND r.segment_id = live.id
+    RETURNING r.segment_id
+), m AS (
+    DELETE FROM segment_members sm USING live
+    WHERE sm.id = @id AND sm.user_id = @user_id AND sm.segment_id = live.id
+    RETURNING sm.segment_id
+)
+SELECT h.segment_id FROM h UNION ALL SELECT m.segment_id FROM m;

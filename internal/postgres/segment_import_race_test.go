@@ -1,0 +1,79 @@
+package postgres_test
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/mailroom/mailroom/internal/mail"
+	"github.com/mailroom/mailroom/internal/postgres"
+	"github.com/mailroom/mailroom/internal/testdb"
+)
+
+// An import keeps in import_changed only the columns its type's segments
+// read when it begins to merge. A segment saved after that which reads
+// another column (city) is still refreshed for the imported contacts: the
+// refresh then finds them by id. Not parallel: the hook is the package's.
+func TestImportRefreshesASegmentSavedDuringIt(t *testing.T) {
+	ctx := context.Background()
+	d := testdb.New(t)
+	uid, _, err := d.CreateAccount(ctx, "import race")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var typ int64
+	if err := d.Pool.QueryRow(ctx, "INSERT INTO contact_types (user_id, name) VALUES ($1, 'T') RETURNING id", uid).Scan(&typ); err != nil {
+		t.Fatal(err)
+	}
+	form := mail.SegmentForm{ContactTypeID: fmt.Sprint(typ), Name: "a", Fields: []string{"2"},
+		Operators: []string{mail.OpStartsWith}, Values: [][]string{{"a"}}}
+	in, err := mail.ParseSegment(form, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := d.CreateSegment(ctx, uid, in); err != nil {
+		t.Fatal(err)
+	}
+	// The segment on city goes straight into the table, as a save that
+	// commits during the merge would (its rebuild waits for the import).
+	var city int64
+	postgres.OnImportColumnsRead(func() {
+		if err := d.Pool.QueryRow(ctx, `INSERT INTO segments (user_id, contact_type_id, segment_name, select_field, select_operator, value)
+			VALUES ($1, $2, 'berlin', '{7}', '{is}', '{Berlin}') RETURNING id`, uid, typ).Scan(&city); err != nil {
+			t.Error(err)
+		}
+	})
+	defer postgres.OnImportColumnsRead(nil)
+
+	var b strings.Builder
+	b.WriteString("email,first_name,city\n")
+	for i := range 40 {
+		fmt.Fprintf(&b, "u%d@example.com,%s,%s\n", i, []string{"ann", "bob"}[i%2], []string{"Berlin", "Paris", "berlin"}[i%3])
+	}
+	src, err := mail.NewContactCSV(strings.NewReader(b.String()), nil, func(string) (int32, bool) { return 0, false })
+	if err != nil {
+		t.Fatal(err)
+	}
+	im, err := d.BeginContactImport(ctx, uid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer im.Rollback(ctx)
+	if err := im.Copy(ctx, src); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := im.Commit(ctx, typ, src); err != nil {
+		t.Fatal(err)
+	}
+	var members, want, kept int
+	if err := d.Pool.QueryRow(ctx, `SELECT
+		(SELECT count(*) FROM segment_members m JOIN contacts c ON c.id = m.contact_id WHERE m.segment_id = $1 AND lower(c.city) = 'berlin'),
+		(SELECT count(*) FROM contacts WHERE contact_type_id = $2 AND lower(city) = 'berlin'),
+		(SELECT COALESCE(sum(n), 0) FROM list_counts WHERE kind = 'segment' AND key = $1)`, city, typ).Scan(&members, &want, &kept); err != nil {
+		t.Fatal(err)
+	}
+	if want != 27 || members != want || kept != want {
+		t.Fatalf("berlin segment: %d members, %d kept, %d contacts in Berlin (want 27)", members, kept, want)
+	}
+}
