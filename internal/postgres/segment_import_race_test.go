@@ -77,3 +77,84 @@ func TestImportRefreshesASegmentSavedDuringIt(t *testing.T) {
 		t.Fatalf("berlin segment: %d members, %d kept, %d contacts in Berlin (want 27)", members, kept, want)
 	}
 }
+
+// A single writer adds two of an import's addresses to its (empty) type
+// during the merge: the import's plain insert fails, and insertRacedSQL
+// updates those two with the file's rows, so the import both inserted and
+// updated. The raced contacts leave a segment they were in (an evaluated
+// one) and join a guarded one; memberships and kept counts equal a full
+// evaluation. Not parallel: the hook is the package's.
+func TestImportRefreshAfterARacedInsert(t *testing.T) {
+	ctx := context.Background()
+	d := testdb.New(t)
+	uid, _, err := d.CreateAccount(ctx, "raced")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var typ int64
+	if err := d.Pool.QueryRow(ctx, "INSERT INTO contact_types (user_id, name) VALUES ($1, 'T') RETURNING id", uid).Scan(&typ); err != nil {
+		t.Fatal(err)
+	}
+	mk := func(f mail.SegmentForm) int64 {
+		f.ContactTypeID, f.Name = fmt.Sprint(typ), "s"
+		in, err := mail.ParseSegment(f, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		id, err := d.CreateSegment(ctx, uid, in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return id
+	}
+	segG := mk(mail.SegmentForm{Fields: []string{"2"}, Operators: []string{mail.OpStartsWith}, Values: [][]string{{"a"}}})
+	segE := mk(mail.SegmentForm{Fields: []string{"7", "2"}, Operators: []string{mail.OpContains, mail.OpIs}, Values: [][]string{{"erl"}, {"zed"}}, QueryType: "or"})
+	postgres.OnImportColumnsRead(func() {
+		zed, rome := "zed", "Rome"
+		for _, e := range []string{"u0@example.com", "u1@example.com"} {
+			if _, _, err := d.AddContact(ctx, uid, mail.ContactInput{ContactTypeID: typ, Email: mail.Email(e), FirstName: &zed, City: &rome, Custom: map[string]any{}}); err != nil {
+				t.Error(err)
+			}
+		}
+	})
+	defer postgres.OnImportColumnsRead(nil)
+	var b strings.Builder
+	b.WriteString("email,first_name,city\n")
+	for i := range 10 {
+		fmt.Fprintf(&b, "u%d@example.com,%s,%s\n", i, []string{"ann", "bob"}[i%2], []string{"Berlin", "Paris"}[i%2])
+	}
+	src, err := mail.NewContactCSV(strings.NewReader(b.String()), nil, func(string) (int32, bool) { return 0, false })
+	if err != nil {
+		t.Fatal(err)
+	}
+	im, err := d.BeginContactImport(ctx, uid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer im.Rollback(ctx)
+	if err := im.Copy(ctx, src); err != nil {
+		t.Fatal(err)
+	}
+	res, err := im.Commit(ctx, typ, src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Added != 8 || res.Updated != 2 {
+		t.Fatalf("import: %+v, want 8 added and 2 updated", res)
+	}
+	for _, s := range []struct {
+		id   int64
+		want string
+	}{{segG, "lower(c.first_name) LIKE 'a%'"}, {segE, "strpos(lower(c.city),'erl')>0 OR lower(c.first_name)='zed'"}} {
+		var members, want, kept int
+		if err := d.Pool.QueryRow(ctx, `SELECT
+			(SELECT count(*) FROM segment_members m WHERE m.segment_id = $1),
+			(SELECT count(*) FROM contacts c WHERE contact_type_id = $2 AND deleted_at IS NULL AND (`+s.want+`)),
+			(SELECT COALESCE(sum(n), 0) FROM list_counts WHERE kind = 'segment' AND key = $1)`, s.id, typ).Scan(&members, &want, &kept); err != nil {
+			t.Fatal(err)
+		}
+		if members != want || kept != want || want == 0 {
+			t.Errorf("segment %d: members %d want %d kept %d", s.id, members, want, kept)
+		}
+	}
+}

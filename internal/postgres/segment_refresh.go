@@ -133,15 +133,16 @@ const noneSQL = `SELECT NULL::bigint AS segment_id, NULL::bigint AS contact_id W
 // types, %[2]s field numbers, %[3]s true for "is", %[4]s values, %[5]s
 // segments); lens, the keys a contact of each type makes; k, the changed
 // contacts' keys (%[6]s the changed contacts, c; %[7]s the field numbers'
-// lower-case values; %[8]s MATERIALIZED for a write's lookups, which are
-// to stay as written, or nothing for an import's rows, which then stream
-// into the join with g).
+// lower-case values). k is materialized: inlined, the planner joined the
+// guards with the type first and compared each contact with every guard of
+// its type, 100 each: the refresh of 100,000 imported contacts took about
+// 2.2 s instead of 0.7 s.
 const guardsSQL = `g AS MATERIALIZED (
     SELECT g.typ, g.field, CASE WHEN g.exact THEN -1 ELSE char_length(lower(g.val)) END AS len, lower(g.val) AS key, g.seg
     FROM unnest(%[1]s::bigint[], %[2]s::int[], %[3]s::bool[], %[4]s::text[], %[5]s::bigint[]) g(typ, field, exact, val, seg)
 ), lens AS MATERIALIZED (
     SELECT DISTINCT typ, field, len FROM g
-), k AS %[8]s(
+), k AS MATERIALIZED (
     SELECT c.id, c.new, l.typ, l.field, l.len, CASE WHEN l.len < 0 THEN v.v ELSE left(v.v, l.len) END AS key
     FROM %[6]s
     JOIN lens l ON l.typ = c.contact_type_id
@@ -184,11 +185,10 @@ func refresh(userID int64, segs []db.LiveSegmentsOfTypesRow, custom []mail.Custo
 	uid := p.arg(userID)
 	var ctes []string
 	contacts := fmt.Sprintf(writeContactsSQL, uid)
-	keys := "MATERIALIZED "
 	if ch.table == "" {
 		ctes = append(ctes, fmt.Sprintf(writeChangedSQL, p.arg(ch.ids), p.arg(ch.new)))
 	} else if cols := columnsRead(segs, custom); !slices.ContainsFunc(cols, func(c string) bool { return !slices.Contains(ch.columns, c) }) {
-		contacts, keys = ch.table+" c", ""
+		contacts = ch.table + " c"
 	} else {
 		contacts = ch.table + " " + contacts
 	}
@@ -231,7 +231,7 @@ func refresh(userID int64, segs []db.LiveSegmentsOfTypesRow, custom []mail.Custo
 	var parts []string
 	if len(gSeg) > 0 {
 		ctes = append(ctes, fmt.Sprintf(guardsSQL, p.arg(gTyp), p.arg(gField), p.arg(gExact), p.arg(gVal), p.arg(gSeg),
-			contacts, strings.Join(fieldCases, " "), keys))
+			contacts, strings.Join(fieldCases, " ")))
 		var check string
 		if len(residual) > 0 {
 			check = "\n    CROSS JOIN LATERAL (SELECT * FROM contacts c WHERE c.id = k.id OFFSET 0) c" +
