@@ -562,12 +562,13 @@ func refreshSegments(ctx context.Context, tx pgx.Tx, userID int64, typeIDs []int
 	if ch.table == "" {
 		mode = "SET LOCAL plan_cache_mode = force_generic_plan"
 	}
-	if _, err := tx.Exec(ctx, mode); err != nil {
-		return err
-	}
+	// One round trip for both: a single write's every round trip is a
+	// tenth of its time.
 	sql, args := refresh(userID, segs, custom, ch)
-	_, err = tx.Exec(ctx, sql, args...)
-	return err
+	b := &pgx.Batch{}
+	b.Queue(mode)
+	b.Queue(sql, args...)
+	return tx.SendBatch(ctx, b).Close()
 }
 
 // customFieldsFor are the account's custom field definitions for
