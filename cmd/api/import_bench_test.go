@@ -312,3 +312,34 @@ func BenchmarkCopyCeiling(b *testing.B) {
 	}
 	b.ReportMetric(float64(rows)*float64(b.N)/b.Elapsed().Seconds(), "rows/s")
 }
+
+// BenchmarkAddContactWithSegments adds one contact at a time through
+// POST /api/contacts/add (sequential, one client) into a contact type with
+// no segment and with 100 (as BenchmarkCSVImportWithSegments'), so each
+// add joins about two segments; each run has a fresh type. After the adds
+// with segments, every segment's members are checked.
+func BenchmarkAddContactWithSegments(b *testing.B) {
+	p, conn, userID := startImportAPI(b)
+	ctx := context.Background()
+	for _, segments := range []int{0, 100} {
+		b.Run(fmt.Sprintf("segments=%d", segments), func(b *testing.B) {
+			var typeID int64
+			if err := conn.QueryRow(ctx, "INSERT INTO contact_types (user_id, name) VALUES ($1, 'bench') RETURNING id", userID).Scan(&typeID); err != nil {
+				b.Fatal(err)
+			}
+			for s := range segments {
+				p.post(b, "/api/segment/save", url.Values{"contact_type_id": {fmt.Sprint(typeID)}, "segment_name": {fmt.Sprint("s", s)},
+					"select_field[]": {"2"}, "select_operator[]": {"starts with"}, "value[]": {fmt.Sprint("N", s)}})
+			}
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				p.post(b, "/api/contacts/add", url.Values{"contact_type_id": {fmt.Sprint(typeID)}, "country": {"276"},
+					"email": {fmt.Sprintf("add%d.%d@example.com", typeID, i)}, "first_name": {fmt.Sprintf("N%d x%d", i%110, i)}})
+			}
+			b.StopTimer()
+			if segments > 0 {
+				checkPrefixMembers(b, conn, typeID)
+			}
+		})
+	}
+}
