@@ -221,10 +221,7 @@ func BenchmarkCSVImportWithSegments(b *testing.B) {
 					if err := conn.QueryRow(ctx, "INSERT INTO contact_types (user_id, name) VALUES ($1, 'bench') RETURNING id", userID).Scan(&typeID); err != nil {
 						b.Fatal(err)
 					}
-					for s := range segments {
-						p.post(b, "/api/segment/save", url.Values{"contact_type_id": {fmt.Sprint(typeID)}, "segment_name": {fmt.Sprint("s", s)},
-							"select_field[]": {"2"}, "select_operator[]": {"starts with"}, "value[]": {fmt.Sprint("N", s)}})
-					}
+					p.prefixSegments(b, typeID, segments)
 					seed++
 					b.StartTimer()
 					p.uploadCSV(b, typeID, func(w io.Writer) error { return writeNamedCSV(w, rows, seed, name) })
@@ -237,6 +234,15 @@ func BenchmarkCSVImportWithSegments(b *testing.B) {
 				b.ReportMetric(float64(rows)*float64(b.N)/b.Elapsed().Seconds(), "rows/s")
 			})
 		}
+	}
+}
+
+// prefixSegments saves n segments on a contact type through the API:
+// segment i holds the contacts whose first name starts with N{i}.
+func (p *apiProcess) prefixSegments(b *testing.B, typeID int64, n int) {
+	for s := range n {
+		p.post(b, "/api/segment/save", url.Values{"contact_type_id": {fmt.Sprint(typeID)}, "segment_name": {fmt.Sprint("s", s)},
+			"select_field[]": {"2"}, "select_operator[]": {"starts with"}, "value[]": {fmt.Sprint("N", s)}})
 	}
 }
 
@@ -327,10 +333,7 @@ func BenchmarkAddContactWithSegments(b *testing.B) {
 			if err := conn.QueryRow(ctx, "INSERT INTO contact_types (user_id, name) VALUES ($1, 'bench') RETURNING id", userID).Scan(&typeID); err != nil {
 				b.Fatal(err)
 			}
-			for s := range segments {
-				p.post(b, "/api/segment/save", url.Values{"contact_type_id": {fmt.Sprint(typeID)}, "segment_name": {fmt.Sprint("s", s)},
-					"select_field[]": {"2"}, "select_operator[]": {"starts with"}, "value[]": {fmt.Sprint("N", s)}})
-			}
+			p.prefixSegments(b, typeID, segments)
 			b.ResetTimer()
 			for i := 0; i < b.N; i++ {
 				p.post(b, "/api/contacts/add", url.Values{"contact_type_id": {fmt.Sprint(typeID)}, "country": {"276"},

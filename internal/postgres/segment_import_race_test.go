@@ -8,7 +8,6 @@ import (
 
 	"github.com/mailroom/mailroom/internal/mail"
 	"github.com/mailroom/mailroom/internal/postgres"
-	"github.com/mailroom/mailroom/internal/testdb"
 )
 
 // An import keeps in import_changed only the columns its type's segments
@@ -17,15 +16,8 @@ import (
 // refresh then finds them by id. Not parallel: the hook is the package's.
 func TestImportRefreshesASegmentSavedDuringIt(t *testing.T) {
 	ctx := context.Background()
-	d := testdb.New(t)
-	uid, _, err := d.CreateAccount(ctx, "import race")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var typ int64
-	if err := d.Pool.QueryRow(ctx, "INSERT INTO contact_types (user_id, name) VALUES ($1, 'T') RETURNING id", uid).Scan(&typ); err != nil {
-		t.Fatal(err)
-	}
+	f := newListFixture(t)
+	d, uid, typ := f.d, f.uid, f.typeB
 	form := mail.SegmentForm{ContactTypeID: fmt.Sprint(typ), Name: "a", Fields: []string{"2"},
 		Operators: []string{mail.OpStartsWith}, Values: [][]string{{"a"}}}
 	in, err := mail.ParseSegment(form, nil)
@@ -51,21 +43,7 @@ func TestImportRefreshesASegmentSavedDuringIt(t *testing.T) {
 	for i := range 40 {
 		fmt.Fprintf(&b, "u%d@example.com,%s,%s\n", i, []string{"ann", "bob"}[i%2], []string{"Berlin", "Paris", "berlin"}[i%3])
 	}
-	src, err := mail.NewContactCSV(strings.NewReader(b.String()), nil, func(string) (int32, bool) { return 0, false })
-	if err != nil {
-		t.Fatal(err)
-	}
-	im, err := d.BeginContactImport(ctx, uid)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer im.Rollback(ctx)
-	if err := im.Copy(ctx, src); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := im.Commit(ctx, typ, src); err != nil {
-		t.Fatal(err)
-	}
+	f.importCSV(t, typ, b.String())
 	var members, want, kept int
 	if err := d.Pool.QueryRow(ctx, `SELECT
 		(SELECT count(*) FROM segment_members m JOIN contacts c ON c.id = m.contact_id WHERE m.segment_id = $1 AND lower(c.city) = 'berlin'),
@@ -86,15 +64,8 @@ func TestImportRefreshesASegmentSavedDuringIt(t *testing.T) {
 // evaluation. Not parallel: the hook is the package's.
 func TestImportRefreshAfterARacedInsert(t *testing.T) {
 	ctx := context.Background()
-	d := testdb.New(t)
-	uid, _, err := d.CreateAccount(ctx, "raced")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var typ int64
-	if err := d.Pool.QueryRow(ctx, "INSERT INTO contact_types (user_id, name) VALUES ($1, 'T') RETURNING id", uid).Scan(&typ); err != nil {
-		t.Fatal(err)
-	}
+	f := newListFixture(t)
+	d, uid, typ := f.d, f.uid, f.typeB
 	mk := func(f mail.SegmentForm) int64 {
 		f.ContactTypeID, f.Name = fmt.Sprint(typ), "s"
 		in, err := mail.ParseSegment(f, nil)
@@ -123,22 +94,7 @@ func TestImportRefreshAfterARacedInsert(t *testing.T) {
 	for i := range 10 {
 		fmt.Fprintf(&b, "u%d@example.com,%s,%s\n", i, []string{"ann", "bob"}[i%2], []string{"Berlin", "Paris"}[i%2])
 	}
-	src, err := mail.NewContactCSV(strings.NewReader(b.String()), nil, func(string) (int32, bool) { return 0, false })
-	if err != nil {
-		t.Fatal(err)
-	}
-	im, err := d.BeginContactImport(ctx, uid)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer im.Rollback(ctx)
-	if err := im.Copy(ctx, src); err != nil {
-		t.Fatal(err)
-	}
-	res, err := im.Commit(ctx, typ, src)
-	if err != nil {
-		t.Fatal(err)
-	}
+	res := f.importCSV(t, typ, b.String())
 	if res.Added != 8 || res.Updated != 2 {
 		t.Fatalf("import: %+v, want 8 added and 2 updated", res)
 	}
