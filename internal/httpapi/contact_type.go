@@ -11,7 +11,7 @@ func (s *Server) contactTypeRoutes(api *gin.RouterGroup) {
 	api.POST("/contacts-type/add", s.addContactType)
 	api.GET("/contacts-type/view", s.viewContactType)
 	api.POST("/contacts-type/update", s.updateContactType)
-	api.DELETE("/contacts-type/delete", s.deleteByID("contact_type_id", s.db.DeleteContactType, deletedUnderErrors))
+	api.DELETE("/contacts-type/delete", longWrite, s.deleteByID("contact_type_id", s.db.DeleteContactType, deletedUnderErrors))
 }
 
 // contactTypeJSON is a contact type as the view shows it.

@@ -10,7 +10,7 @@ func (s *Server) fieldRoutes(api *gin.RouterGroup) {
 	api.GET("/reserve-fields", s.reservedFields)
 	api.GET("/custom-fields", s.customFields)
 	api.POST("/custom-fields/save", s.saveCustomField)
-	api.DELETE("/custom-fields/delete", s.deleteByID("id", s.db.DeleteCustomField, deleted))
+	api.DELETE("/custom-fields/delete", longWrite, s.deleteByID("id", s.db.DeleteCustomField, deleted))
 }
 
 // fieldJSON is a reserved or custom field; a reserved field has no owner

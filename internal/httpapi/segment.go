@@ -8,8 +8,8 @@ import (
 
 func (s *Server) segmentRoutes(api *gin.RouterGroup) {
 	api.GET("/segment/list", s.listSegments)
-	api.POST("/segment/save", s.saveSegment)
-	api.POST("/segment/update", s.updateSegment)
+	api.POST("/segment/save", longWrite, s.saveSegment)
+	api.POST("/segment/update", longWrite, s.updateSegment)
 	api.GET("/segment/details", s.segmentDetails)
 	api.DELETE("/segment/delete", s.deleteByID("segment_id", s.db.DeleteSegment, deletedUnderErrors))
 	api.GET("/segment/email/list", notFoundText(recordNotFoundLower), s.listSegmentRecipients)

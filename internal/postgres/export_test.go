@@ -40,3 +40,6 @@ var NextRebuildStep = nextRebuildStep
 // OnImportColumnsRead sets the hook an import runs once it has read the
 // columns its type's segments read (nil: none).
 func OnImportColumnsRead(fn func()) { importColumnsRead = fn }
+
+// ImportLockSpace is importLockSpace.
+const ImportLockSpace = importLockSpace

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/mailroom/mailroom/internal/mail"
 	"github.com/mailroom/mailroom/internal/postgres"
@@ -112,5 +113,66 @@ func TestImportRefreshAfterARacedInsert(t *testing.T) {
 		if members != want || kept != want || want == 0 {
 			t.Errorf("segment %d: members %d want %d kept %d", s.id, members, want, kept)
 		}
+	}
+}
+
+// A segment saved while an import merges into its type waits for the
+// import on the import's own lock, not by trying the type's writer lock
+// again every 300 ms (each try held the writers arriving in its 200 ms
+// wait): a transaction stands for the import here, holding both locks
+// as Commit does, for 1.5 s.
+func TestRebuildWaitsForAnImport(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	f := newListFixture(t)
+	d, typ := f.d, f.typeB
+	f.importCSV(t, typ, "email,first_name\nann@example.com,ann\nbob@example.com,bob\n")
+
+	tx, err := d.Pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback(ctx)
+	if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1, ($2 % 2147483647)::int),
+		pg_advisory_xact_lock_shared(1954115685, ($2 % 2147483647)::int)`, postgres.ImportLockSpace, typ); err != nil {
+		t.Fatal(err)
+	}
+	saved := make(chan error, 1)
+	go func() {
+		in, err := mail.ParseSegment(mail.SegmentForm{ContactTypeID: fmt.Sprint(typ), Name: "a", Fields: []string{"2"},
+			Operators: []string{mail.OpStartsWith}, Values: [][]string{{"a"}}}, nil)
+		if err == nil {
+			_, err = d.CreateSegment(ctx, f.uid, in)
+		}
+		saved <- err
+	}()
+	waiting := func() (n int) {
+		if err := d.Pool.QueryRow(ctx, `SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted
+			AND classid = $1::bigint::oid AND objid = ($2 % 2147483647)::oid`, postgres.ImportLockSpace, typ).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	deadline := time.Now().Add(1500 * time.Millisecond)
+	for waiting() == 0 && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+	}
+	if waiting() == 0 {
+		t.Fatal("the rebuild is not waiting on the import's lock")
+	}
+	time.Sleep(time.Until(deadline))
+	tx.Rollback(ctx)
+	select {
+	case err := <-saved:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the save did not end after the import")
+	}
+	var members int
+	if err := d.Pool.QueryRow(ctx, `SELECT count(*) FROM segment_members m JOIN segments s ON s.id = m.segment_id
+		WHERE s.contact_type_id = $1`, typ).Scan(&members); err != nil || members != 1 {
+		t.Fatalf("%d members, %v", members, err)
 	}
 }
