@@ -39,11 +39,13 @@ func TestSegmentSaveOutlastsTheWriteTimeout(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer tx.Rollback(ctx)
 	if _, err := tx.Exec(ctx, "SELECT pg_advisory_xact_lock_shared(1954115685, ($1 % 2147483647)::int)", typ); err != nil {
+		tx.Rollback(ctx)
 		t.Fatal(err)
 	}
-	time.AfterFunc(2500*time.Millisecond, func() { tx.Rollback(ctx) })
+	released := make(chan struct{})
+	time.AfterFunc(2500*time.Millisecond, func() { tx.Rollback(ctx); close(released) })
+	defer func() { <-released }()
 
 	form := url.Values{"contact_type_id": {fmt.Sprint(typ)}, "segment_name": {"s"},
 		"select_field[]": {"2"}, "select_operator[]": {"starts with"}, "value[]": {"a"}}
