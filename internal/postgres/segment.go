@@ -211,20 +211,35 @@ func (d *DB) rebuild(ctx context.Context, segmentID, gen int64) {
 }
 
 // waitForImport waits until no CSV import is merging into the segment's
-// contact type, holding nothing the type's writers take (the import's own
-// lock, shared). A step that gave up on the writer lock behind an import's
-// merge otherwise tried again every 300 ms for as long as the import ran,
-// each try holding the writers that came in its 200 ms wait and reading
-// where its step ends again: with 24 segment saves waiting on a 200,000-row
-// import, single writes to the type took 400 ms at the median and the
-// import 165 s instead of 22 s (an outside attack found it).
+// contact type: it looks at the import's own lock (which no writer takes)
+// every importPoll, holding no connection in between. A step that gave up
+// on the writer lock behind an import's merge otherwise tried again every
+// 300 ms for as long as the import ran, each try holding the writers that
+// came in its 200 ms wait and reading where its step ends again: with 24
+// segment saves waiting on a 200,000-row import, single writes to the
+// type took 400 ms at the median and the import 165 s instead of 22 s (an
+// outside attack found it). Waiting on the lock itself held a pool
+// connection per waiting rebuild: 24 of them emptied the pool, and every
+// writer stalled until the import ended.
 func (d *DB) waitForImport(ctx context.Context, segmentID int64) error {
-	return d.InTx(ctx, func(tx pgx.Tx, _ *db.Queries) error {
-		_, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock_shared($1, (s.contact_type_id % 2147483647)::int)
-			FROM segments s WHERE s.id = $2`, importLockSpace, segmentID)
-		return err
-	})
+	for {
+		var free bool
+		err := d.InTx(ctx, func(tx pgx.Tx, _ *db.Queries) error {
+			return tx.QueryRow(ctx, `SELECT pg_try_advisory_xact_lock_shared($1, (s.contact_type_id % 2147483647)::int)
+				FROM segments s WHERE s.id = $2`, importLockSpace, segmentID).Scan(&free)
+		})
+		if errors.Is(err, pgx.ErrNoRows) || free {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		time.Sleep(importPoll)
+	}
 }
+
+// importPoll is how often a rebuild waiting for an import looks again.
+const importPoll = 250 * time.Millisecond
 
 // rebuildOneStep re-evaluates the next n contacts of the type; it reports
 // whether the rebuild is over (or no longer this generation's), and how
