@@ -584,11 +584,7 @@ func refreshSegments(ctx context.Context, tx pgx.Tx, userID int64, typeIDs []int
 		}
 		return addCounts(ctx, q, userID, countSegment, delta)
 	}
-	fields := make([][]string, len(segs))
-	for i, s := range segs {
-		fields[i] = s.SelectField
-	}
-	custom, err := customFieldsFor(ctx, q, userID, fields...)
+	custom, err := segmentsCustomFields(ctx, q, userID, segs)
 	if err != nil {
 		return err
 	}
@@ -603,6 +599,15 @@ func refreshSegments(ctx context.Context, tx pgx.Tx, userID int64, typeIDs []int
 	b.Queue(mode)
 	b.Queue(sql, args...)
 	return tx.SendBatch(ctx, b).Close()
+}
+
+// segmentsCustomFields is customFieldsFor the conditions of segs.
+func segmentsCustomFields(ctx context.Context, q *db.Queries, userID int64, segs []db.LiveSegmentsOfTypesRow) ([]mail.CustomField, error) {
+	fields := make([][]string, len(segs))
+	for i, s := range segs {
+		fields[i] = s.SelectField
+	}
+	return customFieldsFor(ctx, q, userID, fields...)
 }
 
 // customFieldsFor are the account's custom field definitions for

@@ -289,11 +289,7 @@ func importColumns(ctx context.Context, q *db.Queries, userID, typeID int64) ([]
 	if err != nil {
 		return nil, err
 	}
-	fields := make([][]string, len(segs))
-	for i, s := range segs {
-		fields[i] = s.SelectField
-	}
-	custom, err := customFieldsFor(ctx, q, userID, fields...)
+	custom, err := segmentsCustomFields(ctx, q, userID, segs)
 	if err != nil {
 		return nil, err
 	}
