@@ -3,7 +3,7 @@ GO       ?= go
 SQLC     ?= $(GO) run github.com/sqlc-dev/sqlc/cmd/sqlc@v1.31.1
 BIN      := bin
 
-.PHONY: run build test bench bench-load bench-send bench-automation generate lint clean
+.PHONY: run build test bench bench-load bench-send bench-automation generate assets lint clean
 
 build:
 	$(GO) build -o $(BIN)/api ./cmd/api
@@ -61,6 +61,15 @@ bench-automation: build
 # first time while sqlc builds).
 generate:
 	cd internal/postgres && $(SQLC) generate
+
+# Refreshes the console's browser libraries in internal/console/static/vendor
+# (committed, so building needs no Node): npm ci installs the versions in
+# web/package-lock.json, web/build.mjs copies htmx, uPlot and Sortable,
+# bundles web/codemirror.js with esbuild and writes LICENSES.txt. The same
+# lock file gives the same bytes.
+assets:
+	cd web && npm ci --ignore-scripts --no-audit --no-fund
+	cd web && node build.mjs ../internal/console/static/vendor
 
 lint:
 	@test -z "$$(gofmt -l .)" || (gofmt -l .; exit 1)
