@@ -25,7 +25,8 @@ run: build
 	  url=$${PUBLIC_URL:-http://localhost:8080}; \
 	  echo "mailroom: API on $$url/api, worker running. Ctrl-C stops both."; \
 	  echo "mailroom: queues at $$url/monitoring ($$login)"; \
-	  echo "mailroom: create an account with: $(BIN)/api accounts create --name NAME"; \
+	  echo "mailroom: console on $$url/ ; make an account and its owner with:"; \
+	  echo "  $(BIN)/api accounts create --name NAME --owner-email YOU@EXAMPLE.COM   (prints the owner'"'"'s one-time sign-in link)"; \
 	  trap "kill \$$(jobs -p) 2>/dev/null; wait" EXIT; $(BIN)/worker & $(BIN)/api & wait -n'
 
 

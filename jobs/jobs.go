@@ -94,6 +94,7 @@ func NewMux(d Deps) *asynq.ServeMux {
 	d.Webhooks = d.Webhooks.withDefaults()
 	mux.Handle(TypeNotifyEvents, boundary(d.Log, NotifyEvents(d)))
 	mux.Handle(TypeVerifySenders, boundary(d.Log, VerifySenders(d)))
+	mux.Handle(TypeConsoleMails, boundary(d.Log, ConsoleMails(d)))
 	mux.Handle(TypeDispatchSend, boundary(d.Log, DispatchSend(d)))
 	mux.Handle(TypeSendBatch, boundary(d.Log, SendBatch(d)))
 	mux.Handle(TypeSweepSends, boundary(d.Log, SweepSends(d)))
@@ -116,6 +117,9 @@ func Schedule(s *asynq.Scheduler, sweepEvery time.Duration) error {
 		return err
 	}
 	if _, err := s.Register("@every 1m", NewVerifySendersTask()); err != nil {
+		return err
+	}
+	if _, err := s.Register("@every 1m", NewConsoleMailsTask()); err != nil {
 		return err
 	}
 	if _, err := s.Register("@every "+sweepEvery.String(), NewSweepSendsTask()); err != nil {

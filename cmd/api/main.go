@@ -2,10 +2,13 @@
 //
 //	api                          serve HTTP (migrating first)
 //	api migrate                  apply migrations and load geography, then exit
-//	api accounts create --name N create an account, print its keys as JSON
+//	api accounts create --name N [--owner-email E [--password-stdin]]
+//	                             create an account, print its keys as JSON
+//	                             (and the owner's one-time sign-in link)
 package main
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
@@ -16,6 +19,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 	"time"
 
@@ -23,9 +27,11 @@ import (
 	"github.com/hibiken/asynqmon"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
+	"golang.org/x/crypto/bcrypt"
 
 	"github.com/mailroom/mailroom/internal/activity"
 	"github.com/mailroom/mailroom/internal/config"
+	"github.com/mailroom/mailroom/internal/console"
 	"github.com/mailroom/mailroom/internal/geo"
 	healthcheck "github.com/mailroom/mailroom/internal/health"
 	"github.com/mailroom/mailroom/internal/httpapi"
@@ -42,7 +48,7 @@ func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	stopProfile := metrics.StartCPUProfile(os.Getenv)
 	defer stopProfile()
-	err := run(ctx, os.Args[1:], os.Getenv, os.Stdout, os.Stderr)
+	err := run(ctx, os.Args[1:], os.Getenv, os.Stdin, os.Stdout, os.Stderr)
 	stop()
 	if err != nil {
 		stopProfile()
@@ -51,7 +57,7 @@ func main() {
 	}
 }
 
-func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+func run(ctx context.Context, args []string, getenv func(string) string, stdin io.Reader, stdout, stderr io.Writer) error {
 	cfg, err := config.Load(getenv)
 	if err != nil {
 		return err
@@ -73,7 +79,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		d.Close()
 		return nil
 	case "accounts":
-		return accounts(ctx, cfg, log, args, stdout)
+		return accounts(ctx, cfg, log, args, stdin, stdout)
 	case "health":
 		return health(ctx, cfg)
 	default:
@@ -103,13 +109,13 @@ func openDB(ctx context.Context, cfg config.Config, log *slog.Logger) (*postgres
 }
 
 // accountsUsage is the accounts command's synopsis.
-const accountsUsage = "usage: accounts create --name NAME | list | rotate-keys --user-id N | disable --user-id N | enable --user-id N | send-rate --user-id N --per-second R"
+const accountsUsage = "usage: accounts create --name NAME [--owner-email EMAIL [--password-stdin]] | list | rotate-keys --user-id N | disable --user-id N | enable --user-id N | send-rate --user-id N --per-second R"
 
 // accounts manages accounts from the command line: create (prints the new
 // keys, the only time the secret is shown), list (never a secret),
 // rotate-keys (prints the new keys; the old ones are refused at once),
 // disable and enable. Output is JSON on stdout; keys never go to the log.
-func accounts(ctx context.Context, cfg config.Config, log *slog.Logger, args []string, stdout io.Writer) error {
+func accounts(ctx context.Context, cfg config.Config, log *slog.Logger, args []string, stdin io.Reader, stdout io.Writer) error {
 	if len(args) == 0 {
 		return errors.New(accountsUsage)
 	}
@@ -119,15 +125,35 @@ func accounts(ctx context.Context, cfg config.Config, log *slog.Logger, args []s
 	name := fs.String("name", "", "the account's name (create)")
 	id := fs.Int64("user-id", 0, "the account (rotate-keys, disable, enable, send-rate)")
 	perSecond := fs.Int("per-second", -1, "mails a second, 0 for no limit (send-rate)")
+	ownerEmail := fs.String("owner-email", "", "the console owner's address (create)")
+	passwordStdin := fs.Bool("password-stdin", false, "read the owner's password from standard input (create)")
 	if err := fs.Parse(args[1:]); err != nil {
 		return fmt.Errorf("accounts %s: %w", sub, err)
 	}
-	var n string
+	var (
+		n, password string
+		owner       mail.Email
+	)
 	switch sub {
 	case "create":
 		var err error
 		if n, err = mail.ParseAccountName(*name); err != nil {
 			return errors.New("accounts create: --name is required")
+		}
+		if *ownerEmail != "" {
+			if owner, err = mail.ParseConsoleEmail("owner_email", *ownerEmail); err != nil {
+				return errors.New("accounts create: --owner-email is not a valid email address")
+			}
+		} else if *passwordStdin {
+			return errors.New("accounts create: --password-stdin needs --owner-email")
+		}
+		if *passwordStdin {
+			if password, err = readPassword(stdin); err != nil {
+				return fmt.Errorf("accounts create: %w", err)
+			}
+			if err := mail.ParsePassword("password", password, owner); err != nil {
+				return fmt.Errorf("accounts create: %s", mail.FirstMessage(err))
+			}
 		}
 	case "rotate-keys", "disable", "enable", "send-rate":
 		if *id <= 0 {
@@ -159,7 +185,32 @@ func accounts(ctx context.Context, cfg config.Config, log *slog.Logger, args []s
 		if err != nil {
 			return err
 		}
-		return printKeys(id, keys)
+		if owner == "" {
+			return printKeys(id, keys)
+		}
+		hash := ""
+		if password != "" {
+			b, err := bcrypt.GenerateFromPassword([]byte(password), bcrypt.DefaultCost)
+			if err != nil {
+				return err
+			}
+			hash = string(b)
+		}
+		_, token, err := d.CreateOwner(ctx, id, owner, hash)
+		if err != nil {
+			return fmt.Errorf("accounts create: the account %d is made, its owner is not: %s", id, mail.FirstMessage(err))
+		}
+		out := struct {
+			UserID     int64  `json:"user_id"`
+			PublicKey  string `json:"public_key"`
+			SecretKey  string `json:"secret_key"`
+			OwnerEmail string `json:"owner_email"`
+			SignInURL  string `json:"sign_in_url"`
+		}{UserID: id, PublicKey: keys.Public, SecretKey: keys.Secret, OwnerEmail: string(owner), SignInURL: cfg.PublicURL + "/signin"}
+		if token != "" {
+			out.SignInURL = cfg.PublicURL + "/invite/" + token
+		}
+		return enc.Encode(out)
 	case "list":
 		list, err := d.Accounts(ctx)
 		if err != nil {
@@ -172,7 +223,7 @@ func accounts(ctx context.Context, cfg config.Config, log *slog.Logger, args []s
 		}
 		return nil
 	case "rotate-keys":
-		keys, err := d.RotateKeys(ctx, *id)
+		keys, err := d.RotateKeysBy(ctx, *id, postgres.Actor{Name: mail.ActorCommandLine})
 		if err != nil {
 			return fmt.Errorf("accounts rotate-keys: %w", noAccount(err, *id))
 		}
@@ -197,6 +248,15 @@ func accounts(ctx context.Context, cfg config.Config, log *slog.Logger, args []s
 			Disabled bool  `json:"disabled"`
 		}{*id, sub == "disable"})
 	}
+}
+
+// readPassword is the first line of r, without its line end.
+func readPassword(r io.Reader) (string, error) {
+	line, err := bufio.NewReader(io.LimitReader(r, 4096)).ReadString('\n')
+	if err != nil && err != io.EOF {
+		return "", err
+	}
+	return strings.TrimRight(line, "\r\n"), nil
 }
 
 // noAccount words a not-found error of the accounts command.
@@ -232,7 +292,25 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger) error {
 	tasks := asynq.NewClient(redisOpt)
 	defer tasks.Close()
 
+	con, err := console.New(console.Config{PublicURL: cfg.PublicURL}, console.Deps{
+		DB:           d,
+		Log:          log,
+		LimitAddress: ratelimit.NewKeyed(rdb, "mailroom:rate:signin:addr:", 10, 10, 10*time.Minute).Allow,
+		LimitIP:      ratelimit.NewKeyed(rdb, "mailroom:rate:signin:ip:", 60, 30, 10*time.Minute).Allow,
+		ConsoleMails: func(ctx context.Context) error {
+			_, err := tasks.EnqueueContext(ctx, jobs.NewConsoleMailsTask())
+			if errors.Is(err, asynq.ErrDuplicateTask) {
+				return nil // one is waiting already
+			}
+			return err
+		},
+	})
+	if err != nil {
+		return err
+	}
 	deps := httpapi.Deps{
+		Console:      con,
+		ConsolePaths: console.Prefixes,
 		DB:         d,
 		Geo:        set,
 		Log:        log,

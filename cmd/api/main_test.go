@@ -27,7 +27,7 @@ func TestAccountsCreate(t *testing.T) {
 	t.Parallel()
 	env := envWith(map[string]string{"DATABASE_URL": testdb.DSN(t)})
 	var out bytes.Buffer
-	if err := run(context.Background(), []string{"accounts", "create", "--name", "Acme"}, env, &out, io.Discard); err != nil {
+	if err := run(context.Background(), []string{"accounts", "create", "--name", "Acme"}, env, nil, &out, io.Discard); err != nil {
 		t.Fatal(err)
 	}
 	line := out.String()
@@ -65,7 +65,7 @@ func TestCommandErrors(t *testing.T) {
 	}{
 		{[]string{"accounts", "create"}, map[string]string{"DATABASE_URL": dsn}, "accounts create: --name is required"},
 		{[]string{"health"}, map[string]string{"DATABASE_URL": dsn, "HTTP_ADDR": "127.0.0.1:1"}, "connection refused"},
-		{[]string{"accounts", "frob"}, map[string]string{"DATABASE_URL": dsn}, "usage: accounts create --name NAME | list"},
+		{[]string{"accounts", "frob"}, map[string]string{"DATABASE_URL": dsn}, "usage: accounts create --name NAME [--owner-email EMAIL [--password-stdin]] | list"},
 		{[]string{"accounts"}, map[string]string{"DATABASE_URL": dsn}, "usage: accounts create"},
 		{[]string{"accounts", "rotate-keys"}, map[string]string{"DATABASE_URL": dsn}, "accounts rotate-keys: --user-id is required"},
 		{[]string{"accounts", "disable", "--user-id", "x"}, map[string]string{"DATABASE_URL": dsn}, "accounts disable: invalid value"},
@@ -76,13 +76,13 @@ func TestCommandErrors(t *testing.T) {
 		{[]string{"migrate"}, map[string]string{"DATABASE_URL": "mysql://x/y"}, "DATABASE_URL:"},
 		{[]string{"migrate"}, map[string]string{"DATABASE_URL": dsn, "HTTP_ADDR": "nope"}, "HTTP_ADDR:"},
 	} {
-		err := run(context.Background(), tc.args, envWith(tc.env), io.Discard, io.Discard)
+		err := run(context.Background(), tc.args, envWith(tc.env), nil, io.Discard, io.Discard)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%v: err %v, want %q", tc.args, err, tc.want)
 		}
 	}
 	// migrate on a migrated database is a no-op that succeeds.
-	if err := run(context.Background(), []string{"migrate"}, envWith(map[string]string{"DATABASE_URL": dsn}), io.Discard, io.Discard); err != nil {
+	if err := run(context.Background(), []string{"migrate"}, envWith(map[string]string{"DATABASE_URL": dsn}), nil, io.Discard, io.Discard); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -94,7 +94,7 @@ func TestSlowClientCut(t *testing.T) {
 	t.Parallel()
 	dsn := testdb.DSN(t)
 	var out bytes.Buffer
-	if err := run(context.Background(), []string{"accounts", "create", "--name", "Slow"}, envWith(map[string]string{"DATABASE_URL": dsn}), &out, io.Discard); err != nil {
+	if err := run(context.Background(), []string{"accounts", "create", "--name", "Slow"}, envWith(map[string]string{"DATABASE_URL": dsn}), nil, &out, io.Discard); err != nil {
 		t.Fatal(err)
 	}
 	var keys struct {
@@ -112,7 +112,7 @@ func TestSlowClientCut(t *testing.T) {
 	done := make(chan error, 1)
 	go func() {
 		done <- run(ctx, nil, envWith(map[string]string{"DATABASE_URL": dsn, "REDIS_URL": "redis://127.0.0.1:6379/13",
-			"HTTP_ADDR": addr, "HTTP_READ_TIMEOUT": "1s", "LOG_LEVEL": "error"}), io.Discard, io.Discard)
+			"HTTP_ADDR": addr, "HTTP_READ_TIMEOUT": "1s", "LOG_LEVEL": "error"}), nil, io.Discard, io.Discard)
 	}()
 	defer func() {
 		cancel()
@@ -150,7 +150,7 @@ func TestSlowClientCut(t *testing.T) {
 		t.Errorf("%d contact types from the cut body (%v)", n, err)
 	}
 	// The container health check: `api health` against the running API.
-	if err := run(context.Background(), []string{"health"}, envWith(map[string]string{"DATABASE_URL": dsn, "HTTP_ADDR": addr}), io.Discard, io.Discard); err != nil {
+	if err := run(context.Background(), []string{"health"}, envWith(map[string]string{"DATABASE_URL": dsn, "HTTP_ADDR": addr}), nil, io.Discard, io.Discard); err != nil {
 		t.Errorf("api health: %v", err)
 	}
 	resp, err := http.Get("http://" + addr + "/healthz")
@@ -180,7 +180,7 @@ func TestAccountsLifecycle(t *testing.T) {
 	cli := func(args ...string) string {
 		t.Helper()
 		var out bytes.Buffer
-		if err := run(ctx, append([]string{"accounts"}, args...), env, &out, &logs); err != nil {
+		if err := run(ctx, append([]string{"accounts"}, args...), env, nil, &out, &logs); err != nil {
 			t.Fatalf("accounts %v: %v", args, err)
 		}
 		return out.String()
@@ -308,7 +308,7 @@ func TestShutdownWritesClicks(t *testing.T) {
 	done := make(chan error, 1)
 	go func() {
 		done <- run(runCtx, nil, envWith(map[string]string{"DATABASE_URL": dsn, "REDIS_URL": "redis://127.0.0.1:6379/13",
-			"HTTP_ADDR": addr, "LOG_LEVEL": "error"}), io.Discard, io.Discard)
+			"HTTP_ADDR": addr, "LOG_LEVEL": "error"}), nil, io.Discard, io.Discard)
 	}()
 	for start := time.Now(); ; time.Sleep(20 * time.Millisecond) {
 		if resp, err := http.Get("http://" + addr + "/healthz"); err == nil {
@@ -341,5 +341,73 @@ func TestShutdownWritesClicks(t *testing.T) {
 	}
 	if clicks != 1 || opens != 1 {
 		t.Fatalf("after the shutdown: %d clicks, %d opens written; want 1 and 1", clicks, opens)
+	}
+}
+
+// accounts create --owner-email prints a one-time sign-in link for the
+// owner (a token whose hash alone is stored), or with --password-stdin
+// sets the password read from standard input; both are in the audit trail.
+func TestAccountsCreateWithOwner(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	env := envWith(map[string]string{"DATABASE_URL": testdb.DSN(t), "PUBLIC_URL": "https://mail.example.test"})
+	d := testdb.New(t)
+	var out bytes.Buffer
+	if err := run(ctx, []string{"accounts", "create", "--name", "Owned", "--owner-email", "Boss@Owned.example"}, env, nil, &out, io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	var res struct {
+		UserID     int64  `json:"user_id"`
+		OwnerEmail string `json:"owner_email"`
+		SignInURL  string `json:"sign_in_url"`
+	}
+	if err := json.Unmarshal(out.Bytes(), &res); err != nil {
+		t.Fatal(err)
+	}
+	m := regexp.MustCompile(`^https://mail\.example\.test/invite/([A-Za-z0-9_-]{43})$`).FindStringSubmatch(res.SignInURL)
+	if m == nil || res.OwnerEmail != "Boss@Owned.example" {
+		t.Fatalf("output %s", out.String())
+	}
+	l, err := d.PeekLink(ctx, m[1], mail.TokenSignIn)
+	if err != nil || l.Email != "Boss@Owned.example" || l.AccountID != res.UserID {
+		t.Fatalf("the printed link: %+v %v", l, err)
+	}
+	var stored int
+	if err := d.Pool.QueryRow(ctx, "SELECT count(*) FROM console_tokens WHERE token_hash = $1 AND purpose = 'signin'", mail.HashToken(m[1])).Scan(&stored); err != nil || stored != 1 {
+		t.Fatalf("tokens stored by hash: %d %v", stored, err)
+	}
+
+	out.Reset()
+	err = run(ctx, []string{"accounts", "create", "--name", "Typed", "--owner-email", "typed@owned.example", "--password-stdin"}, env,
+		strings.NewReader("a password from stdin\n"), &out, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := d.ConsoleCredentials(ctx, "typed@owned.example")
+	if err != nil || c.PasswordHash == "" || strings.Contains(c.PasswordHash, "stdin") {
+		t.Fatalf("credentials %+v %v", c, err)
+	}
+	if !strings.Contains(out.String(), `"sign_in_url":"https://mail.example.test/signin"`) {
+		t.Fatalf("output %s", out.String())
+	}
+	ev, err := d.AuditEvents(ctx, c.AccountID, 0, 5)
+	if err != nil || len(ev) != 1 || ev[0].Actor != "command line" || ev[0].Action != "added the owner" || ev[0].Target != "typed@owned.example" {
+		t.Fatalf("audit %+v %v", ev, err)
+	}
+
+	for _, tc := range []struct {
+		args  []string
+		stdin string
+		err   string
+	}{
+		{[]string{"--name", "X", "--owner-email", "not an address"}, "", "--owner-email is not a valid email address"},
+		{[]string{"--name", "X", "--password-stdin"}, "", "--password-stdin needs --owner-email"},
+		{[]string{"--name", "X", "--owner-email", "short@owned.example", "--password-stdin"}, "short\n", "The password must be at least 10 characters."},
+		{[]string{"--name", "X", "--owner-email", "BOSS@owned.example"}, "", "The email has already been taken."},
+	} {
+		err := run(ctx, append([]string{"accounts", "create"}, tc.args...), env, strings.NewReader(tc.stdin), io.Discard, io.Discard)
+		if err == nil || !strings.Contains(err.Error(), tc.err) {
+			t.Fatalf("%v: err %v, want %q", tc.args, err, tc.err)
+		}
 	}
 }

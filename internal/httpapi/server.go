@@ -61,6 +61,9 @@ type Server struct {
 	redisPing func(context.Context) error
 	// monitoring is asynqmon's UI, mounted at /monitoring when set.
 	monitoring http.Handler
+	// console is the web console, mounted at consolePaths when set.
+	console      http.Handler
+	consolePaths []string
 	// metrics counts requests when set; metricsHandler answers GET
 	// /metrics when set.
 	metrics        *requestMetrics
@@ -95,6 +98,10 @@ type Deps struct {
 	Log        *slog.Logger
 	RedisPing  func(context.Context) error
 	Monitoring http.Handler // nil: /monitoring is off
+	// Console is the web console (internal/console), served at each of
+	// ConsolePaths and below it ("/" alone: the root only). nil: no console.
+	Console      http.Handler
+	ConsolePaths []string
 	// Metrics is where the request series are registered (nil: none are
 	// kept); MetricsHandler answers GET /metrics (nil: no such route).
 	// Both are the main's (cmd/api: API_METRICS, METRICS_USER).
@@ -133,6 +140,7 @@ func New(cfg Config, d Deps) http.Handler {
 
 func newServer(cfg Config, d Deps) *Server {
 	s := &Server{db: d.DB, geo: newGeoResponse(d.Geo), log: d.Log, cfg: cfg, redisPing: d.RedisPing, monitoring: d.Monitoring,
+		console: d.Console, consolePaths: d.ConsolePaths,
 		verifySenders: d.VerifySenders, enqueue: d.EnqueueDispatch,
 		automationLive: d.AutomationLive, rateLimit: d.RateLimit, metricsHandler: d.MetricsHandler, lookupHost: d.LookupHost}
 	if s.lookupHost == nil {
@@ -180,6 +188,17 @@ func (s *Server) router() *gin.Engine {
 	s.preferenceRoutes(r)
 	s.trackRoutes(r)
 	s.docRoutes(r) // before the /api group: the document needs no keys
+	if s.console != nil {
+		h := gin.WrapH(s.console)
+		for _, p := range s.consolePaths {
+			if p == "/" {
+				r.GET(p, h)
+				continue
+			}
+			r.Any(p, h)
+			r.Any(p+"/*rest", h)
+		}
+	}
 
 	api := r.Group("/api", notFoundText(recordNotFound), s.limitBody, s.authenticate, s.limitRate)
 	s.routes(api)

@@ -16,6 +16,7 @@ const (
 	ECONFLICT     = "conflict"     // 409: Message says why
 	EUNAUTHORIZED = "unauthorized" // 401
 	ETOOMANY      = "too_many"     // 429
+	EFORBIDDEN    = "forbidden"    // 403: the console user's role may not
 	EINTERNAL     = "internal"     // 500
 )
 
@@ -182,4 +183,22 @@ func JoinInvalid(errs ...error) error {
 		}
 	}
 	return p.Err()
+}
+
+// FirstMessage is err's first field message, or its message, for a line
+// on a terminal.
+func FirstMessage(err error) string {
+	var e *Error
+	if !errors.As(err, &e) {
+		return err.Error()
+	}
+	for _, f := range e.FieldNames() {
+		if ms := e.Fields[f]; len(ms) > 0 {
+			return ms[0]
+		}
+	}
+	if e.Message != "" {
+		return e.Message
+	}
+	return err.Error()
 }

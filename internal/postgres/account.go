@@ -101,3 +101,9 @@ func (d *DB) SetSendRate(ctx context.Context, id int64, perSecond int) error {
 	}
 	return err
 }
+
+// SendRate is account id's sending limit in mails a second, 0 for none.
+func (d *DB) SendRate(ctx context.Context, id int64) (int, error) {
+	n, err := d.q.AccountSendRate(ctx, id)
+	return int(n), err
+}

@@ -71,3 +71,28 @@ func (s *Sender) Take(ctx context.Context, account int64, perSecond, n int) (got
 	}
 	return r.Allowed, r.RetryAfter, nil
 }
+
+// Keyed allows each key (an address, an IP) Limit.Rate tries a
+// Limit.Period on average, Limit.Burst at once: the console's sign-in and
+// password reset limits.
+type Keyed struct {
+	l      *redis_rate.Limiter
+	prefix string
+	limit  redis_rate.Limit
+}
+
+// NewKeyed is a keyed limiter of rate tries per period, burst at once, its
+// Redis keys under prefix.
+func NewKeyed(rdb redis.UniversalClient, prefix string, rate, burst int, period time.Duration) *Keyed {
+	return &Keyed{l: redis_rate.NewLimiter(rdb), prefix: prefix, limit: redis_rate.Limit{Rate: rate, Burst: burst, Period: period}}
+}
+
+// Allow takes one try of key's bucket: ok, or how long until the next one
+// is allowed.
+func (k *Keyed) Allow(ctx context.Context, key string) (ok bool, retryAfter time.Duration, err error) {
+	r, err := k.l.Allow(ctx, k.prefix+key, k.limit)
+	if err != nil {
+		return false, 0, err
+	}
+	return r.Allowed > 0, r.RetryAfter, nil
+}

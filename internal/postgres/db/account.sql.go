@@ -37,6 +37,17 @@ func (q *Queries) AccountByKeys(ctx context.Context, publicKey string) (AccountB
 	return i, err
 }
 
+const accountSendRate = `-- name: AccountSendRate :one
+SELECT COALESCE(send_rate, 0)::int AS send_rate FROM accounts WHERE id = $1
+`
+
+func (q *Queries) AccountSendRate(ctx context.Context, id int64) (int32, error) {
+	row := q.db.QueryRow(ctx, accountSendRate, id)
+	var send_rate int32
+	err := row.Scan(&send_rate)
+	return send_rate, err
+}
+
 const createAccount = `-- name: CreateAccount :one
 INSERT INTO accounts (name, public_key, secret_hash)
 VALUES ($1, $2, $3)

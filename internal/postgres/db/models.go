@@ -21,6 +21,17 @@ type Account struct {
 	SendRate   *int32
 }
 
+type AuditEvent struct {
+	ID            int64
+	UserID        int64
+	ConsoleUserID *int64
+	Actor         string
+	Action        string
+	Target        string
+	Ip            string
+	CreatedAt     time.Time
+}
+
 type Automation struct {
 	ID                 int64
 	UserID             int64
@@ -92,6 +103,41 @@ type City struct {
 	StateID   *int32
 	CountryID int32
 	Name      string
+}
+
+type ConsoleSession struct {
+	TokenHash     []byte
+	ConsoleUserID int64
+	CsrfToken     string
+	Ip            string
+	UserAgent     string
+	CreatedAt     time.Time
+	SeenAt        time.Time
+	IdleExpiresAt time.Time
+	ExpiresAt     time.Time
+}
+
+type ConsoleToken struct {
+	ID            int64
+	ConsoleUserID int64
+	Purpose       string
+	TokenHash     []byte
+	RequestedAt   time.Time
+	MailedAt      *time.Time
+	ExpiresAt     time.Time
+	UsedAt        *time.Time
+}
+
+type ConsoleUser struct {
+	ID           int64
+	UserID       int64
+	Email        string
+	EmailLc      string
+	PasswordHash *string
+	Role         string
+	InvitedBy    *int64
+	CreatedAt    time.Time
+	UpdatedAt    time.Time
 }
 
 type Contact struct {

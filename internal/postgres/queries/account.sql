@@ -26,3 +26,6 @@ WHERE id = @id;
 -- name: SetAccountSendRate :execrows
 UPDATE accounts SET send_rate = sqlc.narg(send_rate), updated_at = now()
 WHERE id = @id;
+
+-- name: AccountSendRate :one
+SELECT COALESCE(send_rate, 0)::int AS send_rate FROM accounts WHERE id = @id;

@@ -1,0 +1,96 @@
+// Package console is mailroom's web console: server-rendered pages over
+// the same storage and rules the JSON API uses, with sign-in, a team with
+// roles, sessions kept in PostgreSQL and CSRF checks done once in a
+// middleware. It uses net/http only (the API's router mounts it) and
+// html/template; its assets are embedded. See docs/console.md.
+package console
+
+import (
+	"context"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"time"
+
+	"golang.org/x/crypto/bcrypt"
+
+	"github.com/mailroom/mailroom/internal/postgres"
+)
+
+// Config is what the console needs beyond its dependencies.
+type Config struct {
+	// PublicURL is the service's public address (no final slash). Cookies
+	// are Secure when it is https.
+	PublicURL string
+	// Session is how long a sign-in lasts (defaults: 12 h idle, 7 days).
+	Session postgres.SessionLife
+	// BcryptCost is the password hashing cost (0: bcrypt.DefaultCost).
+	BcryptCost int
+}
+
+// Limit takes one try of a key's allowance: false and how long until the
+// next try when it is spent.
+type Limit func(ctx context.Context, key string) (ok bool, retryAfter time.Duration, err error)
+
+// Deps are the console's collaborators, built by the main.
+type Deps struct {
+	DB  *postgres.DB
+	Log *slog.Logger
+	// LimitAddress and LimitIP limit sign-ins and reset requests per
+	// address and per client IP (nil: no limit). An error lets the try
+	// through (logged).
+	LimitAddress, LimitIP Limit
+	// ConsoleMails asks the worker to mail waiting invitations and resets
+	// now (nil: its minute sweep does).
+	ConsoleMails func(context.Context) error
+}
+
+// Handler serves the console's pages.
+type Handler struct {
+	cfg    Config
+	db     *postgres.DB
+	log    *slog.Logger
+	deps   Deps
+	secure bool // cookies are Secure
+	views  *views
+	assets *assets
+	mux    *http.ServeMux
+	// standIn is a hash a sign-in without a stored one is checked
+	// against, to spend the same time.
+	standIn []byte
+}
+
+// New builds the console.
+func New(cfg Config, d Deps) (*Handler, error) {
+	if cfg.Session.Idle <= 0 {
+		cfg.Session.Idle = 12 * time.Hour
+	}
+	if cfg.Session.Max <= 0 {
+		cfg.Session.Max = 7 * 24 * time.Hour
+	}
+	if cfg.BcryptCost == 0 {
+		cfg.BcryptCost = bcrypt.DefaultCost
+	}
+	h := &Handler{cfg: cfg, db: d.DB, log: d.Log, deps: d}
+	if u, err := url.Parse(cfg.PublicURL); err == nil && u.Scheme == "https" {
+		h.secure = true
+	}
+	var err error
+	if h.standIn, err = bcrypt.GenerateFromPassword([]byte("stand-in password"), cfg.BcryptCost); err != nil {
+		return nil, err
+	}
+	if h.assets, err = loadAssets(); err != nil {
+		return nil, err
+	}
+	if h.views, err = parseViews(h.assets); err != nil {
+		return nil, err
+	}
+	h.mux = http.NewServeMux()
+	h.routes()
+	return h, nil
+}
+
+// ServeHTTP serves a console request.
+func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	h.mux.ServeHTTP(w, r)
+}

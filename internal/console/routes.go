@@ -1,0 +1,47 @@
+package console
+
+import "net/http"
+
+// access is what a route asks of the request.
+type access int
+
+const (
+	public  access = iota // anyone; no session needed
+	reader                // a signed-in user of any role
+	writer                // an owner or editor
+	manager               // an owner
+)
+
+// Prefixes are the paths the console owns (each also with anything
+// below it); the API's router sends them here.
+var Prefixes = []string{"/", "/signin", "/signout", "/reset", "/invite", "/account", "/static"}
+
+// routes lists every console route in one place: its pattern, who may use
+// it, and the audit line a successful write leaves when the storage does
+// not record one itself.
+func (h *Handler) routes() {
+	h.handle("GET /{$}", reader, "", h.home)
+	h.handle("GET /static/{hash}/{file...}", public, "", h.assets.serve)
+
+	h.handle("GET /signin", public, "", h.signInShow)
+	h.handle("POST /signin", public, "", h.signIn)
+	h.handle("POST /signout", reader, "", h.signOut)
+	h.handle("POST /signout/everywhere", reader, "signed out everywhere", h.signOutEverywhere)
+	h.handle("GET /reset", public, "", h.resetShow)
+	h.handle("POST /reset", public, "", h.resetRequest)
+	h.handle("GET /reset/{token}", public, "", h.linkShow)
+	h.handle("POST /reset/{token}", public, "", h.linkTake)
+	h.handle("GET /invite/{token}", public, "", h.linkShow)
+	h.handle("POST /invite/{token}", public, "", h.linkTake)
+
+	h.handle("GET /account", reader, "", h.accountShow)
+	h.handle("POST /account/keys", manager, "", h.keysRotate)
+	h.handle("POST /account/team", manager, "", h.teamInvite)
+	h.handle("POST /account/team/{id}/role", manager, "", h.teamRole)
+	h.handle("POST /account/team/{id}/remove", manager, "", h.teamRemove)
+}
+
+// handle registers a route behind the console's middleware.
+func (h *Handler) handle(pattern string, need access, audit string, fn http.HandlerFunc) {
+	h.mux.Handle(pattern, h.chain(need, audit, fn))
+}
