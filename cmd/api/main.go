@@ -311,12 +311,12 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger) error {
 	deps := httpapi.Deps{
 		Console:      con,
 		ConsolePaths: console.Prefixes,
-		DB:         d,
-		Geo:        set,
-		Log:        log,
-		RedisPing:  func(ctx context.Context) error { return rdb.Ping(ctx).Err() },
-		Monitoring: mon,
-		RateLimit:  rateLimit(cfg, rdb),
+		DB:           d,
+		Geo:          set,
+		Log:          log,
+		RedisPing:    func(ctx context.Context) error { return rdb.Ping(ctx).Err() },
+		Monitoring:   mon,
+		RateLimit:    rateLimit(cfg, rdb),
 		AutomationLive: func(ctx context.Context, id int64) error {
 			_, err := tasks.EnqueueContext(ctx, jobs.NewEnrollMembersTask(id))
 			return err
