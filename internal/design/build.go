@@ -211,7 +211,8 @@ func (b *Block) check() error {
 
 // Build parses a json_code document and writes its HTML: a table-based,
 // inline-styled mail, Settings.Width wide and stacking to the screen's
-// width on phones (the only CSS in <head>), no script, fonts or images.
+// width on phones, with no script, web fonts or images. The CSS in <head>
+// is client resets and the phone media query.
 func Build(src []byte) (string, error) {
 	d, err := ParseDocument(src)
 	if err != nil {
@@ -259,6 +260,10 @@ func (w *writer) font(size, line int) string {
 func (w *writer) document(d *Document) {
 	s := d.Settings
 	width := strconv.Itoa(s.Width)
+	// The <style> holds the usual client resets (no text inflation on
+	// phones, no spacing Outlook adds around tables, smooth scaling of
+	// resized images, addresses and dates that iOS makes links keep the
+	// text's look), then the phone media query.
 	w.p(`<!DOCTYPE html>
 <html lang="en" xmlns="http://www.w3.org/1999/xhtml">
 <head>
@@ -271,6 +276,10 @@ func (w *writer) document(d *Document) {
 <meta name="supported-color-schemes" content="light">
 <title>`, txt(d.Name), `</title>
 <style>
+body, table, td, a { -webkit-text-size-adjust: 100%; -ms-text-size-adjust: 100%; }
+table, td { mso-table-lspace: 0pt; mso-table-rspace: 0pt; }
+img { -ms-interpolation-mode: bicubic; border: 0; outline: none; text-decoration: none; }
+a[x-apple-data-detectors] { color: inherit !important; text-decoration: none !important; font-size: inherit !important; font-family: inherit !important; font-weight: inherit !important; line-height: inherit !important; }
 @media only screen and (max-width: `, strconv.Itoa(s.Width+20), `px) {
   .outer { padding: 0 !important; }
   .container { width: 100% !important; max-width: 100% !important; }
@@ -323,11 +332,13 @@ func (w *writer) block(b *Block) {
 	switch b.Type {
 	case "header":
 		w.row(b, "20px 40px", bg, "left")
+		// The brand and the note are paragraphs, so the text part puts
+		// them on lines of their own rather than running them together.
 		w.p(table, `<tr>
-<td align="left" style="`, w.font(20, 26), `font-weight:bold;letter-spacing:-0.2px;color:`, or(b.Color, s.HeadingColor), `;">`, txt(b.Text), `</td>
+<td align="left"><p style="margin:0;`, w.font(20, 26), `font-weight:bold;letter-spacing:-0.2px;color:`, or(b.Color, s.HeadingColor), `;">`, txt(b.Text), `</p></td>
 `)
 		if b.Note != "" {
-			w.p(`<td align="right" style="`, w.font(13, 18), `color:`, or(b.NoteColor, s.MutedColor), `;">`, txt(b.Note), `</td>
+			w.p(`<td align="right"><p style="margin:0;`, w.font(13, 18), `color:`, or(b.NoteColor, s.MutedColor), `;text-align:right;">`, txt(b.Note), `</p></td>
 `)
 		}
 		w.p("</tr></table>\n")
