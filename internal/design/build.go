@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/url"
 	"regexp"
 	"strconv"
 	"strings"
@@ -49,7 +50,15 @@ type Settings struct {
 //	details   rows[] {label, value}
 //	items     items[] {name, detail, quantity, price}
 //	totals    rows[] {label, value, strong}
+//	image     src, alt, width (px), height (px), url
 //	footer    text, sender, address, link_text, link_url
+//
+// An image's src is an absolute http or https URL (the console serves
+// uploads at {PUBLIC_URL}/media/...) and alt its text for readers and
+// for clients that block images; width defaults to, and may not exceed,
+// the content width less the block's padding; height, the image's height
+// at that width, lets Outlook and clients that block images keep its
+// place; url makes it a link; it is centred unless align says otherwise.
 //
 // background, color, align and padding (CSS shorthand in px) override the
 // settings and the type's defaults for any block.
@@ -62,7 +71,10 @@ type Block struct {
 	Level     int    `json:"level,omitempty"`
 	Size      int    `json:"size,omitempty"`
 	Height    int    `json:"height,omitempty"`
+	Width     int    `json:"width,omitempty"`
 	URL       string `json:"url,omitempty"`
+	Src       string `json:"src,omitempty"`
+	Alt       string `json:"alt,omitempty"`
 	Sender    string `json:"sender,omitempty"`
 	Address   string `json:"address,omitempty"`
 	LinkText  string `json:"link_text,omitempty"`
@@ -146,7 +158,7 @@ func (d *Document) check() error {
 	}
 	footers := 0
 	for i, b := range d.Blocks {
-		if err := b.check(); err != nil {
+		if err := b.check(s); err != nil {
 			return fmt.Errorf("design: block %d (%s): %w", i, b.Type, err)
 		}
 		if b.Type == "footer" {
@@ -159,7 +171,7 @@ func (d *Document) check() error {
 	return nil
 }
 
-func (b *Block) check() error {
+func (b *Block) check(s Settings) error {
 	for name, c := range map[string]string{"background": b.Background, "color": b.Color, "note_color": b.NoteColor,
 		"button_color": b.ButtonColor, "text_color": b.TextColor, "border_color": b.BorderColor,
 		"card_background": b.CardBackground} {
@@ -202,6 +214,8 @@ func (b *Block) check() error {
 		return need("text", b.Text != "")
 	case "details", "totals":
 		return need("rows", len(b.Rows) > 0)
+	case "image":
+		return b.checkImage(s)
 	case "footer":
 		return need("sender, address, link_text and link_url", b.Sender != "" && b.Address != "" &&
 			b.LinkText != "" && b.LinkURL != "")
@@ -209,9 +223,84 @@ func (b *Block) check() error {
 	return fmt.Errorf("unknown block type %q", b.Type)
 }
 
+// maxImageURL bounds an image's src, in bytes.
+const maxImageURL = 2048
+
+// checkImage checks an image block: its src, alt text and size.
+func (b *Block) checkImage(s Settings) error {
+	if b.Src == "" {
+		return errors.New("needs src, the image's address")
+	}
+	if err := imageURL(b.Src); err != nil {
+		return fmt.Errorf("src %q: %w", b.Src, err)
+	}
+	if strings.TrimSpace(b.Alt) == "" {
+		return errors.New("needs alt, the text shown in place of the image")
+	}
+	room := s.Width - sidePadding(or(b.Padding, imagePadding))
+	if room < 1 {
+		return fmt.Errorf("padding %q leaves no room for the image in the %d px width", or(b.Padding, imagePadding), s.Width)
+	}
+	if b.Width < 0 || b.Width > room {
+		return fmt.Errorf("width %d: want 1 to %d px (the %d px content width less the padding)", b.Width, room, s.Width)
+	}
+	if b.Height < 0 || b.Height > maxImageHeight {
+		return fmt.Errorf("height %d: want 1 to %d px", b.Height, maxImageHeight)
+	}
+	return nil
+}
+
+// maxImageHeight bounds an image block's height, in px.
+const maxImageHeight = 3000
+
+// imageURL says what is wrong with an image's src: it must be an absolute
+// http or https URL with a host, at most maxImageURL bytes, and hold no
+// white space, control characters, quotes, angle brackets, backslash or
+// backtick (what a URL percent-encodes, and what could leave the
+// attribute).
+func imageURL(src string) error {
+	if len(src) > maxImageURL {
+		return fmt.Errorf("longer than %d bytes", maxImageURL)
+	}
+	for _, r := range src {
+		if r <= ' ' || r == 0x7f || r >= 0x80 && r <= 0x9f || strings.ContainsRune("\"'<>\\`", r) || r == '\u2028' || r == '\u2029' {
+			return fmt.Errorf("holds %q: percent-encode it", r)
+		}
+	}
+	u, err := url.Parse(src)
+	if err != nil || u.Scheme != "http" && u.Scheme != "https" || u.Host == "" || u.User != nil {
+		return errors.New("want an absolute http or https URL")
+	}
+	return nil
+}
+
+// sidePadding is the left plus right padding of a CSS padding shorthand
+// of px lengths (paddingRE), in px.
+func sidePadding(padding string) int {
+	var v []int
+	for _, f := range strings.Fields(padding) {
+		n, _ := strconv.Atoi(strings.TrimSuffix(f, "px"))
+		v = append(v, n)
+	}
+	switch len(v) {
+	case 1:
+		return 2 * v[0]
+	case 2, 3:
+		return 2 * v[1]
+	case 4:
+		return v[1] + v[3]
+	}
+	return 0
+}
+
+// imagePadding is an image block's padding unless it sets its own.
+const imagePadding = "16px 40px"
+
 // Build parses a json_code document and writes its HTML: a table-based,
 // inline-styled mail, Settings.Width wide and stacking to the screen's
-// width on phones (the only CSS in <head>), no script, fonts or images.
+// width on phones, with no script or web fonts and no image but those of
+// image blocks. The CSS in <head> is client resets and the phone media
+// query.
 func Build(src []byte) (string, error) {
 	d, err := ParseDocument(src)
 	if err != nil {
@@ -259,6 +348,10 @@ func (w *writer) font(size, line int) string {
 func (w *writer) document(d *Document) {
 	s := d.Settings
 	width := strconv.Itoa(s.Width)
+	// The <style> holds the usual client resets (no text inflation on
+	// phones, no spacing Outlook adds around tables, smooth scaling of
+	// resized images, addresses and dates that iOS makes links keep the
+	// text's look), then the phone media query.
 	w.p(`<!DOCTYPE html>
 <html lang="en" xmlns="http://www.w3.org/1999/xhtml">
 <head>
@@ -271,6 +364,10 @@ func (w *writer) document(d *Document) {
 <meta name="supported-color-schemes" content="light">
 <title>`, txt(d.Name), `</title>
 <style>
+body, table, td, a { -webkit-text-size-adjust: 100%; -ms-text-size-adjust: 100%; }
+table, td { mso-table-lspace: 0pt; mso-table-rspace: 0pt; }
+img { -ms-interpolation-mode: bicubic; border: 0; outline: none; text-decoration: none; }
+a[x-apple-data-detectors] { color: inherit !important; text-decoration: none !important; font-size: inherit !important; font-family: inherit !important; font-weight: inherit !important; line-height: inherit !important; }
 @media only screen and (max-width: `, strconv.Itoa(s.Width+20), `px) {
   .outer { padding: 0 !important; }
   .container { width: 100% !important; max-width: 100% !important; }
@@ -323,11 +420,13 @@ func (w *writer) block(b *Block) {
 	switch b.Type {
 	case "header":
 		w.row(b, "20px 40px", bg, "left")
+		// The brand and the note are paragraphs, so the text part puts
+		// them on lines of their own rather than running them together.
 		w.p(table, `<tr>
-<td align="left" style="`, w.font(20, 26), `font-weight:bold;letter-spacing:-0.2px;color:`, or(b.Color, s.HeadingColor), `;">`, txt(b.Text), `</td>
+<td align="left"><p style="margin:0;`, w.font(20, 26), `font-weight:bold;letter-spacing:-0.2px;color:`, or(b.Color, s.HeadingColor), `;">`, txt(b.Text), `</p></td>
 `)
 		if b.Note != "" {
-			w.p(`<td align="right" style="`, w.font(13, 18), `color:`, or(b.NoteColor, s.MutedColor), `;">`, txt(b.Note), `</td>
+			w.p(`<td align="right"><p style="margin:0;`, w.font(13, 18), `color:`, or(b.NoteColor, s.MutedColor), `;text-align:right;">`, txt(b.Note), `</p></td>
 `)
 		}
 		w.p("</tr></table>\n")
@@ -436,6 +535,8 @@ func (w *writer) block(b *Block) {
 `)
 		}
 		w.p("</table>\n")
+	case "image":
+		w.image(b, bg)
 	case "footer":
 		muted := or(b.Color, s.MutedColor)
 		w.row(b, "24px 40px 32px", s.Background, "center")
@@ -447,6 +548,40 @@ func (w *writer) block(b *Block) {
 `)
 	}
 	w.endRow()
+}
+
+// image is an image block: the img's width and height attributes are
+// what Outlook sizes it by; in CSS it is as wide, shrinks with the
+// column on phones (max-width, height:auto), and is display:block with
+// border 0 so no gap or link border shows. The alt text is styled like the
+// block's text for clients that block images, and a link wraps the img.
+func (w *writer) image(b *Block, bg string) {
+	s := w.s
+	w.row(b, imagePadding, bg, "center")
+	width := b.Width
+	if width == 0 {
+		width = s.Width - sidePadding(or(b.Padding, imagePadding))
+	}
+	margin := "0 auto"
+	switch or(b.Align, "center") {
+	case "left":
+		margin = "0"
+	case "right":
+		margin = "0 0 0 auto"
+	}
+	if b.URL != "" {
+		w.p(`<a href="`, attr(b.URL), `" target="_blank" style="text-decoration:none;">`)
+	}
+	w.p(`<img src="`, attr(b.Src), `" width="`, strconv.Itoa(width), `"`)
+	if b.Height > 0 {
+		w.p(` height="`, strconv.Itoa(b.Height), `"`)
+	}
+	w.p(` alt="`, attr(b.Alt), `" border="0" style="display:block;width:`, px(width), `;max-width:100%;height:auto;margin:`, margin,
+		`;border:0;outline:none;text-decoration:none;`, w.font(14, 20), `color:`, or(b.Color, s.MutedColor), `;">`)
+	if b.URL != "" {
+		w.p(`</a>`)
+	}
+	w.p("\n")
 }
 
 // columns are two or three cells side by side, stacked on phones; with a

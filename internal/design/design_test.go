@@ -165,12 +165,14 @@ func TestDesignPlaceholders(t *testing.T) {
 
 // Every template compiles and renders through internal/render: no
 // placeholder is left, values are filled and escaped, the preheader goes
-// in after <body>, and the text part keeps the footer.
+// in after <body>, and the text part starts with the brand on a line of
+// its own and keeps the footer. No text repeats a word of the sender's
+// name ("the Acme Team team").
 func TestDesignRender(t *testing.T) {
 	r := &mail.Recipient{Email: "ada@example.com", FirstName: "Ada", LastName: "Lovelace <AL>",
 		Custom: map[string]string{"company_name": "Engines & Co"},
 		Tokens: mail.Tokens{PreferencesURL: "https://mail.example.com/p/tok123"}}
-	s := &mail.Sender{FromName: "Northwind", Address: "12 Harbour Street", City: "Bristol"}
+	s := &mail.Sender{FromName: "Northwind Team", Address: "12 Harbour Street", City: "Bristol"}
 	for _, tp := range design.Templates() {
 		tpl, err := render.Compile("Hello ((first_name))", "Preview text", tp.HTML)
 		if err != nil {
@@ -182,7 +184,7 @@ func TestDesignRender(t *testing.T) {
 		if m := placeholderRE.FindString(html); m != "" {
 			t.Errorf("%s: %s left in the HTML", tp.Name, m)
 		}
-		for _, want := range []string{`href="https://mail.example.com/p/tok123"`, "Northwind", "12 Harbour Street, Bristol"} {
+		for _, want := range []string{`href="https://mail.example.com/p/tok123"`, "Northwind Team", "12 Harbour Street, Bristol"} {
 			if !strings.Contains(html, want) {
 				t.Errorf("%s: rendered HTML lacks %s", tp.Name, want)
 			}
@@ -208,14 +210,21 @@ func TestDesignRender(t *testing.T) {
 				t.Errorf("%s: text part lacks %q:\n%s", tp.Name, want, text)
 			}
 		}
+		if first, _, _ := strings.Cut(text, "\n"); first != "Northwind Team" {
+			t.Errorf("%s: text part starts with %q, want the brand alone", tp.Name, first)
+		}
+		if strings.Contains(strings.ToLower(text), "team team") {
+			t.Errorf("%s: the sender's name runs into the text:\n%s", tp.Name, text)
+		}
 		if strings.Contains(text, "@media") || markupRE.MatchString(text) {
 			t.Errorf("%s: text part holds markup or CSS:\n%s", tp.Name, text)
 		}
 	}
 }
 
-// What mail clients need: tables and inline styles, a <style> with the
-// phone media query only, nothing fetched, no script, 600 px at most.
+// What mail clients need: tables and inline styles, one <style> with
+// client resets and the phone media query, nothing fetched, no script,
+// 600 px at most.
 func TestDesignEmailSafe(t *testing.T) {
 	styleRE := regexp.MustCompile(`(?s)<style>(.*?)</style>`)
 	urlRE := regexp.MustCompile(`(?i)(?:https?:)?//[^\s"')<]+`)
@@ -233,8 +242,9 @@ func TestDesignEmailSafe(t *testing.T) {
 			t.Errorf("%s: not the skeleton", tp.Name)
 		}
 		styles := styleRE.FindAllStringSubmatch(h, -1)
-		if len(styles) != 1 || !strings.HasPrefix(strings.TrimSpace(styles[0][1]), "@media only screen and (max-width:") {
-			t.Errorf("%s: want one <style> holding the media query", tp.Name)
+		if len(styles) != 1 || !strings.Contains(styles[0][1], "\n@media only screen and (max-width:") ||
+			!strings.HasPrefix(styles[0][1], "\nbody, table, td, a {") {
+			t.Errorf("%s: want one <style> holding the resets and the media query", tp.Name)
 		}
 		for _, u := range urlRE.FindAllString(h, -1) {
 			if u != "http://www.w3.org/1999/xhtml" && !strings.HasPrefix(u, "https://example.com/") {

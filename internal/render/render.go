@@ -197,8 +197,12 @@ func compileLinks(src string, m mode, spans []span, index map[string]int) progra
 	return program{segs: segs, mode: m}
 }
 
+// preheaderOpen hides the preview text without a text colour: a colour
+// matching the background (transparent is read as the background) is what
+// spam filters score as hidden text (SpamAssassin's HTML_FONT_LOW_CONTRAST),
+// and display:none, a zero box and mso-hide hide it in every client.
 const (
-	preheaderOpen = `<div style="display:none;font-size:1px;color:transparent;line-height:1px;` +
+	preheaderOpen = `<div style="display:none;font-size:1px;line-height:1px;` +
 		`max-height:0;max-width:0;opacity:0;overflow:hidden;mso-hide:all;">`
 	preheaderClose = `</div>`
 )
