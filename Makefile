@@ -3,7 +3,7 @@ GO       ?= go
 SQLC     ?= $(GO) run github.com/sqlc-dev/sqlc/cmd/sqlc@v1.31.1
 BIN      := bin
 
-.PHONY: run build test bench bench-load bench-send bench-automation generate assets lint clean
+.PHONY: screenshots run build test bench bench-load bench-send bench-automation generate assets lint clean
 
 build:
 	$(GO) build -o $(BIN)/api ./cmd/api
@@ -35,6 +35,11 @@ run: build
 test:
 	$(GO) vet ./...
 	$(GO) test -race -count=1 ./...
+
+# Takes the console's screenshots again into docs/console (the browser
+# tests of internal/e2e with UPDATE_SCREENSHOTS=1; needs chromium).
+screenshots:
+	UPDATE_SCREENSHOTS=1 $(GO) test -count=1 -run 'InBrowser' ./internal/e2e/
 
 bench: bench-load
 	$(GO) test -run '^$$' -bench . -benchmem ./...
