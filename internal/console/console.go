@@ -92,5 +92,9 @@ func New(cfg Config, d Deps) (*Handler, error) {
 
 // ServeHTTP serves a console request.
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	// The mux's own answers (404 for no route, 405 for a wrong method)
+	// carry the same headers as the pages; a route's chain sets them again
+	// with its nonce.
+	h.securityHeaders(w, &state{nonce: randomToken(16)})
 	h.mux.ServeHTTP(w, r)
 }

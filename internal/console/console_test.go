@@ -646,3 +646,21 @@ func TestTextIsEscapedOnEveryPage(t *testing.T) {
 }
 
 func strconvFormat(n int64) string { return strconv.FormatInt(n, 10) }
+
+// The mux's own answers (no route, wrong method) carry the pages' headers.
+func TestHeadersOnEveryAnswer(t *testing.T) {
+	t.Parallel()
+	s := newSite(t, 0)
+	b := s.browser()
+	for _, tc := range []struct {
+		method, path string
+		status       int
+	}{{"PUT", "/account", 405}, {"DELETE", "/signin", 405}, {"GET", "/account/nope", 404}, {"GET", "/static/x/y", 404}, {"HEAD", "/signin", 200}} {
+		req, _ := http.NewRequest(tc.method, s.srv.URL+tc.path, nil)
+		a := b.do(req)
+		if a.status != tc.status || !strings.HasPrefix(a.header.Get("Content-Security-Policy"), "default-src 'none'") ||
+			a.header.Get("X-Frame-Options") != "DENY" {
+			t.Errorf("%s %s: %d %v", tc.method, tc.path, a.status, a.header)
+		}
+	}
+}
