@@ -292,7 +292,7 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger) error {
 	tasks := asynq.NewClient(redisOpt)
 	defer tasks.Close()
 
-	con, err := console.New(console.Config{PublicURL: cfg.PublicURL}, console.Deps{
+	con, err := console.New(console.Config{PublicURL: cfg.PublicURL, TrustedProxies: cfg.TrustedProxies}, console.Deps{
 		DB:           d,
 		Log:          log,
 		LimitAddress: ratelimit.NewKeyed(rdb, "mailroom:rate:signin:addr:", 10, 10, 10*time.Minute).Allow,

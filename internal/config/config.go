@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net"
 	netmail "net/mail"
+	"net/netip"
 	"net/url"
 	"strconv"
 	"strings"
@@ -74,6 +75,10 @@ type Config struct {
 	WebhookRetryFor        time.Duration // WEBHOOK_RETRY_FOR: how long events are retried before they are given up
 	WebhookAllowPrivate    bool          // WEBHOOK_ALLOW_PRIVATE: webhooks may post to loopback, private and link-local addresses
 	LogLevel               string        // LOG_LEVEL: debug, info, warn, error
+	// TRUSTED_PROXIES: the addresses (IPs or CIDR prefixes) of the
+	// reverse proxies in front of the API, whose X-Forwarded-For the
+	// console believes for a client's IP (sign-in limits, audit trail).
+	TrustedProxies []netip.Prefix
 
 	// DOMAIN_LIMITS: the recipient domains' limits in force (the built-in
 	// ones changed by the variable); nil: no domain is throttled.
@@ -166,6 +171,21 @@ func Load(getenv func(string) string) (Config, error) {
 	c.AllowUnverifiedSenders = boolean("ALLOW_UNVERIFIED_SENDERS", false)
 	c.APIMetrics = boolean("API_METRICS", true)
 	c.WebhookAllowPrivate = boolean("WEBHOOK_ALLOW_PRIVATE", false)
+	for _, v := range strings.Split(str("TRUSTED_PROXIES", ""), ",") {
+		if v = strings.TrimSpace(v); v == "" {
+			continue
+		}
+		p, err := netip.ParsePrefix(v)
+		if err != nil {
+			a, aerr := netip.ParseAddr(v)
+			if aerr != nil {
+				errs = append(errs, fmt.Errorf("TRUSTED_PROXIES: %q is not an IP address or CIDR prefix", v))
+				continue
+			}
+			p = netip.PrefixFrom(a, a.BitLen())
+		}
+		c.TrustedProxies = append(c.TrustedProxies, p.Masked())
+	}
 	switch v := strings.ToLower(str("CLICK_TRACKING", "on")); v {
 	case "on", "true", "1":
 		c.ClickTracking = true

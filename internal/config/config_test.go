@@ -1,6 +1,7 @@
 package config
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -49,9 +50,13 @@ func TestValues(t *testing.T) {
 		"WEBHOOK_RETRY_MAX":        "10m",
 		"WEBHOOK_RETRY_FOR":        "72h",
 		"WEBHOOK_ALLOW_PRIVATE":    "true",
+		"TRUSTED_PROXIES":          "10.0.0.0/8, 192.168.1.7,::1",
 	}))
 	if err != nil {
 		t.Fatal(err)
+	}
+	if fmt.Sprint(c.TrustedProxies) != "[10.0.0.0/8 192.168.1.7/32 ::1/128]" {
+		t.Fatalf("trusted proxies %v", c.TrustedProxies)
 	}
 	if c.WebhookConcurrency != 8 || c.WebhookTimeout != 3*time.Second || c.WebhookRetryMin != time.Second ||
 		c.WebhookRetryMax != 10*time.Minute || c.WebhookRetryFor != 72*time.Hour || !c.WebhookAllowPrivate {
@@ -99,6 +104,7 @@ func TestBadValues(t *testing.T) {
 		"WORKER_METRICS_ADDR":      "9091",
 		"METRICS_PASSWORD":         "hunter2",
 		"WEBHOOK_RETRY_MIN":        "2h",
+		"TRUSTED_PROXIES":          "10.0.0.0/8,nginx",
 	}))
 	if err == nil {
 		t.Fatal("no error")
@@ -106,7 +112,7 @@ func TestBadValues(t *testing.T) {
 	msg := err.Error()
 	for _, name := range []string{"DATABASE_URL", "REDIS_URL", "HTTP_ADDR", "ALLOW_UNVERIFIED_SENDERS", "MAX_BODY_BYTES",
 		"SMTP_URL", "MONITORING_USER", "WORKER_CONCURRENCY", "SHUTDOWN_TIMEOUT", "WORKER_SHUTDOWN_TIMEOUT", "NOTIFY_FROM", "LOG_LEVEL", "UNSUBSCRIBE_MAILTO",
-		"API_METRICS", "WORKER_METRICS_ADDR", "METRICS_USER", "WEBHOOK_RETRY_MIN"} {
+		"API_METRICS", "WORKER_METRICS_ADDR", "METRICS_USER", "WEBHOOK_RETRY_MIN", "TRUSTED_PROXIES"} {
 		if !strings.Contains(msg, name+":") && !strings.Contains(msg, name+" and") {
 			t.Errorf("%s not reported in:\n%s", name, msg)
 		}
@@ -114,8 +120,8 @@ func TestBadValues(t *testing.T) {
 	if strings.Contains(msg, "hunter2") {
 		t.Errorf("password leaked: %s", msg)
 	}
-	if n := strings.Count(msg, "\n") + 1; n != 17 {
-		t.Errorf("%d lines, want 17:\n%s", n, msg)
+	if n := strings.Count(msg, "\n") + 1; n != 18 {
+		t.Errorf("%d lines, want 18:\n%s", n, msg)
 	}
 	for _, v := range []string{"localhost", ":http", "127.0.0.1:70000", "127.0.0.1:-1"} {
 		if _, err := Load(env(map[string]string{"WORKER_METRICS_ADDR": v})); err == nil || !strings.Contains(err.Error(), "WORKER_METRICS_ADDR:") {

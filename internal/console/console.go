@@ -9,6 +9,7 @@ import (
 	"context"
 	"log/slog"
 	"net/http"
+	"net/netip"
 	"net/url"
 	"time"
 
@@ -26,6 +27,10 @@ type Config struct {
 	Session postgres.SessionLife
 	// BcryptCost is the password hashing cost (0: bcrypt.DefaultCost).
 	BcryptCost int
+	// TrustedProxies are the reverse proxies whose X-Forwarded-For names
+	// the client (TRUSTED_PROXIES); a request from any other address is
+	// its own client.
+	TrustedProxies []netip.Prefix
 }
 
 // Limit takes one try of a key's allowance: false and how long until the

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/http/cookiejar"
 	"net/http/httptest"
+	"net/netip"
 	"net/url"
 	"regexp"
 	"strconv"
@@ -46,6 +47,12 @@ var sitePrefix atomic.Int64
 
 func newSite(t *testing.T, limit int) *site {
 	t.Helper()
+	return newSiteWith(t, limit, console.Config{})
+}
+
+// newSiteWith is newSite with cfg's TrustedProxies.
+func newSiteWith(t *testing.T, limit int, cfg console.Config) *site {
+	t.Helper()
 	s := &site{t: t, d: testdb.New(t)}
 	deps := console.Deps{DB: s.d, Log: quiet, ConsoleMails: func(context.Context) error { s.mailer.Add(1); return nil }}
 	if limit > 0 {
@@ -59,7 +66,8 @@ func newSite(t *testing.T, limit int) *site {
 		deps.LimitAddress = ratelimit.NewKeyed(rdb, p+"addr:", limit, limit, time.Hour).Allow
 		deps.LimitIP = ratelimit.NewKeyed(rdb, p+"ip:", 100*limit, 100*limit, time.Hour).Allow
 	}
-	con, err := console.New(console.Config{PublicURL: "http://console.test", BcryptCost: bcrypt.MinCost}, deps)
+	con, err := console.New(console.Config{PublicURL: "http://console.test", BcryptCost: bcrypt.MinCost,
+		TrustedProxies: cfg.TrustedProxies}, deps)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -661,6 +669,36 @@ func TestHeadersOnEveryAnswer(t *testing.T) {
 		if a.status != tc.status || !strings.HasPrefix(a.header.Get("Content-Security-Policy"), "default-src 'none'") ||
 			a.header.Get("X-Frame-Options") != "DENY" {
 			t.Errorf("%s %s: %d %v", tc.method, tc.path, a.status, a.header)
+		}
+	}
+}
+
+// Behind a trusted proxy the client is the last address X-Forwarded-For
+// names that is no proxy; from anywhere else the header is ignored.
+func TestClientIPBehindAProxy(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		proxies []netip.Prefix
+		xff     string
+		want    string
+	}{
+		{nil, "203.0.113.9", "127.0.0.1"},
+		{[]netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}, "6.6.6.6, 203.0.113.9", "203.0.113.9"},
+		{[]netip.Prefix{netip.MustParsePrefix("127.0.0.0/8"), netip.MustParsePrefix("10.0.0.0/8")}, "6.6.6.6, 203.0.113.9, 10.1.2.3", "203.0.113.9"},
+		{[]netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}, "not an address", "127.0.0.1"},
+	} {
+		s := newSiteWith(t, 0, console.Config{TrustedProxies: tc.proxies})
+		acct, _ := s.account("Acme", "owner@clientip"+strconv.Itoa(len(tc.proxies))+strconv.Itoa(len(tc.xff))+".example", "correct horse battery")
+		b := s.browser()
+		form := url.Values{"email": {"owner@clientip" + strconv.Itoa(len(tc.proxies)) + strconv.Itoa(len(tc.xff)) + ".example"},
+			"password": {"correct horse battery"}, "csrf": {b.csrf("/signin")}}
+		req, _ := http.NewRequest(http.MethodPost, s.srv.URL+"/signin", strings.NewReader(form.Encode()))
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		req.Header.Set("X-Forwarded-For", tc.xff)
+		want(t, "sign-in", b.do(req), 303)
+		ev, err := s.d.AuditEvents(context.Background(), acct, 0, 1)
+		if err != nil || len(ev) != 1 || ev[0].IP != tc.want {
+			t.Errorf("proxies %v, X-Forwarded-For %q: audit %+v %v, want IP %s", tc.proxies, tc.xff, ev, err, tc.want)
 		}
 	}
 }

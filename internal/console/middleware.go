@@ -8,6 +8,7 @@ import (
 	"errors"
 	"net"
 	"net/http"
+	"net/netip"
 	"net/url"
 	"strings"
 
@@ -35,6 +36,7 @@ type state struct {
 	csrf    string        // the token this browser's forms carry
 	nonce   string        // the page's CSP nonce (styles the editor adds)
 	target  string        // what a write acted on, for the audit trail
+	ip      string        // the client's address
 }
 
 type stateKey struct{}
@@ -54,7 +56,7 @@ var crossOrigin = http.NewCrossOriginProtection()
 // successful write.
 func (h *Handler) chain(need access, audit string, fn http.HandlerFunc) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		st := &state{nonce: randomToken(16)}
+		st := &state{nonce: randomToken(16), ip: h.clientIP(r)}
 		r = r.WithContext(context.WithValue(r.Context(), stateKey{}, st))
 		h.securityHeaders(w, st)
 		unsafe := r.Method != http.MethodGet && r.Method != http.MethodHead
@@ -174,14 +176,43 @@ func actor(r *http.Request) postgres.Actor {
 	return a
 }
 
-// clientIP is the address the request came from.
-func clientIP(r *http.Request) string {
+// clientIP is the address the request came from: the connection's, or,
+// when that is a trusted proxy, the last address in X-Forwarded-For that
+// is not one (what a client writes there itself comes before it).
+func (h *Handler) clientIP(r *http.Request) string {
 	host, _, err := net.SplitHostPort(r.RemoteAddr)
 	if err != nil {
-		return r.RemoteAddr
+		host = r.RemoteAddr
+	}
+	addr, err := netip.ParseAddr(host)
+	if err != nil || !h.trusted(addr) {
+		return host
+	}
+	hops := strings.Split(strings.Join(r.Header.Values("X-Forwarded-For"), ","), ",")
+	for i := len(hops) - 1; i >= 0; i-- {
+		a, err := netip.ParseAddr(strings.TrimSpace(hops[i]))
+		if err != nil {
+			break
+		}
+		if a = a.Unmap(); !h.trusted(a) {
+			return a.String()
+		}
 	}
 	return host
 }
+
+func (h *Handler) trusted(a netip.Addr) bool {
+	a = a.Unmap()
+	for _, p := range h.cfg.TrustedProxies {
+		if p.Contains(a) {
+			return true
+		}
+	}
+	return false
+}
+
+// clientIP is the request's client address (see Handler.clientIP).
+func clientIP(r *http.Request) string { return stateOf(r).ip }
 
 func (h *Handler) clearCookie(w http.ResponseWriter, name string) {
 	http.SetCookie(w, &http.Cookie{Name: name, Value: "", Path: "/", MaxAge: -1, HttpOnly: true,
