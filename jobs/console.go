@@ -2,13 +2,11 @@ package jobs
 
 import (
 	"context"
-	"fmt"
 	"time"
 
 	"github.com/hibiken/asynq"
 
 	"github.com/mailroom/mailroom/internal/mail"
-	"github.com/mailroom/mailroom/internal/smtp"
 )
 
 // TypeConsoleMails mails the console's links that wait for their mail
@@ -30,48 +28,20 @@ func ConsoleMails(d Deps) asynq.HandlerFunc {
 		if _, err := d.DB.DeleteExpiredSessions(ctx); err != nil {
 			return err
 		}
-		for {
-			ids, err := d.DB.PendingConsoleMails(ctx)
-			if err != nil || len(ids) == 0 {
-				return err
-			}
-			sentAny := false
-			for _, id := range ids {
-				sent, err := d.DB.MailConsoleLink(ctx, id, func(ctx context.Context, m mail.ConsoleMail, token string) error {
+		return d.mailLinks(ctx, linkMails{
+			what:    "console link mail",
+			pending: d.DB.PendingConsoleMails,
+			mail: func(ctx context.Context, id int64) (bool, error) {
+				return d.DB.MailConsoleLink(ctx, id, func(ctx context.Context, m mail.ConsoleMail, token string) error {
 					path := "/invite/"
 					if m.Purpose == mail.TokenReset {
 						path = "/reset/"
 					}
 					subject, text := m.Text(d.PublicURL + path + token)
-					res, err := d.mailText(ctx, m.Email, subject, text)
-					if err != nil {
-						return err
-					}
-					switch res.Class {
-					case smtp.Accepted:
-						return nil
-					case smtp.Permanent:
-						return Permanent(fmt.Errorf("jobs: console %s mail %d refused: %w", m.Purpose, id, res.Err))
-					}
-					return fmt.Errorf("jobs: console %s mail %d: %v: %w", m.Purpose, id, res.Class, res.Err)
+					return d.sendLinkMail(ctx, "console "+string(m.Purpose)+" mail", id, m.Email, subject, text)
 				})
-				if IsPermanent(err) {
-					// The address will not take it: a new invitation or reset
-					// asks again.
-					d.Log.WarnContext(ctx, "console mail refused", "token_id", id, "err", err)
-					if err := d.DB.DropConsoleMail(ctx, id); err != nil {
-						return err
-					}
-					continue
-				}
-				if err != nil {
-					return err
-				}
-				sentAny = sentAny || sent
-			}
-			if !sentAny {
-				return nil // the rest are another worker's right now
-			}
-		}
+			},
+			drop: d.DB.DropConsoleMail,
+		})
 	}
 }

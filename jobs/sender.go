@@ -2,14 +2,12 @@ package jobs
 
 import (
 	"context"
-	"fmt"
 	"time"
 
 	"github.com/hibiken/asynq"
 
 	"github.com/mailroom/mailroom/internal/mail"
 	"github.com/mailroom/mailroom/internal/postgres"
-	"github.com/mailroom/mailroom/internal/smtp"
 )
 
 // TypeVerifySenders mails a verification link to every sender whose mail
@@ -32,45 +30,16 @@ func NewVerifySendersTask() *asynq.Task {
 // VerifySenders handles TypeVerifySenders.
 func VerifySenders(d Deps) asynq.HandlerFunc {
 	return func(ctx context.Context, _ *asynq.Task) error {
-		for {
-			ids, err := d.DB.PendingSenderVerifications(ctx)
-			if err != nil || len(ids) == 0 {
-				return err
-			}
-			sentAny := false
-			for _, id := range ids {
-				sent, err := d.DB.MailSenderVerification(ctx, id, VerificationTTL, func(ctx context.Context, s postgres.SenderToVerify, token string) error {
+		return d.mailLinks(ctx, linkMails{
+			what:    "verification mail to sender",
+			pending: d.DB.PendingSenderVerifications,
+			mail: func(ctx context.Context, id int64) (bool, error) {
+				return d.DB.MailSenderVerification(ctx, id, VerificationTTL, func(ctx context.Context, s postgres.SenderToVerify, token string) error {
 					subject, text := mail.VerificationMail(s.FromName, s.FromEmail, d.PublicURL+"/senders/verify/"+token)
-					res, err := d.mailText(ctx, s.FromEmail, subject, text)
-					if err != nil {
-						return err
-					}
-					switch res.Class {
-					case smtp.Accepted:
-						return nil
-					case smtp.Permanent:
-						return Permanent(fmt.Errorf("jobs: verification mail to sender %d refused: %w", id, res.Err))
-					}
-					return fmt.Errorf("jobs: verification mail to sender %d: %v: %w", id, res.Class, res.Err)
+					return d.sendLinkMail(ctx, "verification mail to sender", id, s.FromEmail, subject, text)
 				})
-				if IsPermanent(err) {
-					// This address will not take it: stop wanting the mail
-					// (resend-mail asks again) rather than retry it forever,
-					// and go on with the other senders.
-					d.Log.WarnContext(ctx, "verification mail refused", "sender_id", id, "err", err)
-					if err := d.DB.DropSenderVerification(ctx, id); err != nil {
-						return err
-					}
-					continue
-				}
-				if err != nil {
-					return err
-				}
-				sentAny = sentAny || sent
-			}
-			if !sentAny {
-				return nil // the rest are another worker's right now
-			}
-		}
+			},
+			drop: d.DB.DropSenderVerification,
+		})
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/mailroom/mailroom/internal/mail"
+	"github.com/mailroom/mailroom/internal/postgres"
 )
 
 // The single-use links: /invite/{token} (an invitation, or the command
@@ -22,16 +23,26 @@ func linkPurposes(r *http.Request) []mail.TokenPurpose {
 
 const deadLink = "This link has expired or was used already. Ask for a new one."
 
-// linkShow answers GET /invite/{token} and /reset/{token}: the password
-// form, if the link works.
-func (h *Handler) linkShow(w http.ResponseWriter, r *http.Request) {
+// link is who the request's link is for; false, answered, when it does not
+// work.
+func (h *Handler) link(w http.ResponseWriter, r *http.Request) (postgres.LinkHolder, bool) {
 	l, err := h.db.PeekLink(r.Context(), r.PathValue("token"), linkPurposes(r)...)
 	if errorCode(err) == mail.ENOTFOUND {
 		h.problem(w, r, http.StatusNotFound, "Link expired", deadLink)
-		return
+		return l, false
 	}
 	if err != nil {
 		h.fail(w, r, err)
+		return l, false
+	}
+	return l, true
+}
+
+// linkShow answers GET /invite/{token} and /reset/{token}: the password
+// form, if the link works.
+func (h *Handler) linkShow(w http.ResponseWriter, r *http.Request) {
+	l, ok := h.link(w, r)
+	if !ok {
 		return
 	}
 	h.render(w, r, http.StatusOK, "password", page{Title: "Choose a password", Data: l})
@@ -72,18 +83,12 @@ func (h *Handler) resetRequest(w http.ResponseWriter, r *http.Request) {
 // is set, the link spent, every other session of the user ended, and this
 // browser signed in.
 func (h *Handler) linkTake(w http.ResponseWriter, r *http.Request) {
-	token, ps := r.PathValue("token"), linkPurposes(r)
-	l, err := h.db.PeekLink(r.Context(), token, ps...)
-	if errorCode(err) == mail.ENOTFOUND {
-		h.problem(w, r, http.StatusNotFound, "Link expired", deadLink)
-		return
-	}
-	if err != nil {
-		h.fail(w, r, err)
+	l, ok := h.link(w, r)
+	if !ok {
 		return
 	}
 	password := r.PostFormValue("password")
-	err = mail.ParsePassword("password", password, mail.Email(l.Email))
+	err := mail.ParsePassword("password", password, mail.Email(l.Email))
 	if err == nil && r.PostFormValue("password_confirmation") != password {
 		err = mail.Invalid("password_confirmation", "The password confirmation does not match.")
 	}
@@ -96,7 +101,7 @@ func (h *Handler) linkTake(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, r, err)
 		return
 	}
-	u, err := h.db.SetPasswordByLink(r.Context(), token, hash, clientIP(r), ps...)
+	u, err := h.db.SetPasswordByLink(r.Context(), r.PathValue("token"), hash, clientIP(r), linkPurposes(r)...)
 	if errorCode(err) == mail.ENOTFOUND {
 		h.problem(w, r, http.StatusNotFound, "Link expired", deadLink) // spent by a twin request meanwhile
 		return

@@ -1,14 +1,9 @@
 package e2e_test
 
 import (
-	"context"
-	"fmt"
 	"strings"
-	"sync"
 	"testing"
 
-	"github.com/chromedp/cdproto/log"
-	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
 )
 
@@ -22,33 +17,7 @@ func TestDocsPageInBrowser(t *testing.T) {
 
 	// Listen sees each event before the reply to any later command, so
 	// once the last step has answered, every message is here.
-	var mu sync.Mutex
-	var console []string
-	listen, stop := context.WithCancel(tab)
-	defer stop()
-	if err := chromedp.Listen(listen, func(ev any) {
-		var m string
-		switch ev := ev.(type) {
-		case *runtime.EventConsoleAPICalled:
-			m = fmt.Sprintf("console.%s %d arguments", ev.Type, len(ev.Args))
-		case *runtime.EventExceptionThrown:
-			m = "exception: " + ev.ExceptionDetails.Text
-			if ex := ev.ExceptionDetails.Exception; ex != nil {
-				m += " " + ex.Description
-			}
-		case *log.EventEntryAdded:
-			if ev.Entry.Level == log.EntryLevelWarning || ev.Entry.Level == log.EntryLevelError {
-				m = fmt.Sprintf("%s (%s): %s %s", ev.Entry.Level, ev.Entry.Source, ev.Entry.Text, ev.Entry.URL)
-			}
-		}
-		if m != "" {
-			mu.Lock()
-			console = append(console, m)
-			mu.Unlock()
-		}
-	}); err != nil {
-		t.Fatal(err)
-	}
+	said := watchConsole(t, tab)
 
 	run(t, tab, chromedp.Navigate(srv.URL+"/docs"), chromedp.WaitVisible(chromedp.CSS(`body[data-ready="true"]`)))
 	op := "#op-createAutomation"
@@ -79,10 +48,7 @@ func TestDocsPageInBrowser(t *testing.T) {
 		t.Errorf("filtered: %q", visible)
 	}
 
-	stop()
-	mu.Lock()
-	defer mu.Unlock()
-	if len(console) > 0 {
-		t.Errorf("console:\n%s", strings.Join(console, "\n"))
+	if lines := said(); len(lines) > 0 {
+		t.Errorf("console:\n%s", strings.Join(lines, "\n"))
 	}
 }
