@@ -634,6 +634,33 @@ func TestPasswordReset(t *testing.T) {
 	want(t, "new password sign-in", s.browser().signIn("owner@passwordreset.example", "a brand new password"), 303)
 }
 
+// A next that leaves the site is never followed, before the sign-in (the
+// POST's redirect) nor after it (GET /signin redirects at once): browsers
+// read a backslash as a slash, so a Location starting /\ is another
+// host's, and the redirect cleans dot segments before it answers.
+func TestSignInNextStaysOnSite(t *testing.T) {
+	t.Parallel()
+	s := newSite(t, 0)
+	s.account("Acme", "owner@nextstaysonsite.example", "correct horse battery")
+	offsite := func(loc string) bool {
+		l := strings.ReplaceAll(loc, `\`, "/")
+		return !strings.HasPrefix(l, "/") || strings.HasPrefix(l, "//")
+	}
+	for _, next := range []string{"//evil.example", `/\evil.example`, `/./\evil.example`, `/a/../\evil.example`,
+		`/.\/evil.example`, "/\t/evil.example", "https://evil.example", "javascript:alert(1)"} {
+		b := s.browser()
+		a := b.post("/signin", "/signin", url.Values{"email": {"owner@nextstaysonsite.example"},
+			"password": {"correct horse battery"}, "next": {next}})
+		if a.status != http.StatusSeeOther || offsite(a.header.Get("Location")) {
+			t.Fatalf("sign-in with next %q: %d to %q", next, a.status, a.header.Get("Location"))
+		}
+		a = b.get("/signin?next=" + url.QueryEscape(next))
+		if a.status != http.StatusSeeOther || offsite(a.header.Get("Location")) {
+			t.Fatalf("signed in, GET /signin?next=%q: %d to %q", next, a.status, a.header.Get("Location"))
+		}
+	}
+}
+
 func TestTextIsEscapedOnEveryPage(t *testing.T) {
 	t.Parallel()
 	s := newSite(t, 0)

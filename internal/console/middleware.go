@@ -155,10 +155,12 @@ func (h *Handler) toSignIn(w http.ResponseWriter, r *http.Request) {
 	http.Redirect(w, r, "/signin?next="+url.QueryEscape(next), http.StatusSeeOther)
 }
 
-// localPath is next when it names a page of this site, else "/".
+// localPath is next when it names a page of this site, else "/". A
+// backslash anywhere is refused: browsers read it as a slash, and the
+// redirect cleans the path, so /./\evil.example would leave as
+// /\evil.example, another host's address.
 func localPath(next string) string {
-	if next == "" || next[0] != '/' || strings.HasPrefix(next, "//") || strings.HasPrefix(next, "/\\") ||
-		strings.ContainsAny(next, "\r\n\t") {
+	if next == "" || next[0] != '/' || strings.HasPrefix(next, "//") || strings.ContainsAny(next, "\\\r\n\t") {
 		return "/"
 	}
 	if u, err := url.Parse(next); err != nil || u.Host != "" || u.Scheme != "" {
