@@ -1,6 +1,7 @@
 package console_test
 
 import (
+	"bytes"
 	"context"
 	"io"
 	"log/slog"
@@ -12,6 +13,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -659,6 +661,49 @@ func TestSignInNextStaysOnSite(t *testing.T) {
 			t.Fatalf("signed in, GET /signin?next=%q: %d to %q", next, a.status, a.header.Get("Location"))
 		}
 	}
+}
+
+// A link that fails for want of the database is logged without its
+// token, which works for whoever reads it until it is used.
+func TestFailedLinkLogsNoToken(t *testing.T) {
+	t.Parallel()
+	var logs syncBuffer
+	// A pool of its own, closed: the package's database is shared.
+	d, err := postgres.Open(context.Background(), testdb.DSN(t), quiet)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d.Close()
+	con, err := console.New(console.Config{BcryptCost: bcrypt.MinCost}, console.Deps{DB: d, Log: slog.New(slog.NewJSONHandler(&logs, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := httptest.NewRecorder()
+	con.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/invite/TheSecretToken", nil))
+	if rec.Code != http.StatusInternalServerError || !strings.Contains(logs.String(), "console request failed") {
+		t.Fatalf("%d, log:\n%s", rec.Code, logs.String())
+	}
+	if strings.Contains(logs.String(), "TheSecretToken") {
+		t.Fatalf("the token is in the log:\n%s", logs.String())
+	}
+}
+
+// syncBuffer is a bytes.Buffer for a logger's writes.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }
 
 func TestTextIsEscapedOnEveryPage(t *testing.T) {

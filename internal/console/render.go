@@ -172,7 +172,11 @@ func (h *Handler) fail(w http.ResponseWriter, r *http.Request, err error) {
 		if r.Context().Err() != nil {
 			return // the browser went away
 		}
-		h.log.ErrorContext(r.Context(), "console request failed", "method", r.Method, "path", r.URL.Path, "err", err)
+		p := r.URL.Path
+		if r.PathValue("token") != "" {
+			p = r.Pattern // a link's token stays out of the log
+		}
+		h.log.ErrorContext(r.Context(), "console request failed", "method", r.Method, "path", p, "err", err)
 		h.problem(w, r, http.StatusInternalServerError, "Something went wrong", "The server could not do this. Try again later.")
 		return
 	}

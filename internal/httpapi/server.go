@@ -14,6 +14,7 @@ import (
 	"net/http"
 	"net/netip"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -236,7 +237,7 @@ func (s *Server) recover(c *gin.Context) {
 			panic(err)
 		}
 		s.log.ErrorContext(c.Request.Context(), "panic", slog.String("method", c.Request.Method),
-			slog.String("path", c.Request.URL.Path), slog.Any("panic", err))
+			slog.String("path", loggedPath(c.Request.URL.Path)), slog.Any("panic", err))
 		if c.Writer.Written() {
 			panic(http.ErrAbortHandler) // part of a response is out: cut it
 		}
@@ -284,10 +285,26 @@ func (s *Server) logRequests(c *gin.Context) {
 	c.Next()
 	s.log.LogAttrs(c.Request.Context(), slog.LevelInfo, "http",
 		slog.String("method", c.Request.Method),
-		slog.String("path", c.Request.URL.Path),
+		slog.String("path", loggedPath(c.Request.URL.Path)),
 		slog.Int("status", c.Writer.Status()),
 		slog.Int("bytes", c.Writer.Size()),
 		slog.Duration("duration", time.Since(start)))
+}
+
+// linkPaths are the paths whose last part is a single-use token: the
+// console's invitations and password resets and a sender's verification.
+// Until it is used, such a path lets whoever reads it set a password or
+// verify the address, so the log leaves the token out.
+var linkPaths = []string{"/invite/", "/reset/", "/senders/verify/"}
+
+// loggedPath is path as the request log shows it.
+func loggedPath(path string) string {
+	for _, p := range linkPaths {
+		if strings.HasPrefix(path, p) && len(path) > len(p) {
+			return p + "{token}"
+		}
+	}
+	return path
 }
 
 // limitBody caps the request body: MaxBodyBytes, or MaxUploadBytes for

@@ -35,6 +35,28 @@ func TestPanicIsLogged500(t *testing.T) {
 	}
 }
 
+// The request log leaves out the token of a link path: a console
+// invitation or reset and a sender's verification work for whoever has
+// the address until they are used.
+func TestLogLeavesLinkTokensOut(t *testing.T) {
+	t.Parallel()
+	var logs bytes.Buffer
+	con := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { http.NotFound(w, r) })
+	h := New(Config{MaxBodyBytes: 1 << 10}, Deps{Log: slog.New(slog.NewJSONHandler(&logs, nil)),
+		Console: con, ConsolePaths: []string{"/invite", "/reset", "/account"}})
+	for _, p := range []string{"/invite/InviteSecretToken", "/reset/ResetSecretToken", "/senders/verify/VerifySecretToken", "/account/team/7/role"} {
+		h.ServeHTTP(httptest.NewRecorder(), httptest.NewRequest("GET", p, nil))
+	}
+	if strings.Contains(logs.String(), "SecretToken") {
+		t.Fatalf("a link's token is in the log:\n%s", logs.String())
+	}
+	for _, want := range []string{`"path":"/invite/{token}"`, `"path":"/reset/{token}"`, `"path":"/account/team/7/role"`} {
+		if !strings.Contains(logs.String(), want) {
+			t.Errorf("log lacks %s:\n%s", want, logs.String())
+		}
+	}
+}
+
 // Each error code answers its status with the route's wording.
 func TestFailMapsCodes(t *testing.T) {
 	t.Parallel()
