@@ -293,10 +293,13 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger) error {
 	defer tasks.Close()
 
 	con, err := console.New(console.Config{PublicURL: cfg.PublicURL, TrustedProxies: cfg.TrustedProxies}, console.Deps{
-		DB:           d,
-		Log:          log,
-		LimitAddress: ratelimit.NewKeyed(rdb, "mailroom:rate:signin:addr:", 10, 10, 10*time.Minute).Allow,
-		LimitIP:      ratelimit.NewKeyed(rdb, "mailroom:rate:signin:ip:", 60, 30, 10*time.Minute).Allow,
+		DB:  d,
+		Log: log,
+		// docs/console.md: 10 tries per address and client per 10 minutes,
+		// 100 per address per hour, 60 per client per 10 minutes.
+		LimitAddressIP: ratelimit.NewKeyed(rdb, "mailroom:rate:signin:addrip:", 10, 10, 10*time.Minute).Allow,
+		LimitAddress:   ratelimit.NewKeyed(rdb, "mailroom:rate:signin:addr:", 100, 100, time.Hour).Allow,
+		LimitIP:        ratelimit.NewKeyed(rdb, "mailroom:rate:signin:ip:", 60, 30, 10*time.Minute).Allow,
 		ConsoleMails: func(ctx context.Context) error {
 			_, err := tasks.EnqueueContext(ctx, jobs.NewConsoleMailsTask())
 			if errors.Is(err, asynq.ErrDuplicateTask) {

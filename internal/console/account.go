@@ -142,7 +142,7 @@ func (h *Handler) teamRemove(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if id == session(r).UserID {
-		h.clearCookie(w, sessionCookie)
+		h.clearCookie(w, h.sessionCookie)
 		http.Redirect(w, r, "/signin", http.StatusSeeOther)
 		return
 	}

@@ -41,10 +41,12 @@ type Limit func(ctx context.Context, key string) (ok bool, retryAfter time.Durat
 type Deps struct {
 	DB  *postgres.DB
 	Log *slog.Logger
-	// LimitAddress and LimitIP limit sign-ins and reset requests per
-	// address and per client IP (nil: no limit). An error lets the try
-	// through (logged).
-	LimitAddress, LimitIP Limit
+	// The limits of sign-ins and reset requests (nil: none; an error lets
+	// the try through, logged): LimitAddressIP per address from one
+	// client IP, LimitAddress per address from everywhere (looser, so that
+	// one client cannot lock an address out for the others), LimitIP per
+	// client IP (an IPv6 client by its /64).
+	LimitAddressIP, LimitAddress, LimitIP Limit
 	// ConsoleMails asks the worker to mail waiting invitations and resets
 	// now (nil: its minute sweep does).
 	ConsoleMails func(context.Context) error
@@ -56,10 +58,12 @@ type Handler struct {
 	db     *postgres.DB
 	log    *slog.Logger
 	deps   Deps
-	secure bool // cookies are Secure
-	views  *views
-	assets *assets
-	mux    *http.ServeMux
+	secure bool // cookies are Secure, and named __Host-…
+	// sessionCookie and csrfCookie are the cookies' names.
+	sessionCookie, csrfCookie string
+	views                     *views
+	assets                    *assets
+	mux                       *http.ServeMux
 	// standIn is a hash a sign-in without a stored one is checked
 	// against, to spend the same time.
 	standIn []byte
@@ -80,6 +84,7 @@ func New(cfg Config, d Deps) (*Handler, error) {
 	if u, err := url.Parse(cfg.PublicURL); err == nil && u.Scheme == "https" {
 		h.secure = true
 	}
+	h.sessionCookie, h.csrfCookie = h.cookieName(sessionCookieName), h.cookieName(csrfCookieName)
 	var err error
 	if h.standIn, err = bcrypt.GenerateFromPassword([]byte("stand-in password"), cfg.BcryptCost); err != nil {
 		return nil, err

@@ -65,10 +65,15 @@ func newSiteWith(t *testing.T, limit int, cfg console.Config) *site {
 		rdb := conn.Client()
 		t.Cleanup(func() { rdb.Close() })
 		p := "test:console:" + time.Now().Format("150405.000000") + ":" + string(rune('a'+sitePrefix.Add(1))) + ":"
-		deps.LimitAddress = ratelimit.NewKeyed(rdb, p+"addr:", limit, limit, time.Hour).Allow
+		deps.LimitAddressIP = ratelimit.NewKeyed(rdb, p+"addrip:", limit, limit, time.Hour).Allow
+		deps.LimitAddress = ratelimit.NewKeyed(rdb, p+"addr:", 2*limit, 2*limit, time.Hour).Allow
 		deps.LimitIP = ratelimit.NewKeyed(rdb, p+"ip:", 100*limit, 100*limit, time.Hour).Allow
 	}
-	con, err := console.New(console.Config{PublicURL: "http://console.test", BcryptCost: bcrypt.MinCost,
+	public := "http://console.test"
+	if cfg.PublicURL != "" {
+		public = cfg.PublicURL
+	}
+	con, err := console.New(console.Config{PublicURL: public, BcryptCost: bcrypt.MinCost,
 		TrustedProxies: cfg.TrustedProxies}, deps)
 	if err != nil {
 		t.Fatal(err)
@@ -530,6 +535,35 @@ func TestSignInLimit(t *testing.T) {
 	want(t, "another address", b.signIn("x@signinlimit.example", "wrong password!!"), 422, "These credentials do not match")
 }
 
+// One client spending an address's tries does not lock the others out of
+// it; the address's own, looser allowance holds against many clients. An
+// IPv6 client counts by its /64.
+func TestSignInLimitPerClient(t *testing.T) {
+	t.Parallel()
+	s := newSiteWith(t, 3, console.Config{TrustedProxies: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}})
+	s.account("Acme", "owner@perclient.example", "correct horse battery")
+	from := func(client, password string) answer {
+		t.Helper()
+		b := s.browser()
+		form := url.Values{"email": {"owner@perclient.example"}, "password": {password}, "csrf": {b.csrf("/signin")}}
+		req, _ := http.NewRequest(http.MethodPost, s.srv.URL+"/signin", strings.NewReader(form.Encode()))
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		req.Header.Set("X-Forwarded-For", client)
+		return b.do(req)
+	}
+	for i := 0; i < 3; i++ {
+		want(t, "attacker", from("2001:db8::1", "wrong password!!"), 422)
+	}
+	want(t, "attacker over its limit", from("2001:db8::1", "wrong password!!"), 429)
+	want(t, "the attacker's /64", from("2001:db8::ffff", "wrong password!!"), 429)
+	want(t, "the owner elsewhere", from("203.0.113.5", "correct horse battery"), 303)
+	// The address's allowance (6 here: 3, then 1 above) is spent by many
+	// clients together.
+	want(t, "second client", from("203.0.113.6", "wrong password!!"), 422)
+	want(t, "third client", from("203.0.113.7", "wrong password!!"), 422)
+	want(t, "fourth client", from("203.0.113.8", "correct horse battery"), 429)
+}
+
 var linkRE = regexp.MustCompile(`http://console\.test(/(?:invite|reset)/[A-Za-z0-9_-]+)`)
 
 // mailedLink runs the worker's console mail task into a real SMTP server
@@ -773,4 +807,51 @@ func TestClientIPBehindAProxy(t *testing.T) {
 			t.Errorf("proxies %v, X-Forwarded-For %q: audit %+v %v, want IP %s", tc.proxies, tc.xff, ev, err, tc.want)
 		}
 	}
+}
+
+// Over https the cookies are __Host- cookies: Secure, the whole site, no
+// domain.
+func TestCookiesOverHTTPS(t *testing.T) {
+	t.Parallel()
+	s := newSiteWith(t, 0, console.Config{PublicURL: "https://console.test"})
+	s.account("Acme", "owner@https.example", "correct horse battery")
+	res, err := http.Get(s.srv.URL + "/signin")
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	var csrf *http.Cookie
+	for _, c := range res.Cookies() {
+		if c.Name == "__Host-mailroom_csrf" {
+			csrf = c
+		}
+	}
+	if csrf == nil || !csrf.Secure || csrf.Path != "/" || csrf.Domain != "" {
+		t.Fatalf("CSRF cookie %+v in %v", csrf, res.Header["Set-Cookie"])
+	}
+	form := url.Values{"email": {"owner@https.example"}, "password": {"correct horse battery"}, "csrf": {csrf.Value}}
+	req, _ := http.NewRequest(http.MethodPost, s.srv.URL+"/signin", strings.NewReader(form.Encode()))
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	req.AddCookie(csrf)
+	a := s.browser().do(req)
+	if a.status != http.StatusSeeOther || !strings.Contains(strings.Join(a.header["Set-Cookie"], "\n"), "__Host-mailroom_session=") {
+		t.Fatalf("sign-in: %d %v", a.status, a.header["Set-Cookie"])
+	}
+	for _, c := range a.header["Set-Cookie"] {
+		if strings.HasPrefix(c, "__Host-mailroom_session=") && (!strings.Contains(c, "; Secure") || !strings.Contains(c, "; HttpOnly") ||
+			!strings.Contains(c, "; Path=/") || strings.Contains(c, "Domain")) {
+			t.Fatalf("session cookie %q", c)
+		}
+	}
+}
+
+// A form over the limit is 413, not a missing token.
+func TestFormTooLarge(t *testing.T) {
+	t.Parallel()
+	s := newSite(t, 0)
+	s.account("Acme", "owner@large.example", "correct horse battery")
+	b := s.browser()
+	want(t, "sign-in", b.signIn("owner@large.example", "correct horse battery"), 303)
+	want(t, "large", b.post("/account/team", "/account", url.Values{"email": {strings.Repeat("a", 2<<20)}, "role": {"viewer"}}), 413,
+		"The form is too large.")
 }

@@ -18,13 +18,22 @@ import (
 
 // Cookie names. The session cookie holds an opaque random token (the
 // session lives in PostgreSQL); the CSRF cookie holds the token the forms
-// of a browser that is not signed in carry.
+// of a browser that is not signed in carry. Over https they take the
+// __Host- prefix: the browser then takes them only from this host, Secure
+// and for the whole site, so a sibling subdomain cannot plant one.
 const (
-	sessionCookie = "mailroom_session"
-	csrfCookie    = "mailroom_csrf"
-	csrfField     = "csrf"
-	csrfHeader    = "X-CSRF-Token"
+	sessionCookieName = "mailroom_session"
+	csrfCookieName    = "mailroom_csrf"
+	csrfField         = "csrf"
+	csrfHeader        = "X-CSRF-Token"
 )
+
+func (h *Handler) cookieName(name string) string {
+	if h.secure {
+		return "__Host-" + name
+	}
+	return name
+}
 
 // maxFormBytes caps a form's body.
 const maxFormBytes = 1 << 20
@@ -76,6 +85,9 @@ func (h *Handler) chain(need access, audit string, fn http.HandlerFunc) http.Han
 			h.forbidden(w, r, "Your role ("+string(st.session.Role)+") may not do this.")
 			return
 		}
+		if unsafe && !h.formRead(w, r) {
+			return
+		}
 		if unsafe && !validCSRF(r, st.csrf) {
 			h.forbidden(w, r, "The form has expired. Reload the page and try again.")
 			return
@@ -109,25 +121,44 @@ func (h *Handler) securityHeaders(w http.ResponseWriter, st *state) {
 // token its forms carry: the session's, or the CSRF cookie's (set here
 // when missing) for a browser that is not signed in.
 func (h *Handler) loadSession(w http.ResponseWriter, r *http.Request, st *state) {
-	if c, err := r.Cookie(sessionCookie); err == nil && c.Value != "" && len(c.Value) <= 64 {
+	if c, err := r.Cookie(h.sessionCookie); err == nil && c.Value != "" && len(c.Value) <= 64 {
 		s, err := h.db.Session(r.Context(), c.Value, h.cfg.Session)
 		switch {
 		case err == nil:
 			st.session, st.token, st.csrf = &s, c.Value, s.CSRF
 			return
 		case mail.ErrorCode(err) == mail.ENOTFOUND:
-			h.clearCookie(w, sessionCookie) // expired or signed out
+			h.clearCookie(w, h.sessionCookie) // expired or signed out
 		default:
 			h.log.ErrorContext(r.Context(), "session not read", "err", err)
 		}
 	}
-	if c, err := r.Cookie(csrfCookie); err == nil && len(c.Value) >= 32 && len(c.Value) <= 64 {
+	if c, err := r.Cookie(h.csrfCookie); err == nil && len(c.Value) >= 32 && len(c.Value) <= 64 {
 		st.csrf = c.Value
 		return
 	}
 	st.csrf = randomToken(32)
-	http.SetCookie(w, &http.Cookie{Name: csrfCookie, Value: st.csrf, Path: "/", HttpOnly: true,
+	http.SetCookie(w, &http.Cookie{Name: h.csrfCookie, Value: st.csrf, Path: "/", HttpOnly: true,
 		Secure: h.secure, SameSite: http.SameSiteLaxMode})
+}
+
+// formRead reads an urlencoded form's body, answering 413 when it is over
+// the limit (so a long form does not read as a missing token).
+func (h *Handler) formRead(w http.ResponseWriter, r *http.Request) bool {
+	if ct := r.Header.Get("Content-Type"); !strings.HasPrefix(ct, "application/x-www-form-urlencoded") {
+		return true
+	}
+	err := r.ParseForm()
+	var tooLarge *http.MaxBytesError
+	switch {
+	case errors.As(err, &tooLarge):
+		h.problem(w, r, http.StatusRequestEntityTooLarge, "Too large", "The form is too large.")
+		return false
+	case err != nil:
+		h.problem(w, r, http.StatusBadRequest, "Bad request", "The form could not be read.")
+		return false
+	}
+	return true
 }
 
 // validCSRF is true when the request carries want in its csrf form field

@@ -3,6 +3,7 @@ package console
 import (
 	"context"
 	"net/http"
+	"net/netip"
 	"strconv"
 	"time"
 
@@ -106,19 +107,21 @@ func (h *Handler) startSession(w http.ResponseWriter, r *http.Request, user int6
 	if err != nil {
 		return err
 	}
-	http.SetCookie(w, &http.Cookie{Name: sessionCookie, Value: token, Path: "/", MaxAge: int(h.cfg.Session.Max / time.Second),
+	http.SetCookie(w, &http.Cookie{Name: h.sessionCookie, Value: token, Path: "/", MaxAge: int(h.cfg.Session.Max / time.Second),
 		HttpOnly: true, Secure: h.secure, SameSite: http.SameSiteLaxMode})
-	h.clearCookie(w, csrfCookie)
+	h.clearCookie(w, h.csrfCookie)
 	return nil
 }
 
-// allow takes one try of the address's and the client IP's allowances;
-// when either is spent, the seconds to wait.
+// allow takes one try of the allowances of the address from this client,
+// of the address, and of the client; when one is spent, the seconds to
+// wait.
 func (h *Handler) allow(r *http.Request, email mail.Email) (int, bool) {
+	ip := limitKey(clientIP(r))
 	for _, l := range []struct {
 		limit Limit
 		key   string
-	}{{h.deps.LimitAddress, email.Lower()}, {h.deps.LimitIP, clientIP(r)}} {
+	}{{h.deps.LimitAddressIP, email.Lower() + " " + ip}, {h.deps.LimitAddress, email.Lower()}, {h.deps.LimitIP, ip}} {
 		if l.limit == nil {
 			continue
 		}
@@ -134,13 +137,24 @@ func (h *Handler) allow(r *http.Request, email mail.Email) (int, bool) {
 	return 0, true
 }
 
+// limitKey is the client a limit counts: an IPv4 address, or an IPv6
+// address's /64 (one subscriber has a whole /64 to pick from).
+func limitKey(ip string) string {
+	a, err := netip.ParseAddr(ip)
+	if err != nil || a.Is4() || a.Is4In6() {
+		return ip
+	}
+	p, _ := a.Prefix(64)
+	return p.String()
+}
+
 // signOut answers POST /signout.
 func (h *Handler) signOut(w http.ResponseWriter, r *http.Request) {
 	if err := h.db.EndSession(r.Context(), stateOf(r).token); err != nil {
 		h.fail(w, r, err)
 		return
 	}
-	h.clearCookie(w, sessionCookie)
+	h.clearCookie(w, h.sessionCookie)
 	http.Redirect(w, r, "/signin", http.StatusSeeOther)
 }
 
@@ -151,7 +165,7 @@ func (h *Handler) signOutEverywhere(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, r, err)
 		return
 	}
-	h.clearCookie(w, sessionCookie)
+	h.clearCookie(w, h.sessionCookie)
 	http.Redirect(w, r, "/signin", http.StatusSeeOther)
 }
 
