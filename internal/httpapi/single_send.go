@@ -169,17 +169,7 @@ func (s *Server) parseSingleSend(c *gin.Context, f form) (mail.SingleSendInput, 
 // compiled once, then one pass over its parts, the links counted at
 // PUBLIC_URL's length.
 func (s *Server) mailSize() mail.MailSize {
-	max := s.cfg.MaxMailBytes
-	if max <= 0 {
-		max = render.MaxMailBytes
-	}
-	return mail.MailSize{Max: max, Worst: func(subject, preheader, html string) (int, bool) {
-		t, err := render.Compile(subject, preheader, html)
-		if err != nil {
-			return 0, false
-		}
-		return t.WorstSize(len(s.cfg.PublicURL)), true
-	}}
+	return render.CheckSize(s.cfg.MaxMailBytes, len(s.cfg.PublicURL))
 }
 
 // designTemplate reports whether id is in the design catalogue.

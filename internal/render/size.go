@@ -140,6 +140,24 @@ func (t *Template) WorstSize(linkBase int) int {
 	return n + pixelMax + 2*softBreak
 }
 
+// CheckSize is the check of a template's worst-case mail a save applies
+// (docs/limits.md): the template compiled once, then WorstSize, each link
+// counted at linkBase bytes (the length of PUBLIC_URL); max 0 is
+// MaxMailBytes. The API's sends and schedules and the console's design
+// editor take their templates through it.
+func CheckSize(max, linkBase int) mail.MailSize {
+	if max <= 0 {
+		max = MaxMailBytes
+	}
+	return mail.MailSize{Max: max, Worst: func(subject, preheader, html string) (int, bool) {
+		t, err := Compile(subject, preheader, html)
+		if err != nil {
+			return 0, false
+		}
+		return t.WorstSize(linkBase), true
+	}}
+}
+
 // pixelMax bounds what the open pixel's tag takes in the HTML part: a
 // URL of maxURL bytes, each escaped to at most five, and its soft breaks.
 var pixelMax = func() int {

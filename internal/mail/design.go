@@ -1,0 +1,106 @@
+package mail
+
+import (
+	"strconv"
+	"strings"
+)
+
+// DesignForm is a design save as received: a schedule's or a single
+// send's template_json (a design document) or template_html.
+type DesignForm struct {
+	TemplateJSON string // as sent, untrimmed
+	TemplateHTML string // as sent, untrimmed
+}
+
+// DesignRules are what checking a design needs beyond its form.
+type DesignRules struct {
+	// Build checks a design document and writes its HTML (design.Build);
+	// its error says what is wrong with the document.
+	Build func(json []byte) (string, error)
+	// Subject and Preheader are the mail's, for MailSize.
+	Subject, Preheader string
+	// MailSize refuses a design whose mails can be too large.
+	MailSize MailSize
+}
+
+// DesignInput is a checked design save.
+type DesignInput struct {
+	// TemplateJSON is the design document as given; nil when the design is
+	// HTML alone (the block editor no longer opens it).
+	TemplateJSON *string
+	// TemplateHTML is what the mails are made from: Build's HTML of the
+	// document, or the HTML given.
+	TemplateHTML string
+}
+
+// MaxTestRecipients bounds the addresses of a test send.
+const MaxTestRecipients = 5
+
+// ParseDesign checks a design save, as the API's schedule design route
+// and the console's editor both take it: template_json, a design
+// document whose HTML is built from it (template_html must then be
+// blank, since the HTML is the document's), or template_html alone. Each
+// is at most MaxTemplateBytes, and the HTML may not make mails larger
+// than MailSize allows. Fields are reported in the order template_json,
+// template_html.
+func ParseDesign(f DesignForm, rules DesignRules) (DesignInput, error) {
+	var in DesignInput
+	found := map[string][]string{}
+	add := func(field, msg string) { found[field] = append(found[field], msg) }
+	js := templateBody("template_json", f.TemplateJSON, add)
+	html := templateBody("template_html", f.TemplateHTML, add)
+	switch {
+	case len(found) > 0:
+	case js != nil && html != nil:
+		add("template_html", "The template html field is prohibited when template json is present: the html is built from the design.")
+	case js != nil:
+		built, err := rules.Build([]byte(*js))
+		if err != nil {
+			add("template_json", DesignProblem(err))
+			break
+		}
+		in.TemplateJSON, in.TemplateHTML = js, built
+		// The built HTML's size is the document's to answer for.
+		rules.MailSize.check(rules.Subject, rules.Preheader, built, func(_, msg string) {
+			add("template_json", strings.Replace(msg, "The template html", "The design's html", 1))
+		})
+	case html != nil:
+		in.TemplateHTML = *html
+		rules.MailSize.check(rules.Subject, rules.Preheader, *html, add)
+	default:
+		add("template_json", "The template json field is required when template html is not present.")
+	}
+	var p Problems
+	for _, field := range []string{"template_json", "template_html"} {
+		for _, msg := range found[field] {
+			p.Add(field, msg)
+		}
+	}
+	return in, p.Err()
+}
+
+// DesignProblem words a design document's error (design.ParseDocument's,
+// "design: block 2 (image): needs alt, …") as the template_json message:
+// blocks are counted from 1, as the editor shows them.
+func DesignProblem(err error) string {
+	msg := strings.TrimPrefix(err.Error(), "design: ")
+	if rest, ok := strings.CutPrefix(msg, "block "); ok {
+		if i := strings.IndexByte(rest, ' '); i > 0 {
+			if n, err := strconv.Atoi(rest[:i]); err == nil {
+				msg = "block " + strconv.Itoa(n+1) + rest[i:]
+			}
+		}
+	}
+	msg = strings.TrimSuffix(msg, ".")
+	return "The template json is not a valid design: " + msg + "."
+}
+
+// ParseTestRecipients reads the addresses of a test send (field
+// test_recipients): ParseEmailList's rules, at most MaxTestRecipients.
+func ParseTestRecipients(field string, values []string) ([]Email, error) {
+	to, err := ParseEmailList(field, values)
+	if err == nil && len(to) > MaxTestRecipients {
+		err = Invalid(field, "The "+Label(field)+" may not have more than "+strconv.Itoa(MaxTestRecipients)+" addresses.")
+	}
+	return to, err
+}
