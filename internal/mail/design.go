@@ -104,3 +104,47 @@ func ParseTestRecipients(field string, values []string) ([]Email, error) {
 	}
 	return to, err
 }
+
+// What a design belongs to (the design editor's addresses name it).
+const (
+	DesignSchedule   = "schedule"    // an automation's schedule: /design/editor/{utr}
+	DesignSingleSend = "single-send" // a single send: /design/editor/single-send/{utr}
+)
+
+// DesignRecord is the design of a schedule or a single send, with what
+// its mails are made with.
+type DesignRecord struct {
+	Kind          string // DesignSchedule or DesignSingleSend
+	UTR           string
+	Name          string // the send's name, or the schedule's automation's
+	AutomationUTR string // a schedule's automation
+	Subject       string
+	Preheader     string // a send's; a schedule's mails have none
+	SenderID      int64
+	Sender        *Sender // nil when the sender is gone
+	TemplateID    int64
+	TemplateJSON  *string
+	TemplateHTML  *string
+	Status        int16 // a send's (SendDraft …); 0 for a schedule
+}
+
+// ReadOnly reports whether the design may no longer change: a running or
+// completed send's (saving it answers ECONFLICT, as the API's update).
+func (r *DesignRecord) ReadOnly() bool {
+	return r.Kind == DesignSingleSend && (r.Status == SendRunning || r.Status == SendCompleted)
+}
+
+// DesignTest is a test mail of the design editor: the mail as the editor
+// had it, to up to MaxTestRecipients addresses.
+type DesignTest struct {
+	ID         int64
+	UserID     int64
+	SenderID   int64
+	Sender     *Sender // as read for sending; nil when the sender is gone
+	ContactID  int64   // whose values the mail shows; 0: the sample contact
+	Subject    string
+	Preheader  string
+	HTML       string
+	Recipients []Email
+	Done       []string // the addresses sent already
+}

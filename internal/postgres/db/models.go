@@ -223,6 +223,19 @@ type DeliveryRange struct {
 	Owner      pgtype.UUID
 }
 
+type DesignTest struct {
+	ID         int64
+	UserID     int64
+	SenderID   int64
+	ContactID  *int64
+	Subject    string
+	Preheader  string
+	Html       string
+	Recipients []string
+	Done       []string
+	CreatedAt  time.Time
+}
+
 type Event struct {
 	ID          int64
 	UserID      int64
