@@ -25,6 +25,7 @@ func (s *Server) automationRoutes(api *gin.RouterGroup) {
 	api.POST("/automations/bulk-delete", lower, s.bulkDelete(s.db.DeleteAutomations))
 	api.GET("/automations/schedule", lower, s.listAutomationSchedules)
 	api.POST("/automations/schedule/create", s.createAutomationSchedule)
+	api.POST("/automations/schedule/design", s.saveScheduleDesign)
 	api.DELETE("/automations/schedule/delete", lower, s.deleteAutomationSchedule)
 }
 
@@ -361,4 +362,54 @@ func (s *Server) deleteAutomationSchedule(c *gin.Context) {
 		return
 	}
 	deleted(c)
+}
+
+// saveScheduleDesign answers POST /automations/schedule/design: a schedule
+// (by its utr) takes a design, template_json (a design document whose
+// html is built from it) or template_html, checked by mail.ParseDesign
+// as the console's editor saves it. The fields are answered before the
+// schedule: an unknown utr is a 404 once they pass.
+func (s *Server) saveScheduleDesign(c *gin.Context) {
+	f, err := readForm(c)
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
+	ctx, user := c.Request.Context(), userID(c)
+	var utrErr, lookErr error
+	var rec mail.DesignRecord
+	utr, valid := mail.ParseUTR(f.str("utr"))
+	switch {
+	case f.str("utr") == "":
+		utrErr = mail.Invalid("utr", mail.RequiredMessage("utr"))
+	case !valid:
+		lookErr = mail.NotFound()
+	default:
+		rec, lookErr = s.db.ScheduleDesign(ctx, user, utr) // its subject counts in the mail's size
+	}
+	if lookErr != nil && mail.ErrorCode(lookErr) != mail.ENOTFOUND {
+		s.fail(c, lookErr)
+		return
+	}
+	in, err := mail.ParseDesign(mail.DesignForm{TemplateJSON: f.raw("template_json"), TemplateHTML: f.raw("template_html")},
+		s.designRules(rec.Subject, ""))
+	if err := f.checked(mail.JoinInvalid(utrErr, err)); err != nil {
+		s.fail(c, err)
+		return
+	}
+	if lookErr == nil {
+		lookErr = s.db.SaveScheduleDesign(ctx, user, utr, in)
+	}
+	if lookErr != nil {
+		s.fail(c, lookErr)
+		return
+	}
+	ok(c, "Design Saved")
+}
+
+// designRules are the rules of a design save of a mail with subject and
+// preheader: the document built by design.Build, the worst-case mail
+// bounded as for the sends' templates.
+func (s *Server) designRules(subject, preheader string) mail.DesignRules {
+	return mail.DesignRules{Build: design.Build, Subject: subject, Preheader: preheader, MailSize: s.mailSize()}
 }

@@ -65,6 +65,8 @@ type Server struct {
 	// console is the web console, mounted at consolePaths when set.
 	console      http.Handler
 	consolePaths []string
+	// media serves the design editor's images at /media/{key} when set.
+	media http.Handler
 	// metrics counts requests when set; metricsHandler answers GET
 	// /metrics when set.
 	metrics        *requestMetrics
@@ -103,6 +105,9 @@ type Deps struct {
 	// ConsolePaths and below it ("/" alone: the root only). nil: no console.
 	Console      http.Handler
 	ConsolePaths []string
+	// Media serves the images uploaded in the design editor
+	// (media.NewHandler), GET and HEAD at /media/{key}; nil: no such route.
+	Media http.Handler
 	// Metrics is where the request series are registered (nil: none are
 	// kept); MetricsHandler answers GET /metrics (nil: no such route).
 	// Both are the main's (cmd/api: API_METRICS, METRICS_USER).
@@ -141,7 +146,7 @@ func New(cfg Config, d Deps) http.Handler {
 
 func newServer(cfg Config, d Deps) *Server {
 	s := &Server{db: d.DB, geo: newGeoResponse(d.Geo), log: d.Log, cfg: cfg, redisPing: d.RedisPing, monitoring: d.Monitoring,
-		console: d.Console, consolePaths: d.ConsolePaths,
+		console: d.Console, consolePaths: d.ConsolePaths, media: d.Media,
 		verifySenders: d.VerifySenders, enqueue: d.EnqueueDispatch,
 		automationLive: d.AutomationLive, rateLimit: d.RateLimit, metricsHandler: d.MetricsHandler, lookupHost: d.LookupHost}
 	if s.lookupHost == nil {
@@ -189,6 +194,11 @@ func (s *Server) router() *gin.Engine {
 	s.preferenceRoutes(r)
 	s.trackRoutes(r)
 	s.docRoutes(r) // before the /api group: the document needs no keys
+	if s.media != nil {
+		h := gin.WrapH(http.StripPrefix("/media/", s.media))
+		r.GET("/media/*key", h)
+		r.HEAD("/media/*key", h)
+	}
 	if s.console != nil {
 		h := gin.WrapH(s.console)
 		for _, p := range s.consolePaths {
