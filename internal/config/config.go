@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/mailroom/mailroom/internal/mail"
+	"github.com/mailroom/mailroom/internal/media"
 	"github.com/mailroom/mailroom/internal/ratelimit"
 	"github.com/mailroom/mailroom/internal/redisconn"
 )
@@ -85,6 +86,13 @@ type Config struct {
 	DomainLimits  []ratelimit.DomainLimit
 	DomainHoldMin time.Duration // DOMAIN_HOLD_MIN: a domain's first hold after a try-later answer
 	DomainHoldMax time.Duration // DOMAIN_HOLD_MAX: the longest hold (each hold in a row doubles)
+
+	// Media is where the design editor's images are kept (docs/media.md):
+	// the directory MEDIA_DIR, or the bucket of MEDIA_S3_ENDPOINT,
+	// MEDIA_S3_BUCKET, MEDIA_S3_ACCESS_KEY, MEDIA_S3_SECRET_KEY,
+	// MEDIA_S3_REGION, MEDIA_S3_USE_SSL and MEDIA_S3_PREFIX when the
+	// endpoint is set.
+	Media media.Config
 }
 
 // Load reads the configuration through getenv (os.Getenv in production),
@@ -169,6 +177,9 @@ func Load(getenv func(string) string) (Config, error) {
 		return b
 	}
 	c.AllowUnverifiedSenders = boolean("ALLOW_UNVERIFIED_SENDERS", false)
+	c.Media = media.Config{Dir: str("MEDIA_DIR", "./var/media"), S3Endpoint: str("MEDIA_S3_ENDPOINT", ""),
+		S3Bucket: str("MEDIA_S3_BUCKET", ""), S3AccessKey: str("MEDIA_S3_ACCESS_KEY", ""), S3SecretKey: str("MEDIA_S3_SECRET_KEY", ""),
+		S3Region: str("MEDIA_S3_REGION", ""), S3UseSSL: boolean("MEDIA_S3_USE_SSL", false), S3Prefix: str("MEDIA_S3_PREFIX", "")}
 	c.APIMetrics = boolean("API_METRICS", true)
 	c.WebhookAllowPrivate = boolean("WEBHOOK_ALLOW_PRIVATE", false)
 	for _, v := range strings.Split(str("TRUSTED_PROXIES", ""), ",") {
@@ -316,6 +327,17 @@ func (c Config) validate() []error {
 	}
 	if c.WebhookRetryMin > c.WebhookRetryMax {
 		errs = append(errs, fmt.Errorf("WEBHOOK_RETRY_MIN: %s is longer than WEBHOOK_RETRY_MAX %s", c.WebhookRetryMin, c.WebhookRetryMax))
+	}
+	if m := c.Media; m.S3Endpoint != "" {
+		if strings.Contains(m.S3Endpoint, "/") {
+			errs = append(errs, fmt.Errorf("MEDIA_S3_ENDPOINT: %q is not host[:port] (no scheme or path; MEDIA_S3_USE_SSL=true for HTTPS)", m.S3Endpoint))
+		}
+		if m.S3Bucket == "" {
+			errs = append(errs, errors.New("MEDIA_S3_BUCKET: required with MEDIA_S3_ENDPOINT"))
+		}
+		if (m.S3AccessKey == "") != (m.S3SecretKey == "") {
+			errs = append(errs, errors.New("MEDIA_S3_ACCESS_KEY and MEDIA_S3_SECRET_KEY: set both, or neither"))
+		}
 	}
 	switch c.LogLevel {
 	case "debug", "info", "warn", "error":

@@ -231,3 +231,26 @@ func TestClickTracking(t *testing.T) {
 		t.Errorf("CLICK_TRACKING=sometimes: %v", err)
 	}
 }
+
+// The design editor's image store: MEDIA_DIR by default; with
+// MEDIA_S3_ENDPOINT the bucket, which needs its name, a bare host[:port]
+// and both keys or neither.
+func TestMedia(t *testing.T) {
+	t.Parallel()
+	c, err := Load(env(nil))
+	if err != nil || c.Media.Dir != "./var/media" || c.Media.S3Endpoint != "" {
+		t.Fatalf("defaults: %+v %v", c.Media, err)
+	}
+	c, err = Load(env(map[string]string{"MEDIA_DIR": "/srv/media", "MEDIA_S3_ENDPOINT": "s3.example.com:9000", "MEDIA_S3_BUCKET": "mails",
+		"MEDIA_S3_ACCESS_KEY": "AK", "MEDIA_S3_SECRET_KEY": "SK", "MEDIA_S3_REGION": "eu-1", "MEDIA_S3_USE_SSL": "true", "MEDIA_S3_PREFIX": "media/"}))
+	if m := c.Media; err != nil || m.Dir != "/srv/media" || m.S3Endpoint != "s3.example.com:9000" || m.S3Bucket != "mails" ||
+		m.S3AccessKey != "AK" || m.S3SecretKey != "SK" || m.S3Region != "eu-1" || !m.S3UseSSL || m.S3Prefix != "media/" {
+		t.Fatalf("values: %+v %v", c.Media, err)
+	}
+	_, err = Load(env(map[string]string{"MEDIA_S3_ENDPOINT": "https://s3.example.com", "MEDIA_S3_ACCESS_KEY": "AK", "MEDIA_S3_USE_SSL": "yes please"}))
+	for _, want := range []string{"MEDIA_S3_ENDPOINT:", "MEDIA_S3_BUCKET:", "MEDIA_S3_ACCESS_KEY and MEDIA_S3_SECRET_KEY:", "MEDIA_S3_USE_SSL:"} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s not reported: %v", want, err)
+		}
+	}
+}
