@@ -95,6 +95,7 @@ func NewMux(d Deps) *asynq.ServeMux {
 	mux.Handle(TypeNotifyEvents, boundary(d.Log, NotifyEvents(d)))
 	mux.Handle(TypeVerifySenders, boundary(d.Log, VerifySenders(d)))
 	mux.Handle(TypeConsoleMails, boundary(d.Log, ConsoleMails(d)))
+	mux.Handle(TypeDesignTestSend, boundary(d.Log, DesignTestSend(d)))
 	mux.Handle(TypeDispatchSend, boundary(d.Log, DispatchSend(d)))
 	mux.Handle(TypeSendBatch, boundary(d.Log, SendBatch(d)))
 	mux.Handle(TypeSweepSends, boundary(d.Log, SweepSends(d)))

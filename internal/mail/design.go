@@ -148,3 +148,18 @@ type DesignTest struct {
 	Recipients []Email
 	Done       []string // the addresses sent already
 }
+
+// SampleRecipient is the contact a design's preview and test mail show
+// when no contact of the account is chosen: every reserved field and the
+// usual custom ones filled, so each placeholder shows something.
+func SampleRecipient() Recipient {
+	return Recipient{Email: "ada@example.com", FirstName: "Ada", LastName: "Lovelace", AltEmail: "ada.lovelace@example.org",
+		Country: "United Kingdom", State: "England", City: "London", AddressLine1: "12 St James's Square",
+		AddressLine2: "Flat 3", StateProvinceRegion: "Greater London", PostalCode: "SW1Y 4JH",
+		Custom: map[string]string{"father_name": "Lord Byron", "designation": "Analyst", "age": "36",
+			"company_name": "Analytical Engines Ltd", "birth_date": "1815-12-10", "join_date": "2024-01-15"}}
+}
+
+// TestSubjectPrefix starts the subject of every test mail, so it is never
+// taken for the mail itself.
+const TestSubjectPrefix = "[Test] "
