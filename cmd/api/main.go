@@ -37,6 +37,7 @@ import (
 	"github.com/mailroom/mailroom/internal/httpapi"
 	"github.com/mailroom/mailroom/internal/logging"
 	"github.com/mailroom/mailroom/internal/mail"
+	"github.com/mailroom/mailroom/internal/media"
 	"github.com/mailroom/mailroom/internal/metrics"
 	"github.com/mailroom/mailroom/internal/postgres"
 	"github.com/mailroom/mailroom/internal/ratelimit"
@@ -292,7 +293,14 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger) error {
 	tasks := asynq.NewClient(redisOpt)
 	defer tasks.Close()
 
-	con, err := console.New(console.Config{PublicURL: cfg.PublicURL, TrustedProxies: cfg.TrustedProxies}, console.Deps{
+	// The design editor's images (docs/media.md): uploaded through the
+	// console, served at /media/.
+	store, err := media.Open(cfg.Media)
+	if err != nil {
+		return fmt.Errorf("MEDIA_DIR or MEDIA_S3_*: %w", err)
+	}
+	con, err := console.New(console.Config{PublicURL: cfg.PublicURL, TrustedProxies: cfg.TrustedProxies,
+		MaxMailBytes: int(cfg.MaxMailBytes), AllowUnverifiedSenders: cfg.AllowUnverifiedSenders}, console.Deps{
 		DB:  d,
 		Log: log,
 		// docs/console.md: 10 tries per address and client per 10 minutes,
@@ -300,6 +308,14 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger) error {
 		LimitAddressIP: ratelimit.NewKeyed(rdb, "mailroom:rate:signin:addrip:", 10, 10, 10*time.Minute).Allow,
 		LimitAddress:   ratelimit.NewKeyed(rdb, "mailroom:rate:signin:addr:", 100, 100, time.Hour).Allow,
 		LimitIP:        ratelimit.NewKeyed(rdb, "mailroom:rate:signin:ip:", 60, 30, 10*time.Minute).Allow,
+		Media:          store,
+		// 20 test mails an hour per account, 5 at once (each to up to 5
+		// addresses).
+		LimitTestSends: ratelimit.NewKeyed(rdb, "mailroom:rate:designtest:", 20, 5, time.Hour).Allow,
+		DesignTest: func(ctx context.Context, id int64) error {
+			_, err := tasks.EnqueueContext(ctx, jobs.NewDesignTestSendTask(id))
+			return err
+		},
 		ConsoleMails: func(ctx context.Context) error {
 			_, err := tasks.EnqueueContext(ctx, jobs.NewConsoleMailsTask())
 			if errors.Is(err, asynq.ErrDuplicateTask) {
@@ -314,6 +330,7 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger) error {
 	deps := httpapi.Deps{
 		Console:      con,
 		ConsolePaths: console.Prefixes,
+		Media:        media.NewHandler(store, log),
 		DB:           d,
 		Geo:          set,
 		Log:          log,

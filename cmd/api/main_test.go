@@ -112,7 +112,7 @@ func TestSlowClientCut(t *testing.T) {
 	done := make(chan error, 1)
 	go func() {
 		done <- run(ctx, nil, envWith(map[string]string{"DATABASE_URL": dsn, "REDIS_URL": "redis://127.0.0.1:6379/13",
-			"HTTP_ADDR": addr, "HTTP_READ_TIMEOUT": "1s", "LOG_LEVEL": "error"}), nil, io.Discard, io.Discard)
+			"HTTP_ADDR": addr, "HTTP_READ_TIMEOUT": "1s", "LOG_LEVEL": "error", "MEDIA_DIR": t.TempDir()}), nil, io.Discard, io.Discard)
 	}()
 	defer func() {
 		cancel()
@@ -308,7 +308,7 @@ func TestShutdownWritesClicks(t *testing.T) {
 	done := make(chan error, 1)
 	go func() {
 		done <- run(runCtx, nil, envWith(map[string]string{"DATABASE_URL": dsn, "REDIS_URL": "redis://127.0.0.1:6379/13",
-			"HTTP_ADDR": addr, "LOG_LEVEL": "error"}), nil, io.Discard, io.Discard)
+			"HTTP_ADDR": addr, "LOG_LEVEL": "error", "MEDIA_DIR": t.TempDir()}), nil, io.Discard, io.Discard)
 	}()
 	for start := time.Now(); ; time.Sleep(20 * time.Millisecond) {
 		if resp, err := http.Get("http://" + addr + "/healthz"); err == nil {

@@ -15,6 +15,7 @@ import (
 
 	"golang.org/x/crypto/bcrypt"
 
+	"github.com/mailroom/mailroom/internal/media"
 	"github.com/mailroom/mailroom/internal/postgres"
 )
 
@@ -31,6 +32,12 @@ type Config struct {
 	// the client (TRUSTED_PROXIES); a request from any other address is
 	// its own client.
 	TrustedProxies []netip.Prefix
+	// MaxMailBytes bounds the mails a design may make (MAX_MAIL_BYTES; 0:
+	// render.MaxMailBytes), as the API's saves check it.
+	MaxMailBytes int
+	// AllowUnverifiedSenders lets a test mail go from an unverified sender
+	// (ALLOW_UNVERIFIED_SENDERS), as a send may.
+	AllowUnverifiedSenders bool
 }
 
 // Limit takes one try of a key's allowance: false and how long until the
@@ -50,6 +57,15 @@ type Deps struct {
 	// ConsoleMails asks the worker to mail waiting invitations and resets
 	// now (nil: its minute sweep does).
 	ConsoleMails func(context.Context) error
+	// Media keeps the images uploaded in the design editor, served by the
+	// API at {PublicURL}/media/{key} (nil: uploads are refused).
+	Media media.Store
+	// DesignTest asks the worker to send test mail id (task
+	// design:test-send). nil: the test is refused.
+	DesignTest func(ctx context.Context, id int64) error
+	// LimitTestSends limits an account's test mails (key: the account id;
+	// nil: no limit). An error lets the test through (logged).
+	LimitTestSends Limit
 }
 
 // Handler serves the console's pages.

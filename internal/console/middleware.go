@@ -35,8 +35,22 @@ func (h *Handler) cookieName(name string) string {
 	return name
 }
 
-// maxFormBytes caps a form's body.
+// maxFormBytes caps a form's body, unless its route says otherwise
+// (bodyLimit).
 const maxFormBytes = 1 << 20
+
+// route is what a line of the route table says beyond its access and
+// audit line.
+type route struct {
+	maxBody int64 // the body's cap
+}
+
+// routeOption sets a route's own value of route.
+type routeOption func(*route)
+
+// bodyLimit caps the route's bodies at n bytes instead of maxFormBytes
+// (an upload).
+func bodyLimit(n int64) routeOption { return func(r *route) { r.maxBody = n } }
 
 // state is what the middleware learned of a request, on its context.
 type state struct {
@@ -63,14 +77,18 @@ var crossOrigin = http.NewCrossOriginProtection()
 // headers, the body limit, the cross-origin check, the session, the
 // route's access, the CSRF token, then the route, and the audit line of a
 // successful write.
-func (h *Handler) chain(need access, audit string, fn http.HandlerFunc) http.Handler {
+func (h *Handler) chain(need access, audit string, fn http.HandlerFunc, opts ...routeOption) http.Handler {
+	rt := route{maxBody: maxFormBytes}
+	for _, o := range opts {
+		o(&rt)
+	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		st := &state{nonce: randomToken(16), ip: h.clientIP(r)}
 		r = r.WithContext(context.WithValue(r.Context(), stateKey{}, st))
 		h.securityHeaders(w, st)
 		unsafe := r.Method != http.MethodGet && r.Method != http.MethodHead
 		if unsafe {
-			r.Body = http.MaxBytesReader(w, r.Body, maxFormBytes)
+			r.Body = http.MaxBytesReader(w, r.Body, rt.maxBody)
 			if err := crossOrigin.Check(r); err != nil {
 				h.forbidden(w, r, "The request came from another site and was refused.")
 				return

@@ -14,7 +14,8 @@ const (
 
 // Prefixes are the paths the console owns (each also with anything
 // below it); the API's router sends them here.
-var Prefixes = []string{"/", "/signin", "/signout", "/reset", "/invite", "/account", "/static"}
+var Prefixes = []string{"/", "/signin", "/signout", "/reset", "/invite", "/account", "/static",
+	"/design/editor"} // not /design: the API serves /design/previews
 
 // routes lists every console route in one place: its pattern, who may use
 // it, and the audit line a successful write leaves when the storage does
@@ -39,9 +40,22 @@ func (h *Handler) routes() {
 	h.handle("POST /account/team", manager, "", h.teamInvite)
 	h.handle("POST /account/team/{id}/role", manager, "", h.teamRole)
 	h.handle("POST /account/team/{id}/remove", manager, "", h.teamRemove)
+
+	// The design editor: a schedule's design at /design/editor/{utr} (the
+	// API's design_url), a single send's at /design/editor/single-send/{utr}.
+	for _, base := range []string{"/design/editor/{utr}", "/design/editor/single-send/{utr}"} {
+		h.handle("GET "+base, reader, "", h.designEditor)
+		h.handle("POST "+base+"/save", writer, "saved the design of", h.designSave)
+		h.handle("POST "+base+"/preview", reader, "", h.designPreview)
+		h.handle("POST "+base+"/text", reader, "", h.designText)
+		h.handle("POST "+base+"/test", writer, "sent a test mail of", h.designTestSend)
+	}
+	h.handle("POST /design/editor/media", writer, "uploaded an image", h.mediaUpload, bodyLimit(mediaBodyLimit))
+	h.handle("/design/editor/", reader, "", h.notFound)
 }
 
-// handle registers a route behind the console's middleware.
-func (h *Handler) handle(pattern string, need access, audit string, fn http.HandlerFunc) {
-	h.mux.Handle(pattern, h.chain(need, audit, fn))
+// handle registers a route behind the console's middleware; opts set
+// what the route needs beyond the defaults (bodyLimit).
+func (h *Handler) handle(pattern string, need access, audit string, fn http.HandlerFunc, opts ...routeOption) {
+	h.mux.Handle(pattern, h.chain(need, audit, fn, opts...))
 }

@@ -1,0 +1,129 @@
+package console
+
+import (
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"path"
+	"strings"
+	"unicode"
+
+	"github.com/mailroom/mailroom/internal/mail"
+	"github.com/mailroom/mailroom/internal/media"
+)
+
+// mediaBodyLimit caps an upload's body: the largest image media.Check
+// takes, and room for the multipart form around it.
+const mediaBodyLimit = media.DefaultMaxBytes + 1<<20
+
+// uploadJSON is the answer to an upload, read by the editor's script.
+type uploadJSON struct {
+	URL    string `json:"url"` // {PUBLIC_URL}/media/{key}: the image block's src
+	Key    string `json:"key"`
+	Width  int    `json:"width"`
+	Height int    `json:"height"`
+	Name   string `json:"name"` // the file's name without its extension: a start for the alt text
+}
+
+// uploadFailure is a refused upload: the message for the file field.
+type uploadFailure struct {
+	Errors map[string][]string `json:"errors"`
+}
+
+// mediaUpload answers POST /design/editor/media, a multipart form with
+// the image in "file" (the CSRF token in the X-CSRF-Token header, or a
+// csrf field before the file): the image is checked (media.Check: type
+// by content, size, pixels before decoding) and stored, and its address
+// answered as JSON. A refused file answers 422 with media's message.
+func (h *Handler) mediaUpload(w http.ResponseWriter, r *http.Request) {
+	refuse := func(status int, msg string) {
+		writeJSON(w, status, uploadFailure{Errors: map[string][]string{"file": {msg}}})
+	}
+	if h.deps.Media == nil {
+		refuse(http.StatusServiceUnavailable, "Image uploads are not set up on this server.")
+		return
+	}
+	file, name, err := uploadedFile(r)
+	if err != nil {
+		refuse(http.StatusUnprocessableEntity, "The file field is required.")
+		return
+	}
+	defer file.Close()
+	img, err := media.Check(file, media.Limits{})
+	var msg mail.Message
+	var tooLarge *http.MaxBytesError
+	switch {
+	case errors.As(err, &msg):
+		refuse(http.StatusUnprocessableEntity, string(msg))
+		return
+	case errors.As(err, &tooLarge):
+		refuse(http.StatusRequestEntityTooLarge, "The image must be at most 5 MB.")
+		return
+	case err != nil:
+		refuse(http.StatusBadRequest, "The upload did not arrive whole. Try again.")
+		return
+	}
+	if err := media.Put(r.Context(), h.deps.Media, img); err != nil {
+		h.log.ErrorContext(r.Context(), "image not stored", "key", img.Key, "err", err)
+		refuse(http.StatusInternalServerError, "The image could not be stored. Try again later.")
+		return
+	}
+	stateOf(r).target = img.Key
+	writeJSON(w, http.StatusOK, uploadJSON{URL: h.cfg.PublicURL + "/media/" + img.Key, Key: img.Key,
+		Width: img.Width, Height: img.Height, Name: fileTitle(name)})
+}
+
+// uploadedFile is the form's "file" part and its file name, read as it
+// streams in; or, when the CSRF check read the form already (a csrf
+// field), from the parsed form.
+func uploadedFile(r *http.Request) (io.ReadCloser, string, error) {
+	if r.MultipartForm != nil {
+		f, hd, err := r.FormFile("file")
+		if err != nil {
+			return nil, "", err
+		}
+		return f, hd.Filename, nil
+	}
+	mr, err := r.MultipartReader()
+	if err != nil {
+		return nil, "", err
+	}
+	for {
+		p, err := mr.NextPart()
+		if err != nil {
+			return nil, "", err
+		}
+		if p.FormName() == "file" {
+			return p, p.FileName(), nil
+		}
+		p.Close()
+	}
+}
+
+// fileTitle is a file name without its directory and extension, without
+// control characters, at most 100 characters.
+func fileTitle(name string) string {
+	name = path.Base(strings.ReplaceAll(name, "\\", "/"))
+	name = strings.TrimSuffix(name, path.Ext(name))
+	name = strings.Map(func(r rune) rune {
+		if unicode.IsControl(r) || r == unicode.ReplacementChar {
+			return -1
+		}
+		return r
+	}, name)
+	if r := []rune(strings.TrimSpace(name)); len(r) > 100 {
+		return string(r[:100])
+	}
+	if name == "." || name == "/" {
+		return ""
+	}
+	return strings.TrimSpace(name)
+}
+
+// writeJSON answers v as JSON (with <, > and & escaped).
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json; charset=utf-8")
+	w.WriteHeader(status)
+	json.NewEncoder(w).Encode(v)
+}
