@@ -23,6 +23,12 @@ import (
 // This file shows the page; design_save.go, design_preview.go,
 // design_test_send.go and media_upload.go take its posts.
 
+// designBodyLimit caps the editor's posts: a template of up to
+// mail.MaxTemplateBytes (the editor posts multipart, so it is not
+// inflated) and the form around it; a larger template is refused with the
+// API's size message, not cut.
+const designBodyLimit = 3 << 20
+
 // Editor modes.
 const (
 	modeDesign = "design"

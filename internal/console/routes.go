@@ -45,12 +45,13 @@ func (h *Handler) routes() {
 	// API's design_url), a single send's at /design/editor/single-send/{utr}.
 	for _, base := range []string{"/design/editor/{utr}", "/design/editor/single-send/{utr}"} {
 		h.handle("GET "+base, reader, "", h.designEditor)
-		h.handle("POST "+base+"/save", writer, "saved the design of", h.designSave)
-		h.handle("POST "+base+"/preview", reader, "", h.designPreview)
-		h.handle("POST "+base+"/text", reader, "", h.designText)
-		h.handle("POST "+base+"/test", writer, "sent a test mail of", h.designTestSend)
+		h.handle("POST "+base+"/save", writer, "saved the design of", h.designSave, bodyLimit(designBodyLimit))
+		h.handle("POST "+base+"/preview", reader, "", h.designPreview, bodyLimit(designBodyLimit))
+		h.handle("POST "+base+"/text", reader, "", h.designText, bodyLimit(designBodyLimit))
+		h.handle("POST "+base+"/test", writer, "sent a test mail of", h.designTestSend, bodyLimit(designBodyLimit))
 	}
 	h.handle("POST /design/editor/media", writer, "uploaded an image", h.mediaUpload, bodyLimit(mediaBodyLimit))
+	h.handle("/design/editor", reader, "", h.notFound)
 	h.handle("/design/editor/", reader, "", h.notFound)
 }
 
