@@ -306,12 +306,19 @@ func (h *Handler) designEditor(w http.ResponseWriter, r *http.Request) {
 	h.editor(w, r, http.StatusOK, &rec, es, p)
 }
 
-// postedState is the editor's state as a post of its form left it.
-func postedState(r *http.Request) editorState {
-	es := editorState{mode: modeCode, html: r.PostFormValue("template_html"), dirty: true,
+// postedState is the editor's state as a post of its form left it: not
+// saved unless it is rec's stored design.
+func postedState(r *http.Request, rec *mail.DesignRecord) editorState {
+	es := editorState{mode: modeCode, html: r.PostFormValue("template_html"),
 		previewContact: r.PostFormValue("preview_contact"), testTo: r.PostFormValue("test_recipients")}
 	if r.PostFormValue("mode") == modeDesign {
 		es.mode, es.json = modeDesign, r.PostFormValue("template_json")
+	}
+	switch s := stored(rec); {
+	case es.mode == modeDesign:
+		es.dirty = rec.TemplateJSON == nil || es.json != *rec.TemplateJSON
+	default:
+		es.dirty = rec.TemplateJSON != nil || es.html != s.html
 	}
 	return es
 }

@@ -19,7 +19,7 @@ func (h *Handler) designSave(w http.ResponseWriter, r *http.Request) {
 	}
 	in, err := h.designInput(r, &rec)
 	if fe := fieldErrors(err); fe != nil {
-		h.editor(w, r, http.StatusUnprocessableEntity, &rec, postedState(r), page{Errors: fe})
+		h.editor(w, r, http.StatusUnprocessableEntity, &rec, postedState(r, &rec), page{Errors: fe})
 		return
 	}
 	if err == nil {

@@ -21,7 +21,7 @@ func (h *Handler) designTestSend(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, r, err)
 		return
 	}
-	es := postedState(r)
+	es := postedState(r, &rec)
 	again := func(status int, p page) { h.editor(w, r, status, &rec, es, p) }
 	in, err := h.designInput(r, &rec)
 	c, cerr := h.previewContact(r)

@@ -249,8 +249,26 @@
     window.clearTimeout(timer);
     timer = window.setTimeout(preview, 600);
   }
+  // A block's bar shows the start of its first text, as the server does.
+  function summarize(li) {
+    var out = li.querySelector(".block-summary");
+    if (!out) return;
+    var keys = ["text", "title", "alt", "sender", "src"];
+    for (var i = 0; i < keys.length; i++) {
+      var el = li.querySelector('[data-key="' + keys[i] + '"]');
+      var v = el && el.closest("[data-scope]") === li ? el.value.replace(/\s+/g, " ").trim() : "";
+      if (v) {
+        out.textContent = v.length > 60 ? v.slice(0, 59) + "…" : v;
+        return;
+      }
+    }
+    out.textContent = "";
+  }
+
   form.addEventListener("input", function (e) {
     if (e.target.id === "test-recipients") return;
+    var li = e.target.closest && e.target.closest("[data-block]");
+    if (li) summarize(li);
     changed();
   });
   form.addEventListener("change", function (e) {

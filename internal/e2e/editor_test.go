@@ -1,0 +1,417 @@
+package e2e_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"image"
+	"image/color"
+	"image/png"
+	"io"
+	"log/slog"
+	"mime"
+	"mime/multipart"
+	"mime/quotedprintable"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	netmail "net/mail"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/chromedp/cdproto/log"
+	"github.com/chromedp/cdproto/runtime"
+	"github.com/chromedp/chromedp"
+	"golang.org/x/crypto/bcrypt"
+
+	"github.com/mailroom/mailroom/internal/console"
+	"github.com/mailroom/mailroom/internal/design"
+	"github.com/mailroom/mailroom/internal/httpapi"
+	"github.com/mailroom/mailroom/internal/mail"
+	"github.com/mailroom/mailroom/internal/media"
+	"github.com/mailroom/mailroom/internal/postgres"
+	"github.com/mailroom/mailroom/internal/smtp"
+	"github.com/mailroom/mailroom/internal/smtp/smtptest"
+	"github.com/mailroom/mailroom/internal/testdb"
+	"github.com/mailroom/mailroom/jobs"
+)
+
+// consoleSite is the real router with the console, its image store served
+// at /media/, and test mails sent by the worker's handler into a real SMTP
+// server, on a listener whose address is the site's PUBLIC_URL.
+func consoleSite(t *testing.T) (*postgres.DB, *httptest.Server, *smtptest.Server) {
+	t.Helper()
+	d := testdb.New(t)
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	public := "http://" + l.Addr().String()
+	store, err := media.NewFS(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	mails := smtptest.New(t, smtptest.Options{})
+	pool := smtp.NewPool(smtp.Config{Addr: mails.Addr, Size: 1, Timeout: 5 * time.Second})
+	t.Cleanup(func() { pool.Close() })
+	send := jobs.DesignTestSend(jobs.Deps{DB: d, Log: quiet, Transport: pool, PublicURL: public})
+	con, err := console.New(console.Config{PublicURL: public, BcryptCost: bcrypt.MinCost}, console.Deps{DB: d, Log: quiet, Media: store,
+		DesignTest: func(ctx context.Context, id int64) error { return send(ctx, jobs.NewDesignTestSendTask(id)) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := httpapi.New(httpapi.Config{MaxBodyBytes: 1 << 20, PublicURL: public}, httpapi.Deps{DB: d, Geo: testdb.Geo(t), Log: quiet,
+		Console: con, ConsolePaths: console.Prefixes, Media: media.NewHandler(store, quiet)})
+	srv := &httptest.Server{Listener: l, Config: &http.Server{Handler: h}}
+	srv.Start()
+	t.Cleanup(srv.Close)
+	return d, srv, mails
+}
+
+// browserProblems gathers what the tab reports as wrong: exceptions,
+// console errors and warnings (a CSP refusal is one).
+func browserProblems(t *testing.T, tab context.Context) func() []string {
+	t.Helper()
+	var mu sync.Mutex
+	var out []string
+	if err := chromedp.Listen(tab, func(ev any) {
+		var m string
+		switch ev := ev.(type) {
+		case *runtime.EventExceptionThrown:
+			m = "exception: " + ev.ExceptionDetails.Text
+			if ex := ev.ExceptionDetails.Exception; ex != nil {
+				m += " " + ex.Description
+			}
+		case *runtime.EventConsoleAPICalled:
+			if ev.Type == runtime.ConsoleAPICalledTypeError || ev.Type == runtime.ConsoleAPICalledTypeWarning {
+				m = fmt.Sprintf("console.%s", ev.Type)
+			}
+		case *log.EventEntryAdded:
+			// The browser asks for /favicon.ico by itself; the console has none.
+			if (ev.Entry.Level == log.EntryLevelWarning || ev.Entry.Level == log.EntryLevelError) && !strings.HasSuffix(ev.Entry.URL, "/favicon.ico") {
+				m = fmt.Sprintf("%s (%s): %s %s", ev.Entry.Level, ev.Entry.Source, ev.Entry.Text, ev.Entry.URL)
+			}
+		}
+		if m != "" {
+			mu.Lock()
+			out = append(out, m)
+			mu.Unlock()
+		}
+	}); err != nil {
+		t.Fatal(err)
+	}
+	return func() []string {
+		mu.Lock()
+		defer mu.Unlock()
+		return append([]string(nil), out...)
+	}
+}
+
+// until evaluates expr (a boolean) in the tab until it is true, a minute
+// at most: the page's work (a fetch, a frame loading) has no event of its
+// own the test can wait on.
+func until(t *testing.T, tab context.Context, expr string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(tab, time.Minute)
+	defer cancel()
+	// Chromium's own wait: a promise resolved on an animation frame once
+	// expr holds, awaited in one call.
+	js := `new Promise(resolve => { const check = () => { try { if (` + expr + `) { resolve(true); return; } } catch (e) {} requestAnimationFrame(check); }; check(); })`
+	for {
+		_, err := chromedp.Run(ctx, chromedp.Evaluate[bool](js, chromedp.EvalAwaitPromise))
+		switch {
+		case err == nil:
+			return
+		case ctx.Err() != nil:
+			t.Fatalf("waiting for %s: %v", expr, err)
+		}
+		// The page navigated while the promise waited: ask the new one.
+	}
+}
+
+// blockTypes are the types of the editor's blocks, top to bottom.
+func blockTypes(t *testing.T, tab context.Context) string {
+	t.Helper()
+	return value(t, tab, chromedp.Evaluate[string](`[...document.querySelectorAll("#blocks > li")].map(li => li.dataset.type).join(",")`))
+}
+
+// The design editor in Chromium: sign in, open a draft send's editor, add
+// an image (uploaded) and a button, move the button up by keyboard, save,
+// and find the document and its built HTML stored; the preview frame and
+// the text part follow the unsaved document; a test mail reaches a real
+// SMTP server with the image and the button; code mode opens the HTML in
+// CodeMirror. Nothing is refused by the CSP on the way. With
+// UPDATE_SCREENSHOTS=1 it writes docs/console/editor-*.png.
+func TestDesignEditorInBrowser(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	tab := browser(t)
+	problems := browserProblems(t, tab)
+	d, srv, mails := consoleSite(t)
+
+	acct, _, err := d.CreateAccount(ctx, "Acme")
+	if err != nil {
+		t.Fatal(err)
+	}
+	hash, _ := bcrypt.GenerateFromPassword([]byte("correct horse battery"), bcrypt.MinCost)
+	if _, _, err := d.CreateOwner(ctx, acct, "owner@e2e-editor.example", string(hash)); err != nil {
+		t.Fatal(err)
+	}
+	var sender int64
+	if err := d.Pool.QueryRow(ctx, `INSERT INTO senders (user_id, from_name, from_email, reply_to_email, country_id, company_address, nickname, utr, is_verified)
+		VALUES ($1, 'Acme Shop', 'news@acme.example', 'help@acme.example', 276, 'Marienplatz 1', 'n', gen_random_uuid()::text, 1) RETURNING id`, acct).Scan(&sender); err != nil {
+		t.Fatal(err)
+	}
+	welcome := design.Templates()[3]
+	var utr string
+	if err := d.Pool.QueryRow(ctx, `INSERT INTO single_sends (user_id, utr, template_id, template_json, sender_id, unsubscribe_group_id,
+			single_send_name, subject, preheader, recipient_id, exclude_specific_recipient_id, status, due_at, unique_open_token)
+		VALUES ($1, gen_random_uuid(), 4, $2, $3, 0, 'Spring welcome', 'Hello ((first_name))', 'Your first week', '[]', '[]', 0, now(), '{}')
+		RETURNING utr::text`, acct, welcome.JSON, sender).Scan(&utr); err != nil {
+		t.Fatal(err)
+	}
+	base := srv.URL + "/design/editor/single-send/" + utr
+
+	// The editor asks for a sign-in first, and comes back.
+	run(t, tab, chromedp.EmulateViewport(1280, 900), chromedp.Navigate(base), chromedp.WaitVisible(chromedp.CSS(`input[name="email"]`)),
+		chromedp.SendKeys(chromedp.CSS(`input[name="email"]`), "owner@e2e-editor.example"),
+		chromedp.SendKeys(chromedp.CSS(`input[name="password"]`), "correct horse battery"),
+		chromedp.Submit(chromedp.CSS(`input[name="password"]`)), chromedp.WaitVisible(chromedp.CSS("#blocks")))
+	until(t, tab, `document.getElementById("text-part").textContent.includes("Great to have you, Ada!")`)
+	if got := blockTypes(t, tab); got != "header,label,heading,text,heading,steps,button,divider,text,text,footer" {
+		t.Fatalf("blocks %s", got)
+	}
+	// The page's script reads the document back as the server wrote it.
+	var roundTrip design.Document
+	if err := json.Unmarshal([]byte(value(t, tab, chromedp.Evaluate[string](`document.getElementById("template-json").value`))), &roundTrip); err != nil {
+		t.Fatal(err)
+	}
+	if stored, _ := design.ParseDocument([]byte(welcome.JSON)); fmt.Sprint(*stored) != fmt.Sprint(roundTrip) {
+		t.Fatalf("the editor's document differs from the stored one:\n%+v\n%+v", roundTrip, *stored)
+	}
+	// The preview frame holds the server's render.
+	previewShows(t, tab, base+"/preview", "Great to have you, Ada!")
+
+	// An image block, its file uploaded.
+	logo := filepath.Join(t.TempDir(), "spring logo.png")
+	pic := image.NewNRGBA(image.Rect(0, 0, 240, 120))
+	for x := range 240 {
+		for y := range 120 {
+			pic.Set(x, y, color.NRGBA{R: uint8(x), G: 118, B: uint8(y * 2), A: 255})
+		}
+	}
+	var buf bytes.Buffer
+	png.Encode(&buf, pic)
+	if err := os.WriteFile(logo, buf.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	run(t, tab, chromedp.SetValue(chromedp.CSS("#add-type"), "image"), chromedp.Click(chromedp.CSS("#add-block")),
+		chromedp.SetUploadFiles(chromedp.CSS(`#blocks > li[data-type="image"] input[type="file"]`), []string{logo}))
+	until(t, tab, `document.querySelector('#blocks > li[data-type="image"] [data-key="src"]').value.startsWith(location.origin + "/media/")`)
+	if got := value(t, tab, chromedp.Evaluate[string](`(() => { const li = document.querySelector('#blocks > li[data-type="image"]');
+		return ["alt", "width", "height"].map(k => li.querySelector('[data-key="' + k + '"]').value).join("|") + "|" + li.querySelector(".upload-status").textContent })()`)); got != "spring logo|240|120|Uploaded: 240 × 120 pixels." {
+		t.Fatalf("image block after the upload: %q", got)
+	}
+	// A button, its text typed.
+	run(t, tab, chromedp.SetValue(chromedp.CSS("#add-type"), "button"), chromedp.Click(chromedp.CSS("#add-block")),
+		chromedp.Evaluate[chromedp.Void](`document.querySelector('#blocks > li[data-type="button"]:nth-last-child(2) [data-key="text"]').select()`),
+		chromedp.SendKeys(chromedp.CSS(`#blocks > li[data-type="button"]:nth-last-child(2) [data-key="text"]`), "Shop the spring sale"))
+	if got := blockTypes(t, tab); got != "header,label,heading,text,heading,steps,button,divider,text,text,image,button,footer" {
+		t.Fatalf("after adding: %s", got)
+	}
+	// The new button moves up twice by keyboard: above the image, then
+	// above the last text; focus stays on its button.
+	up := chromedp.CSS(`#blocks > li:nth-child(12) [data-move="up"]`)
+	run(t, tab, chromedp.Focus(up), chromedp.KeyEvent("\r"))
+	run(t, tab, chromedp.KeyEvent("\r"))
+	if got := blockTypes(t, tab); got != "header,label,heading,text,heading,steps,button,divider,text,button,text,image,footer" {
+		t.Fatalf("after moving: %s", got)
+	}
+	if got := value(t, tab, chromedp.Evaluate[string](`document.activeElement.getAttribute("aria-label") + " / " + document.getElementById("announce").textContent`)); got != "Move block 10 (Button) up / Button moved to place 10 of 13." {
+		until(t, tab, `document.getElementById("announce").textContent === "Button moved to place 10 of 13."`)
+		if got := value(t, tab, chromedp.Evaluate[string](`document.activeElement.getAttribute("aria-label")`)); got != "Move block 10 (Button) up" {
+			t.Fatalf("focus after moving: %q", got)
+		}
+	}
+	// The unsaved document is what the preview's text part shows.
+	until(t, tab, `document.getElementById("text-part").textContent.includes("Shop the spring sale")`)
+	previewShows(t, tab, base+"/preview", "Shop the spring sale")
+
+	// Phone width for the frame.
+	run(t, tab, chromedp.Click(chromedp.CSS(`[data-width="mobile"]`)))
+	if w := value(t, tab, chromedp.Evaluate[float64](`document.getElementById("preview").getBoundingClientRect().width`)); w != 390 {
+		t.Fatalf("phone preview %v px wide", w)
+	}
+	run(t, tab, chromedp.Click(chromedp.CSS(`[data-width="desktop"]`)))
+	screenshots(t, tab, "editor-design")
+
+	// Saved: the document as the page holds it, the HTML Build makes of it.
+	run(t, tab, chromedp.Click(chromedp.CSS("#save")), chromedp.WaitVisible(chromedp.CSS(".notice")))
+	if n := text(t, tab, chromedp.CSS(".notice")); n != "The design is saved." {
+		t.Fatalf("after saving: %q", n)
+	}
+	var js, html string
+	var status int16
+	if err := d.Pool.QueryRow(ctx, "SELECT template_json, template_html, status FROM single_sends WHERE utr = $1::uuid", utr).Scan(&js, &html, &status); err != nil {
+		t.Fatal(err)
+	}
+	doc, err := design.ParseDocument([]byte(js))
+	if err != nil {
+		t.Fatalf("stored document: %v", err)
+	}
+	built, _ := design.Build([]byte(js))
+	img, btn := doc.Blocks[11], doc.Blocks[9]
+	if html != built || status != mail.SendDraft || img.Type != "image" || !strings.HasPrefix(img.Src, srv.URL+"/media/") || img.Alt != "spring logo" ||
+		img.Width != 240 || img.Height != 120 || btn.Type != "button" || btn.Text != "Shop the spring sale" || btn.URL != "https://example.com" {
+		t.Fatalf("stored: status %d, image %+v, button %+v, html built: %v", status, img, btn, html == built)
+	}
+	if got := blockTypes(t, tab); got != "header,label,heading,text,heading,steps,button,divider,text,button,text,image,footer" {
+		t.Fatalf("reopened: %s", got)
+	}
+	// The stored image is served where the mail points.
+	res, err := http.Get(img.Src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	served, _ := io.ReadAll(res.Body)
+	res.Body.Close()
+	if res.StatusCode != 200 || !bytes.Equal(served, buf.Bytes()) {
+		t.Fatalf("image at %s: %d", img.Src, res.StatusCode)
+	}
+
+	// A test mail, read from the SMTP server.
+	run(t, tab, chromedp.Click(chromedp.CSS("#test > summary")),
+		chromedp.Evaluate[chromedp.Void](`document.getElementById("test-recipients").select()`),
+		chromedp.SendKeys(chromedp.CSS("#test-recipients"), "me@e2e-editor.example"),
+		chromedp.Click(chromedp.CSS("#send-test")))
+	until(t, tab, `(document.querySelector(".notice") || {}).textContent !== "The design is saved."`)
+	if n := text(t, tab, chromedp.CSS(".notice")); n != "A test mail is on its way to me@e2e-editor.example." {
+		t.Fatalf("after the test: %q", n)
+	}
+	if !mails.Wait(1, 10*time.Second) {
+		t.Fatal("no test mail")
+	}
+	m := mails.Messages()[0]
+	mailHTML, header := htmlAndHeader(t, m.Data)
+	if m.To[0] != "me@e2e-editor.example" || header.Get("Subject") != "[Test] Hello Ada" || !strings.Contains(mailHTML, `src="`+img.Src+`"`) ||
+		!strings.Contains(mailHTML, "Shop the spring sale") || !strings.Contains(mailHTML, "Great to have you, Ada!") {
+		t.Fatalf("test mail to %v, %q:\n%s", m.To, header.Get("Subject"), mailHTML)
+	}
+	var counted int64
+	if err := d.Pool.QueryRow(ctx, `SELECT (SELECT count(*) FROM deliveries) + (SELECT triggered + delivered FROM single_sends WHERE utr = $1::uuid)`, utr).Scan(&counted); err != nil || counted != 0 {
+		t.Fatalf("the test counted: %d %v", counted, err)
+	}
+
+	// Code mode: the saved HTML in CodeMirror, styled under the page's nonce;
+	// a placeholder goes in at the cursor.
+	run(t, tab, chromedp.Navigate(base+"?mode=code"), chromedp.WaitVisible(chromedp.CSS(".cm-editor")))
+	// CodeMirror draws the lines in view; the textarea it keeps holds all.
+	until(t, tab, `document.querySelector(".cm-content").textContent.includes("<!DOCTYPE html>") &&
+		document.getElementById("template-html").value.includes("Shop the spring sale")`)
+	if got := value(t, tab, chromedp.Evaluate[string](`getComputedStyle(document.querySelector(".cm-editor")).display`)); got != "flex" {
+		t.Fatalf("CodeMirror is not styled (display %q): its styles were refused", got)
+	}
+	screenshots(t, tab, "editor-code")
+	run(t, tab, chromedp.Click(chromedp.CSS(".cm-content")), chromedp.KeyEvent("\ue011"), // Home: the line's start
+		chromedp.SetValue(chromedp.CSS("#placeholder"), "first_name"), chromedp.Click(chromedp.CSS("#insert-placeholder")))
+	until(t, tab, `document.getElementById("template-html").value.startsWith("((first_name))<!DOCTYPE html>")`)
+
+	if p := problems(); len(p) > 0 {
+		t.Errorf("the browser reported:\n%s", strings.Join(p, "\n"))
+	}
+}
+
+// previewShows waits until the page's preview frame shows a document
+// from url whose text holds want. The frame is sandboxed (an opaque
+// origin, a target of its own), so the page cannot read it: the test
+// attaches to its target, polled for, as nothing announces it.
+func previewShows(t *testing.T, tab context.Context, url, want string) {
+	t.Helper()
+	deadline := time.Now().Add(time.Minute)
+	var last string
+	for time.Now().Before(deadline) {
+		targets, err := chromedp.Targets(tab)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, ti := range targets {
+			if ti.Type != "iframe" || ti.URL != url {
+				continue
+			}
+			frame, cancel := chromedp.NewContext(tab, chromedp.WithTargetID(ti.TargetID), chromedp.WithDetachOnCancel())
+			ctx, stop := context.WithTimeout(frame, 5*time.Second)
+			last, err = chromedp.Run(ctx, chromedp.Evaluate[string](`document.body ? document.body.innerText : ""`))
+			stop()
+			cancel()
+			if err == nil && strings.Contains(last, want) {
+				return
+			}
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Fatalf("the preview frame does not show %q; it shows:\n%s", want, last)
+}
+
+// screenshots writes the page at 1280 and 390 px wide to
+// docs/console/NAME-desktop.png and NAME-phone.png when
+// UPDATE_SCREENSHOTS=1, and leaves the tab at 1280 px.
+func screenshots(t *testing.T, tab context.Context, name string) {
+	t.Helper()
+	if os.Getenv("UPDATE_SCREENSHOTS") != "1" {
+		return
+	}
+	dir := filepath.Join("..", "..", "docs", "console")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, v := range []struct {
+		suffix        string
+		width, height int64
+		mobile        bool
+	}{{"desktop", 1280, 900, false}, {"phone", 390, 844, true}} {
+		opts := []chromedp.EmulateViewportOption{chromedp.EmulateScale(1)}
+		if v.mobile {
+			opts = append(opts, chromedp.EmulateMobile)
+		}
+		run(t, tab, chromedp.EmulateViewport(v.width, v.height, opts...))
+		// The layout settles on the next frame; the preview's frame reloads
+		// at the new width.
+		until(t, tab, `document.readyState === "complete"`)
+		run(t, tab, chromedp.Evaluate[chromedp.Void](`document.activeElement && document.activeElement.blur(); window.scrollTo(0, 0)`))
+		shot := value(t, tab, chromedp.CaptureScreenshot())
+		if err := os.WriteFile(filepath.Join(dir, name+"-"+v.suffix+".png"), shot, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	run(t, tab, chromedp.EmulateViewport(1280, 900))
+}
+
+// htmlAndHeader is the decoded HTML part of a mail, and its header.
+func htmlAndHeader(t *testing.T, data []byte) (string, netmail.Header) {
+	t.Helper()
+	msg, err := netmail.ReadMessage(bytes.NewReader(data))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, params, err := mime.ParseMediaType(msg.Header.Get("Content-Type"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := multipart.NewReader(msg.Body, params["boundary"])
+	for {
+		p, err := r.NextRawPart()
+		if err != nil {
+			t.Fatalf("no html part: %v", err)
+		}
+		if strings.HasPrefix(p.Header.Get("Content-Type"), "text/html") {
+			b, _ := io.ReadAll(quotedprintable.NewReader(p))
+			return string(b), msg.Header
+		}
+	}
+}
