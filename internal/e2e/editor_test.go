@@ -19,6 +19,7 @@ import (
 	netmail "net/mail"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"sync"
 	"testing"
@@ -192,7 +193,7 @@ func TestDesignEditorInBrowser(t *testing.T) {
 	if err := json.Unmarshal([]byte(value(t, tab, chromedp.Evaluate[string](`document.getElementById("template-json").value`))), &roundTrip); err != nil {
 		t.Fatal(err)
 	}
-	if stored, _ := design.ParseDocument([]byte(welcome.JSON)); fmt.Sprint(*stored) != fmt.Sprint(roundTrip) {
+	if stored, _ := design.ParseDocument([]byte(welcome.JSON)); !reflect.DeepEqual(*stored, roundTrip) {
 		t.Fatalf("the editor's document differs from the stored one:\n%+v\n%+v", roundTrip, *stored)
 	}
 	// The preview frame holds the server's render.
@@ -413,5 +414,50 @@ func htmlAndHeader(t *testing.T, data []byte) (string, netmail.Header) {
 			b, _ := io.ReadAll(quotedprintable.NewReader(p))
 			return string(b), msg.Header
 		}
+	}
+}
+
+// Every catalogue template, opened in the editor, is read back by the
+// page's script as the same document: what the fields show is all there
+// is, so saving without a change changes nothing.
+func TestDesignEditorKeepsEveryTemplate(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	tab := browser(t)
+	problems := browserProblems(t, tab)
+	d, srv, _ := consoleSite(t)
+	acct, _, err := d.CreateAccount(ctx, "Catalogue")
+	if err != nil {
+		t.Fatal(err)
+	}
+	hash, _ := bcrypt.GenerateFromPassword([]byte("correct horse battery"), bcrypt.MinCost)
+	if _, _, err := d.CreateOwner(ctx, acct, "owner@e2e-catalogue.example", string(hash)); err != nil {
+		t.Fatal(err)
+	}
+	run(t, tab, chromedp.Navigate(srv.URL+"/signin"), chromedp.SendKeys(chromedp.CSS(`input[name="email"]`), "owner@e2e-catalogue.example"),
+		chromedp.SendKeys(chromedp.CSS(`input[name="password"]`), "correct horse battery"), chromedp.Submit(chromedp.CSS(`input[name="password"]`)),
+		chromedp.WaitVisible(chromedp.CSS("h1")))
+	for _, tpl := range design.Templates() {
+		var utr string
+		if err := d.Pool.QueryRow(ctx, `INSERT INTO single_sends (user_id, utr, template_id, template_json, sender_id, unsubscribe_group_id,
+				single_send_name, subject, preheader, recipient_id, exclude_specific_recipient_id, status, due_at, unique_open_token)
+			VALUES ($1, gen_random_uuid(), $2, $3, 0, 0, $4, 'Hi', '', '[]', '[]', 0, now(), '{}') RETURNING utr::text`,
+			acct, tpl.ID, tpl.JSON, tpl.Name).Scan(&utr); err != nil {
+			t.Fatal(err)
+		}
+		run(t, tab, chromedp.Navigate(srv.URL+"/design/editor/single-send/"+utr), chromedp.WaitVisible(chromedp.CSS("#blocks")))
+		// The script has read the fields once the text part is asked for.
+		until(t, tab, `document.getElementById("text-part").textContent !== ""`)
+		var got design.Document
+		if err := json.Unmarshal([]byte(value(t, tab, chromedp.Evaluate[string](`document.getElementById("template-json").value`))), &got); err != nil {
+			t.Fatal(err)
+		}
+		want, _ := design.ParseDocument([]byte(tpl.JSON))
+		if !reflect.DeepEqual(*want, got) {
+			t.Errorf("%s: the editor reads\n%+v\nwant\n%+v", tpl.Name, got, *want)
+		}
+	}
+	if p := problems(); len(p) > 0 {
+		t.Errorf("the browser reported:\n%s", strings.Join(p, "\n"))
 	}
 }
