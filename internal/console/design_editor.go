@@ -35,39 +35,39 @@ const (
 	modeCode   = "code"
 )
 
-// fieldDef is a field of the editor's forms: the key it has in the
+// editorFieldDef is a field of the editor's forms: the key it has in the
 // design document, its label and how it is edited.
-type fieldDef struct {
+type editorFieldDef struct {
 	Key   string
 	Label string
 	// Kind: text, textarea, int, color, select (Options; an int when
 	// Int), bool, image (an address with an upload beside it).
 	Kind    string
 	Int     bool
-	Options []option
+	Options []editorOption
 	Help    string
 }
 
-type option struct{ Value, Label string }
+type editorOption struct{ Value, Label string }
 
-// fieldView is a field with its value.
-type fieldView struct {
-	fieldDef
+// editorFieldView is a field with its value.
+type editorFieldView struct {
+	editorFieldDef
 	Value   string
 	Checked bool
 }
 
-var aligns = []option{{"", "Default"}, {"left", "Left"}, {"center", "Centre"}, {"right", "Right"}}
+var editorAligns = []editorOption{{"", "Default"}, {"left", "Left"}, {"center", "Centre"}, {"right", "Right"}}
 
-// fields are the design document's fields by key (design.Block, Item,
+// editorFields are the design document's fields by key (design.Block, Item,
 // Settings).
-var fields = func() map[string]fieldDef {
-	m := map[string]fieldDef{}
-	for _, f := range []fieldDef{
+var editorFields = func() map[string]editorFieldDef {
+	m := map[string]editorFieldDef{}
+	for _, f := range []editorFieldDef{
 		{Key: "text", Label: "Text", Kind: "textarea"},
 		{Key: "note", Label: "Note, on the right", Kind: "text"},
 		{Key: "title", Label: "Title", Kind: "text"},
-		{Key: "level", Label: "Level", Kind: "select", Int: true, Options: []option{{"1", "1: title"}, {"2", "2: section"}, {"3", "3: small"}}},
+		{Key: "level", Label: "Level", Kind: "select", Int: true, Options: []editorOption{{"1", "1: title"}, {"2", "2: section"}, {"3", "3: small"}}},
 		{Key: "size", Label: "Font size (px, 12–24; 16 when empty)", Kind: "int"},
 		{Key: "height", Label: "Height (px)", Kind: "int"},
 		{Key: "width", Label: "Width (px; the column's when empty)", Kind: "int"},
@@ -78,7 +78,7 @@ var fields = func() map[string]fieldDef {
 		{Key: "address", Label: "Postal address", Kind: "text"},
 		{Key: "link_text", Label: "Link text", Kind: "text"},
 		{Key: "link_url", Label: "Link address", Kind: "text"},
-		{Key: "align", Label: "Alignment", Kind: "select", Options: aligns},
+		{Key: "align", Label: "Alignment", Kind: "select", Options: editorAligns},
 		{Key: "padding", Label: "Padding", Kind: "text", Help: "One to four px lengths, as in CSS: 16px 40px."},
 		{Key: "color", Label: "Text colour", Kind: "color"},
 		{Key: "note_color", Label: "Note colour", Kind: "color"},
@@ -102,8 +102,8 @@ var fields = func() map[string]fieldDef {
 	return m
 }()
 
-// settingsFields are the document's settings, in the form's order.
-var settingsFields = []fieldDef{
+// editorSettings are the document's settings, in the form's order.
+var editorSettings = []editorFieldDef{
 	{Key: "width", Label: "Content width (px, 320–600)", Kind: "int"},
 	{Key: "font_family", Label: "Font family", Kind: "text", Help: "Installed fonts only: Helvetica, Arial, sans-serif."},
 	{Key: "background", Label: "Page background", Kind: "color"},
@@ -115,8 +115,8 @@ var settingsFields = []fieldDef{
 	{Key: "border_color", Label: "Border colour", Kind: "color"},
 }
 
-// listDef is a block's list: its columns, items or rows.
-type listDef struct {
+// blockListDef is a block's list: its columns, items or rows.
+type blockListDef struct {
 	Key, Label, ItemLabel string
 	Keys                  []string
 }
@@ -126,44 +126,44 @@ type listDef struct {
 type blockType struct {
 	Type, Label string
 	Keys        []string
-	List        *listDef
+	List        *blockListDef
 	New         design.Block
 }
 
-const style = "color background align padding"
+const blockStyle = "color background align padding"
 
 var blockTypes = []blockType{
-	{Type: "header", Label: "Header", Keys: keys("text note note_color color background padding"),
+	{Type: "header", Label: "Header", Keys: fieldKeys("text note note_color color background padding"),
 		New: design.Block{Text: "((sender_name))"}},
-	{Type: "label", Label: "Label", Keys: keys("text " + style), New: design.Block{Text: "NEWS"}},
-	{Type: "heading", Label: "Heading", Keys: keys("text level " + style), New: design.Block{Text: "A heading", Level: 2}},
-	{Type: "text", Label: "Text", Keys: keys("text size " + style), New: design.Block{Text: "Write something for ((first_name))."}},
-	{Type: "button", Label: "Button", Keys: keys("text url button_color text_color background align padding"),
+	{Type: "label", Label: "Label", Keys: fieldKeys("text " + blockStyle), New: design.Block{Text: "NEWS"}},
+	{Type: "heading", Label: "Heading", Keys: fieldKeys("text level " + blockStyle), New: design.Block{Text: "A heading", Level: 2}},
+	{Type: "text", Label: "Text", Keys: fieldKeys("text size " + blockStyle), New: design.Block{Text: "Write something for ((first_name))."}},
+	{Type: "button", Label: "Button", Keys: fieldKeys("text url button_color text_color background align padding"),
 		New: design.Block{Text: "Read more", URL: "https://example.com"}},
-	{Type: "image", Label: "Image", Keys: keys("src alt width height url " + style)},
-	{Type: "divider", Label: "Divider", Keys: keys("color background padding")},
-	{Type: "spacer", Label: "Spacer", Keys: keys("height background"), New: design.Block{Height: 24}},
-	{Type: "columns", Label: "Columns", Keys: keys("card_background " + style),
-		List: &listDef{"columns", "Columns (two or three)", "column", keys("heading text link_text link_url")},
+	{Type: "image", Label: "Image", Keys: fieldKeys("src alt width height url " + blockStyle)},
+	{Type: "divider", Label: "Divider", Keys: fieldKeys("color background padding")},
+	{Type: "spacer", Label: "Spacer", Keys: fieldKeys("height background"), New: design.Block{Height: 24}},
+	{Type: "columns", Label: "Columns", Keys: fieldKeys("card_background " + blockStyle),
+		List: &blockListDef{"columns", "Columns (two or three)", "column", fieldKeys("heading text link_text link_url")},
 		New:  design.Block{Columns: []design.Item{{Heading: "First", Text: "Some words."}, {Heading: "Second", Text: "Some more."}}}},
-	{Type: "steps", Label: "Steps", Keys: keys(style), List: &listDef{"items", "Steps", "step", keys("title text")},
+	{Type: "steps", Label: "Steps", Keys: fieldKeys(blockStyle), List: &blockListDef{"items", "Steps", "step", fieldKeys("title text")},
 		New: design.Block{Items: []design.Item{{Title: "First step", Text: "What to do."}}}},
-	{Type: "callout", Label: "Callout", Keys: keys("title text border_color card_background " + style),
+	{Type: "callout", Label: "Callout", Keys: fieldKeys("title text border_color card_background " + blockStyle),
 		New: design.Block{Title: "Good to know", Text: "Something worth a box."}},
-	{Type: "details", Label: "Details", Keys: keys("card_background " + style), List: &listDef{"rows", "Rows", "row", keys("label value")},
+	{Type: "details", Label: "Details", Keys: fieldKeys("card_background " + blockStyle), List: &blockListDef{"rows", "Rows", "row", fieldKeys("label value")},
 		New: design.Block{Rows: []design.Item{{Label: "Order", Value: "#1001"}}}},
-	{Type: "items", Label: "Items", Keys: keys(style), List: &listDef{"items", "Items", "item", keys("name detail quantity price")},
+	{Type: "items", Label: "Items", Keys: fieldKeys(blockStyle), List: &blockListDef{"items", "Items", "item", fieldKeys("name detail quantity price")},
 		New: design.Block{Items: []design.Item{{Name: "Product", Quantity: "1", Price: "$10.00"}}}},
-	{Type: "totals", Label: "Totals", Keys: keys(style), List: &listDef{"rows", "Rows", "row", keys("label value strong")},
+	{Type: "totals", Label: "Totals", Keys: fieldKeys(blockStyle), List: &blockListDef{"rows", "Rows", "row", fieldKeys("label value strong")},
 		New: design.Block{Rows: []design.Item{{Label: "Total", Value: "$10.00", Strong: true}}}},
-	{Type: "footer", Label: "Footer", Keys: keys("text sender address link_text link_url color background padding"),
+	{Type: "footer", Label: "Footer", Keys: fieldKeys("text sender address link_text link_url color background padding"),
 		New: design.Block{Sender: "((sender_name))", Address: "((sender_address))", LinkText: "Unsubscribe",
 			LinkURL: "((unsubscribe_preferences))"}},
 }
 
-func keys(s string) []string { return strings.Fields(s) }
+func fieldKeys(s string) []string { return strings.Fields(s) }
 
-func typeOf(t string) *blockType {
+func blockTypeOf(t string) *blockType {
 	for i := range blockTypes {
 		if blockTypes[i].Type == t {
 			return &blockTypes[i]
@@ -178,18 +178,18 @@ type blockView struct {
 	Type    string
 	Label   string
 	Summary string
-	Fields  []fieldView
-	List    *listView
-	Extras  []fieldView // values of fields its type does not show, kept
-	Fixed   bool        // the footer: last, not moved or removed
-	Error   string      // the document's error in this block
+	Fields  []editorFieldView
+	List    *blockListView
+	Extras  []editorFieldView // values of fields its type does not show, kept
+	Fixed   bool              // the footer: last, not moved or removed
+	Error   string            // the document's error in this block
 }
 
-// listView is a block's list with its items.
-type listView struct {
-	listDef
-	Items [][]fieldView
-	Blank []fieldView // a new item's fields
+// blockListView is a block's list with its items.
+type blockListView struct {
+	blockListDef
+	Items [][]editorFieldView
+	Blank []editorFieldView // a new item's fields
 }
 
 // editorState is what the editor shows: the stored design, or what a
@@ -214,7 +214,7 @@ type editorData struct {
 	Document       *design.Document
 	DocumentError  string // design mode: the stored document does not read
 	Blocks         []blockView
-	Settings       []fieldView
+	Settings       []editorFieldView
 	Types          []blockType // the add menu
 	New            []blockView // each type's new block (templates)
 	HTML           string      // code mode's HTML
@@ -246,14 +246,14 @@ func (h *Handler) designRecord(r *http.Request) (mail.DesignRecord, error) {
 	return h.db.ScheduleDesign(r.Context(), session(r).AccountID, utr)
 }
 
-// notFound answers any other address under /design/editor.
-func (h *Handler) notFound(w http.ResponseWriter, r *http.Request) {
+// designNotFound answers any other address under /design/editor.
+func (h *Handler) designNotFound(w http.ResponseWriter, r *http.Request) {
 	h.fail(w, r, mail.NotFound())
 }
 
-// stored is the editor's state for rec as stored. A design with neither
+// storedState is the editor's state for rec as stored. A design with neither
 // JSON nor HTML is its catalogue template's, as the engine sends it.
-func stored(rec *mail.DesignRecord) editorState {
+func storedState(rec *mail.DesignRecord) editorState {
 	var es editorState
 	if rec.TemplateJSON != nil {
 		es.json = *rec.TemplateJSON
@@ -285,7 +285,7 @@ func (h *Handler) designEditor(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, r, err)
 		return
 	}
-	es := stored(&rec)
+	es := storedState(&rec)
 	q := r.URL.Query()
 	switch q.Get("mode") {
 	case modeDesign, modeCode:
@@ -314,7 +314,7 @@ func postedState(r *http.Request, rec *mail.DesignRecord) editorState {
 	if r.PostFormValue("mode") == modeDesign {
 		es.mode, es.json = modeDesign, r.PostFormValue("template_json")
 	}
-	switch s := stored(rec); {
+	switch s := storedState(rec); {
 	case es.mode == modeDesign:
 		es.dirty = rec.TemplateJSON == nil || es.json != *rec.TemplateJSON
 	default:
@@ -330,7 +330,7 @@ var blockErrorRE = regexp.MustCompile(`^The template json is not a valid design:
 func (h *Handler) editor(w http.ResponseWriter, r *http.Request, status int, rec *mail.DesignRecord, es editorState, p page) {
 	d := editorData{Rec: *rec, Base: designBase(rec), Mode: es.mode, Locked: rec.ReadOnly(), Dirty: es.dirty,
 		Placeholders: mail.DynamicContent, Catalogue: design.Templates(), PreviewContact: es.previewContact, TestTo: es.testTo,
-		Types: addable}
+		Types: addableTypes}
 	d.Writable = !d.Locked && session(r).Role.CanWrite()
 	if rec.Kind == mail.DesignSingleSend {
 		d.StatusWord = map[int16]string{mail.SendDraft: "draft", mail.SendReady: "scheduled", mail.SendRunning: "sending",
@@ -351,7 +351,7 @@ func (h *Handler) editor(w http.ResponseWriter, r *http.Request, status int, rec
 		}
 		if doc != nil {
 			d.Document = doc
-			d.Settings = settingsView(doc.Settings)
+			d.Settings = editorSettingsView(doc.Settings)
 			blockErr, at := "", 0
 			if msgs := p.Errors["template_json"]; len(msgs) > 0 {
 				if m := blockErrorRE.FindStringSubmatch(msgs[0]); m != nil {
@@ -367,7 +367,7 @@ func (h *Handler) editor(w http.ResponseWriter, r *http.Request, status int, rec
 				d.Blocks = append(d.Blocks, v)
 			}
 		}
-		for _, t := range addable {
+		for _, t := range addableTypes {
 			b := t.New
 			b.Type = t.Type
 			d.New = append(d.New, newBlockView(&b, 0))
@@ -384,9 +384,9 @@ func (h *Handler) editor(w http.ResponseWriter, r *http.Request, status int, rec
 	h.render(w, r, status, "design_editor", p)
 }
 
-// addable are the block types the add menu offers: all but the footer,
+// addableTypes are the block types the add menu offers: all but the footer,
 // which every document has once, last.
-var addable = func() []blockType {
+var addableTypes = func() []blockType {
 	var out []blockType
 	for _, t := range blockTypes {
 		if t.Type != "footer" {
@@ -396,16 +396,16 @@ var addable = func() []blockType {
 	return out
 }()
 
-// values is a document object's fields by key, as the form writes them.
-func values(v any) map[string]any {
+// docValues is a document object's fields by key, as the form writes them.
+func docValues(v any) map[string]any {
 	b, _ := json.Marshal(v)
 	var m map[string]any
 	json.Unmarshal(b, &m)
 	return m
 }
 
-func fieldOf(f fieldDef, v any) fieldView {
-	fv := fieldView{fieldDef: f}
+func editorFieldOf(f editorFieldDef, v any) editorFieldView {
+	fv := editorFieldView{editorFieldDef: f}
 	switch x := v.(type) {
 	case string:
 		fv.Value = x
@@ -420,41 +420,41 @@ func fieldOf(f fieldDef, v any) fieldView {
 	return fv
 }
 
-func settingsView(s design.Settings) []fieldView {
-	m := values(s)
-	out := make([]fieldView, len(settingsFields))
-	for i, f := range settingsFields {
-		out[i] = fieldOf(f, m[f.Key])
+func editorSettingsView(s design.Settings) []editorFieldView {
+	m := docValues(s)
+	out := make([]editorFieldView, len(editorSettings))
+	for i, f := range editorSettings {
+		out[i] = editorFieldOf(f, m[f.Key])
 	}
 	return out
 }
 
 // newBlockView is block b at place n (0: a new block's template).
 func newBlockView(b *design.Block, n int) blockView {
-	m := values(b)
+	m := docValues(b)
 	v := blockView{N: n, Type: b.Type, Label: b.Type, Fixed: b.Type == "footer"}
 	shown := map[string]bool{"type": true}
-	t := typeOf(b.Type)
+	t := blockTypeOf(b.Type)
 	if t != nil {
 		v.Label = t.Label
 		for _, k := range t.Keys {
 			shown[k] = true
-			v.Fields = append(v.Fields, fieldOf(fields[k], m[k]))
+			v.Fields = append(v.Fields, editorFieldOf(editorFields[k], m[k]))
 		}
 		if l := t.List; l != nil {
 			shown[l.Key] = true
-			lv := &listView{listDef: *l}
+			lv := &blockListView{blockListDef: *l}
 			items, _ := m[l.Key].([]any)
 			for _, it := range items {
 				im, _ := it.(map[string]any)
-				var row []fieldView
+				var row []editorFieldView
 				for _, k := range l.Keys {
-					row = append(row, fieldOf(fields[k], im[k]))
+					row = append(row, editorFieldOf(editorFields[k], im[k]))
 				}
 				lv.Items = append(lv.Items, row)
 			}
 			for _, k := range l.Keys {
-				lv.Blank = append(lv.Blank, fieldOf(fields[k], nil))
+				lv.Blank = append(lv.Blank, editorFieldOf(editorFields[k], nil))
 			}
 			v.List = lv
 		}
@@ -469,14 +469,14 @@ func newBlockView(b *design.Block, n int) blockView {
 	sort.Strings(extra)
 	for _, k := range extra {
 		val := m[k]
-		f, ok := fields[k]
+		f, ok := editorFields[k]
 		if !ok {
-			f = fieldDef{Key: k, Kind: "text"}
+			f = editorFieldDef{Key: k, Kind: "text"}
 		}
 		if _, isList := val.([]any); isList {
 			continue // a list the type does not take: dropped, as Build ignores it
 		}
-		fv := fieldOf(f, val)
+		fv := editorFieldOf(f, val)
 		if _, num := val.(float64); num {
 			fv.Kind = "int"
 		}
@@ -484,15 +484,15 @@ func newBlockView(b *design.Block, n int) blockView {
 	}
 	for _, k := range []string{"text", "title", "alt", "sender", "src"} {
 		if s, _ := m[k].(string); strings.TrimSpace(s) != "" {
-			v.Summary = summary(s)
+			v.Summary = blockSummary(s)
 			break
 		}
 	}
 	return v
 }
 
-// summary is s cut to a line of some 60 characters.
-func summary(s string) string {
+// blockSummary is s cut to a line of some 60 characters.
+func blockSummary(s string) string {
 	s = strings.Join(strings.Fields(s), " ")
 	if utf8.RuneCountInString(s) <= 60 {
 		return s

@@ -17,9 +17,9 @@ import (
 const previewCSP = "default-src 'none'; img-src https: http: data:; style-src 'unsafe-inline'; frame-ancestors 'self'; " +
 	"base-uri 'none'; form-action 'none'; sandbox allow-popups allow-popups-to-escape-sandbox"
 
-// framed puts the preview's headers in place of the pages' (which forbid
+// framedHeaders puts the preview's headers in place of the pages' (which forbid
 // framing).
-func framed(w http.ResponseWriter) {
+func framedHeaders(w http.ResponseWriter) {
 	hd := w.Header()
 	hd.Set("Content-Security-Policy", previewCSP)
 	hd.Set("X-Frame-Options", "SAMEORIGIN")
@@ -40,8 +40,8 @@ var previewProblems = template.Must(template.New("").Parse(`<!doctype html>
 // preview_contact or of the sample contact.
 func (h *Handler) designPreview(w http.ResponseWriter, r *http.Request) {
 	b, err := h.preview(r)
-	framed(w)
-	if msgs := problems(err); msgs != nil {
+	framedHeaders(w)
+	if msgs := fieldMessages(err); msgs != nil {
 		w.Header().Set("Content-Type", "text/html; charset=utf-8")
 		w.WriteHeader(http.StatusUnprocessableEntity)
 		previewProblems.Execute(w, msgs)
@@ -60,7 +60,7 @@ func (h *Handler) designPreview(w http.ResponseWriter, r *http.Request) {
 func (h *Handler) designText(w http.ResponseWriter, r *http.Request) {
 	b, err := h.preview(r)
 	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-	if msgs := problems(err); msgs != nil {
+	if msgs := fieldMessages(err); msgs != nil {
 		w.WriteHeader(http.StatusUnprocessableEntity)
 		w.Write([]byte(strings.Join(msgs, "\n") + "\n"))
 		return
@@ -87,8 +87,8 @@ func (h *Handler) preview(r *http.Request) (*render.Buffer, error) {
 	return h.renderDesign(&rec, in, c)
 }
 
-// problems are err's field messages in order, nil when it is none.
-func problems(err error) []string {
+// fieldMessages are err's field messages in order, nil when it is none.
+func fieldMessages(err error) []string {
 	fe := fieldErrors(err)
 	if fe == nil {
 		return nil

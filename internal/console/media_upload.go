@@ -38,7 +38,7 @@ type uploadFailure struct {
 // answered as JSON. A refused file answers 422 with media's message.
 func (h *Handler) mediaUpload(w http.ResponseWriter, r *http.Request) {
 	refuse := func(status int, msg string) {
-		writeJSON(w, status, uploadFailure{Errors: map[string][]string{"file": {msg}}})
+		answerJSON(w, status, uploadFailure{Errors: map[string][]string{"file": {msg}}})
 	}
 	if h.deps.Media == nil {
 		refuse(http.StatusServiceUnavailable, "Image uploads are not set up on this server.")
@@ -70,7 +70,7 @@ func (h *Handler) mediaUpload(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	stateOf(r).target = img.Key
-	writeJSON(w, http.StatusOK, uploadJSON{URL: h.cfg.PublicURL + "/media/" + img.Key, Key: img.Key,
+	answerJSON(w, http.StatusOK, uploadJSON{URL: h.cfg.PublicURL + "/media/" + img.Key, Key: img.Key,
 		Width: img.Width, Height: img.Height, Name: fileTitle(name)})
 }
 
@@ -121,8 +121,8 @@ func fileTitle(name string) string {
 	return strings.TrimSpace(name)
 }
 
-// writeJSON answers v as JSON (with <, > and & escaped).
-func writeJSON(w http.ResponseWriter, status int, v any) {
+// answerJSON answers v as JSON (with <, > and & escaped).
+func answerJSON(w http.ResponseWriter, status int, v any) {
 	w.Header().Set("Content-Type", "application/json; charset=utf-8")
 	w.WriteHeader(status)
 	json.NewEncoder(w).Encode(v)

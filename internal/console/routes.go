@@ -51,8 +51,8 @@ func (h *Handler) routes() {
 		h.handle("POST "+base+"/test", writer, "sent a test mail of", h.designTestSend, bodyLimit(designBodyLimit))
 	}
 	h.handle("POST /design/editor/media", writer, "uploaded an image", h.mediaUpload, bodyLimit(mediaBodyLimit))
-	h.handle("/design/editor", reader, "", h.notFound)
-	h.handle("/design/editor/", reader, "", h.notFound)
+	h.handle("/design/editor", reader, "", h.designNotFound)
+	h.handle("/design/editor/", reader, "", h.designNotFound)
 }
 
 // handle registers a route behind the console's middleware; opts set
