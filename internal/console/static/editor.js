@@ -242,12 +242,20 @@
   // --- Preview, text part, saving ------------------------------------------
 
   var timer = null;
+  function schedulePreview() {
+    window.clearTimeout(timer);
+    timer = window.setTimeout(preview, 600);
+  }
   function changed() {
     serialize();
     dirty = true;
     status.textContent = "Not saved yet.";
-    window.clearTimeout(timer);
-    timer = window.setTimeout(preview, 600);
+    schedulePreview();
+  }
+  // isDesign: el is a field of the design (not the add menu, the
+  // placeholder menu, the preview's contact or the test's addresses).
+  function isDesign(el) {
+    return el.hasAttribute && (el.hasAttribute("data-key") || el.hasAttribute("data-doc") || el.id === "template-html");
   }
   // A block's bar shows the start of its first text, as the server does.
   function summarize(li) {
@@ -266,13 +274,14 @@
   }
 
   form.addEventListener("input", function (e) {
-    if (e.target.id === "test-recipients") return;
-    var li = e.target.closest && e.target.closest("[data-block]");
+    if (e.target.id === "preview-contact") schedulePreview();
+    if (!isDesign(e.target)) return;
+    var li = e.target.closest("[data-block]");
     if (li) summarize(li);
     changed();
   });
   form.addEventListener("change", function (e) {
-    if (e.target.tagName === "SELECT" || e.target.type === "checkbox") changed();
+    if (isDesign(e.target) && (e.target.tagName === "SELECT" || e.target.type === "checkbox")) changed();
   });
 
   function preview() {
