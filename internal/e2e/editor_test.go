@@ -291,10 +291,7 @@ func TestDesignEditorInBrowser(t *testing.T) {
 		chromedp.Evaluate[chromedp.Void](`document.getElementById("test-recipients").select()`),
 		chromedp.SendKeys(chromedp.CSS("#test-recipients"), "me@e2e-editor.example"),
 		chromedp.Click(chromedp.CSS("#send-test")))
-	until(t, tab, `(document.querySelector(".notice") || {}).textContent !== "The design is saved."`)
-	if n := text(t, tab, chromedp.CSS(".notice")); n != "A test mail is on its way to me@e2e-editor.example." {
-		t.Fatalf("after the test: %q", n)
-	}
+	until(t, tab, `(document.querySelector(".notice") || {}).textContent === "A test mail is on its way to me@e2e-editor.example."`)
 	if !mails.Wait(1, 10*time.Second) {
 		t.Fatal("no test mail")
 	}
