@@ -4,12 +4,10 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"fmt"
 	"image"
 	"image/color"
 	"image/png"
 	"io"
-	"log/slog"
 	"mime"
 	"mime/multipart"
 	"mime/quotedprintable"
@@ -21,12 +19,9 @@ import (
 	"path/filepath"
 	"reflect"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
-	"github.com/chromedp/cdproto/log"
-	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
 	"golang.org/x/crypto/bcrypt"
 
@@ -42,10 +37,10 @@ import (
 	"github.com/mailroom/mailroom/jobs"
 )
 
-// consoleSite is the real router with the console, its image store served
+// editorSite is the real router with the console, its image store served
 // at /media/, and test mails sent by the worker's handler into a real SMTP
 // server, on a listener whose address is the site's PUBLIC_URL.
-func consoleSite(t *testing.T) (*postgres.DB, *httptest.Server, *smtptest.Server) {
+func editorSite(t *testing.T) (*postgres.DB, *httptest.Server, *smtptest.Server) {
 	t.Helper()
 	d := testdb.New(t)
 	l, err := net.Listen("tcp", "127.0.0.1:0")
@@ -57,7 +52,6 @@ func consoleSite(t *testing.T) (*postgres.DB, *httptest.Server, *smtptest.Server
 	if err != nil {
 		t.Fatal(err)
 	}
-	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
 	mails := smtptest.New(t, smtptest.Options{})
 	pool := smtp.NewPool(smtp.Config{Addr: mails.Addr, Size: 1, Timeout: 5 * time.Second})
 	t.Cleanup(func() { pool.Close() })
@@ -73,45 +67,6 @@ func consoleSite(t *testing.T) (*postgres.DB, *httptest.Server, *smtptest.Server
 	srv.Start()
 	t.Cleanup(srv.Close)
 	return d, srv, mails
-}
-
-// browserProblems gathers what the tab reports as wrong: exceptions,
-// console errors and warnings (a CSP refusal is one).
-func browserProblems(t *testing.T, tab context.Context) func() []string {
-	t.Helper()
-	var mu sync.Mutex
-	var out []string
-	if err := chromedp.Listen(tab, func(ev any) {
-		var m string
-		switch ev := ev.(type) {
-		case *runtime.EventExceptionThrown:
-			m = "exception: " + ev.ExceptionDetails.Text
-			if ex := ev.ExceptionDetails.Exception; ex != nil {
-				m += " " + ex.Description
-			}
-		case *runtime.EventConsoleAPICalled:
-			if ev.Type == runtime.ConsoleAPICalledTypeError || ev.Type == runtime.ConsoleAPICalledTypeWarning {
-				m = fmt.Sprintf("console.%s", ev.Type)
-			}
-		case *log.EventEntryAdded:
-			// The browser asks for /favicon.ico by itself; the console has none.
-			if (ev.Entry.Level == log.EntryLevelWarning || ev.Entry.Level == log.EntryLevelError) && !strings.HasSuffix(ev.Entry.URL, "/favicon.ico") {
-				m = fmt.Sprintf("%s (%s): %s %s", ev.Entry.Level, ev.Entry.Source, ev.Entry.Text, ev.Entry.URL)
-			}
-		}
-		if m != "" {
-			mu.Lock()
-			out = append(out, m)
-			mu.Unlock()
-		}
-	}); err != nil {
-		t.Fatal(err)
-	}
-	return func() []string {
-		mu.Lock()
-		defer mu.Unlock()
-		return append([]string(nil), out...)
-	}
 }
 
 // until evaluates expr (a boolean) in the tab until it is true, a minute
@@ -153,8 +108,8 @@ func TestDesignEditorInBrowser(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	tab := browser(t)
-	problems := browserProblems(t, tab)
-	d, srv, mails := consoleSite(t)
+	problems := watchConsole(t, tab)
+	d, srv, mails := editorSite(t)
 
 	acct, _, err := d.CreateAccount(ctx, "Acme")
 	if err != nil {
@@ -250,6 +205,7 @@ func TestDesignEditorInBrowser(t *testing.T) {
 		t.Fatalf("phone preview %v px wide", w)
 	}
 	run(t, tab, chromedp.Click(chromedp.CSS(`[data-width="desktop"]`)))
+	run(t, tab, chromedp.Evaluate[chromedp.Void](`document.activeElement.blur(); window.scrollTo(0, 0)`))
 	screenshots(t, tab, "editor-design")
 
 	// Saved: the document as the page holds it, the HTML Build makes of it.
@@ -315,6 +271,7 @@ func TestDesignEditorInBrowser(t *testing.T) {
 	if got := value(t, tab, chromedp.Evaluate[string](`getComputedStyle(document.querySelector(".cm-editor")).display`)); got != "flex" {
 		t.Fatalf("CodeMirror is not styled (display %q): its styles were refused", got)
 	}
+	run(t, tab, chromedp.Evaluate[chromedp.Void](`document.activeElement.blur(); window.scrollTo(0, 0)`))
 	screenshots(t, tab, "editor-code")
 	run(t, tab, chromedp.Click(chromedp.CSS(".cm-content")), chromedp.KeyEvent("\ue011"), // Home: the line's start
 		chromedp.SetValue(chromedp.CSS("#placeholder"), "first_name"), chromedp.Click(chromedp.CSS("#insert-placeholder")))
@@ -356,40 +313,6 @@ func previewShows(t *testing.T, tab context.Context, url, want string) {
 	t.Fatalf("the preview frame does not show %q; it shows:\n%s", want, last)
 }
 
-// screenshots writes the page at 1280 and 390 px wide to
-// docs/console/NAME-desktop.png and NAME-phone.png when
-// UPDATE_SCREENSHOTS=1, and leaves the tab at 1280 px.
-func screenshots(t *testing.T, tab context.Context, name string) {
-	t.Helper()
-	if os.Getenv("UPDATE_SCREENSHOTS") != "1" {
-		return
-	}
-	dir := filepath.Join("..", "..", "docs", "console")
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	for _, v := range []struct {
-		suffix        string
-		width, height int64
-		mobile        bool
-	}{{"desktop", 1280, 900, false}, {"phone", 390, 844, true}} {
-		opts := []chromedp.EmulateViewportOption{chromedp.EmulateScale(1)}
-		if v.mobile {
-			opts = append(opts, chromedp.EmulateMobile)
-		}
-		run(t, tab, chromedp.EmulateViewport(v.width, v.height, opts...))
-		// The layout settles on the next frame; the preview's frame reloads
-		// at the new width.
-		until(t, tab, `document.readyState === "complete"`)
-		run(t, tab, chromedp.Evaluate[chromedp.Void](`document.activeElement && document.activeElement.blur(); window.scrollTo(0, 0)`))
-		shot := value(t, tab, chromedp.CaptureScreenshot())
-		if err := os.WriteFile(filepath.Join(dir, name+"-"+v.suffix+".png"), shot, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	run(t, tab, chromedp.EmulateViewport(1280, 900))
-}
-
 // htmlAndHeader is the decoded HTML part of a mail, and its header.
 func htmlAndHeader(t *testing.T, data []byte) (string, netmail.Header) {
 	t.Helper()
@@ -421,8 +344,8 @@ func TestDesignEditorKeepsEveryTemplate(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	tab := browser(t)
-	problems := browserProblems(t, tab)
-	d, srv, _ := consoleSite(t)
+	problems := watchConsole(t, tab)
+	d, srv, _ := editorSite(t)
 	acct, _, err := d.CreateAccount(ctx, "Catalogue")
 	if err != nil {
 		t.Fatal(err)
