@@ -9,8 +9,8 @@ import (
 
 	"github.com/gin-gonic/gin"
 
-	"github.com/mailroom/mailroom/internal/design"
 	"github.com/mailroom/mailroom/internal/mail"
+	"github.com/mailroom/mailroom/internal/singlesend"
 )
 
 func (s *Server) automationRoutes(api *gin.RouterGroup) {
@@ -152,12 +152,11 @@ func (s *Server) renderSchedule(sc *mail.AutomationSchedule) automationScheduleJ
 
 // designRef is the catalogue's template id as a schedule takes it.
 func designRef(id int64) (mail.DesignRef, bool) {
-	for _, t := range design.Templates() {
-		if t.ID == id {
-			return mail.DesignRef{HTML: t.HTML, JSON: t.JSON, Preview: t.Preview}, true
-		}
+	t, found := singlesend.Design(id)
+	if !found {
+		return mail.DesignRef{}, false
 	}
-	return mail.DesignRef{}, false
+	return mail.DesignRef{HTML: t.HTML, JSON: t.JSON, Preview: t.Preview}, true
 }
 
 // listAutomations answers GET /automations: the account's automations,
@@ -332,7 +331,7 @@ func (s *Server) createAutomationSchedule(c *gin.Context) {
 			return s.db.SendReferences(ctx, user, refs)
 		},
 		AllowUnverified: s.cfg.AllowUnverifiedSenders,
-		MailSize:        s.mailSize(),
+		MailSize:        s.sends.MailSize(),
 	})
 	if err := f.checked(mail.JoinInvalid(utrErr, err)); err != nil {
 		s.fail(c, err)
