@@ -292,7 +292,17 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger) error {
 	tasks := asynq.NewClient(redisOpt)
 	defer tasks.Close()
 
-	con, err := console.New(console.Config{PublicURL: cfg.PublicURL, TrustedProxies: cfg.TrustedProxies}, console.Deps{
+	// A saved send's dispatch, enqueued by the API's handlers and the
+	// console's pages alike.
+	enqueueDispatch := func(ctx context.Context, sendID int64, version int32, at time.Time) error {
+		_, err := tasks.EnqueueContext(ctx, jobs.NewDispatchTask(sendID, version, at))
+		if errors.Is(err, asynq.ErrTaskIDConflict) || errors.Is(err, asynq.ErrDuplicateTask) {
+			return nil // this version's dispatch is queued already
+		}
+		return err
+	}
+	con, err := console.New(console.Config{PublicURL: cfg.PublicURL, TrustedProxies: cfg.TrustedProxies,
+		AllowUnverifiedSenders: cfg.AllowUnverifiedSenders, MaxMailBytes: int(cfg.MaxMailBytes)}, console.Deps{
 		DB:  d,
 		Log: log,
 		// docs/console.md: 10 tries per address and client per 10 minutes,
@@ -307,6 +317,7 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger) error {
 			}
 			return err
 		},
+		EnqueueDispatch: enqueueDispatch,
 	})
 	if err != nil {
 		return err
@@ -331,13 +342,7 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger) error {
 			}
 			return err
 		},
-		EnqueueDispatch: func(ctx context.Context, sendID int64, version int32, at time.Time) error {
-			_, err := tasks.EnqueueContext(ctx, jobs.NewDispatchTask(sendID, version, at))
-			if errors.Is(err, asynq.ErrTaskIDConflict) || errors.Is(err, asynq.ErrDuplicateTask) {
-				return nil // this version's dispatch is queued already
-			}
-			return err
-		},
+		EnqueueDispatch: enqueueDispatch,
 	}
 	var reg *prometheus.Registry
 	if cfg.APIMetrics { // GET /metrics on this listener (docs/metrics.md)

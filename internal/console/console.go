@@ -16,6 +16,7 @@ import (
 	"golang.org/x/crypto/bcrypt"
 
 	"github.com/mailroom/mailroom/internal/postgres"
+	"github.com/mailroom/mailroom/internal/singlesend"
 )
 
 // Config is what the console needs beyond its dependencies.
@@ -31,6 +32,10 @@ type Config struct {
 	// the client (TRUSTED_PROXIES); a request from any other address is
 	// its own client.
 	TrustedProxies []netip.Prefix
+	// AllowUnverifiedSenders and MaxMailBytes check a single send as the
+	// API does (ALLOW_UNVERIFIED_SENDERS, MAX_MAIL_BYTES).
+	AllowUnverifiedSenders bool
+	MaxMailBytes           int
 }
 
 // Limit takes one try of a key's allowance: false and how long until the
@@ -50,6 +55,9 @@ type Deps struct {
 	// ConsoleMails asks the worker to mail waiting invitations and resets
 	// now (nil: its minute sweep does).
 	ConsoleMails func(context.Context) error
+	// EnqueueDispatch asks the worker to dispatch a saved single send, as
+	// the API's (nil: the engine's sweeper finds due ready sends).
+	EnqueueDispatch singlesend.Enqueue
 }
 
 // Handler serves the console's pages.
@@ -64,6 +72,10 @@ type Handler struct {
 	views                     *views
 	assets                    *assets
 	mux                       *http.ServeMux
+	// sends checks, saves and queues single sends as the API does; counts
+	// answers the compose page's audience counts.
+	sends  *singlesend.Sends
+	counts *audienceCounts
 	// standIn is a hash a sign-in without a stored one is checked
 	// against, to spend the same time.
 	standIn []byte
@@ -95,6 +107,9 @@ func New(cfg Config, d Deps) (*Handler, error) {
 	if h.views, err = parseViews(h.assets); err != nil {
 		return nil, err
 	}
+	h.sends = singlesend.New(d.DB, d.Log, singlesend.Config{AllowUnverified: cfg.AllowUnverifiedSenders,
+		PublicURL: cfg.PublicURL, MaxMailBytes: cfg.MaxMailBytes}, d.EnqueueDispatch)
+	h.counts = newAudienceCounts(d.DB.CountAudience, d.Log)
 	h.mux = http.NewServeMux()
 	h.routes()
 	return h, nil
