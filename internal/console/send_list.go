@@ -73,7 +73,10 @@ func (h *Handler) sendList(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, r, err)
 		return
 	}
-	d := listData{Page: n, Pages: (total + sendsPage - 1) / sendsPage, Total: count(total)}
+	d := listData{Page: n, Pages: (total + sendsPage - 1) / sendsPage, Total: count(total) + " sends"}
+	if total == 1 {
+		d.Total = "1 send"
+	}
 	if n > 1 {
 		d.Newer = min(n-1, max(d.Pages, 1))
 	}

@@ -10,8 +10,8 @@ import (
 	"github.com/mailroom/mailroom/internal/mail"
 )
 
-// The progress fragment asks again every second while a send runs (every
-// few while it waits for its time). It carries the last few seconds of
+// The progress fragment asks again every second while a send runs or is
+// about to (every ten while its time is further off). It carries the last few seconds of
 // (final deliveries, time) samples in its next request (hx-vals), so the
 // current rate is computed from the database's own counters and clock
 // without the server keeping anything.
@@ -67,8 +67,12 @@ func progressOf(utr string, p mail.SendProgress, samples string) progressData {
 	}
 	if !d.Running {
 		d.Remaining = count(0)
-		if d.Waiting {
-			d.Poll = "5s"
+		switch {
+		case !d.Waiting:
+		case p.DueAt != nil && p.DueAt.Sub(p.ReadAt) > time.Minute:
+			d.Poll = "10s" // not due for a while
+		default:
+			d.Poll = "1s" // about to start
 		}
 		return d
 	}

@@ -77,7 +77,10 @@
         { label: "Bounces", stroke: "#b42318", width: 2, points: { show: true } }
       ],
       axes: [{}, { size: 60 }],
-      scales: { x: { time: true } }
+      legend: { live: false },
+      // An hour's margin each side: a send of one hour is one point, which
+      // uPlot would otherwise spread over years.
+      scales: { x: { time: true, auto: false, range: [s.hours[0] - 3600, s.hours[s.hours.length - 1] + 3600] } }
     };
     var plot = new uPlot(opts, data, el);
     el.dataset.drawn = "true";
