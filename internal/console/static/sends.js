@@ -71,10 +71,10 @@
       width: width(), height: 280,
       series: [
         {},
-        { label: "Delivered", stroke: "#0f766e", width: 2, points: { show: true } },
-        { label: "Unique opens", stroke: "#2563eb", width: 2, points: { show: true } },
-        { label: "Unique clicks", stroke: "#9333ea", width: 2, points: { show: true } },
-        { label: "Bounces", stroke: "#b42318", width: 2, points: { show: true } }
+        { label: "Delivered", stroke: "#0f766e", width: 2, points: { show: true, size: 8 } },
+        { label: "Unique opens", stroke: "#2563eb", width: 2, points: { show: true, size: 8 } },
+        { label: "Unique clicks", stroke: "#9333ea", width: 2, points: { show: true, size: 8 } },
+        { label: "Bounces", stroke: "#b42318", width: 2, points: { show: true, size: 8 } }
       ],
       axes: [{}, { size: 60 }],
       legend: { live: false },
