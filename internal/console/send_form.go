@@ -97,7 +97,7 @@ func (f sendForm) input(stored *mail.SingleSend) mail.SingleSendForm {
 	return in
 }
 
-// picked reports whether list key is among keys (a template helper).
+// picked reports whether list key is among keys.
 func picked(keys []string, key string) bool { return slices.Contains(keys, key) }
 
 // composeData is the compose and review pages' model.
