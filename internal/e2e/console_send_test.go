@@ -204,7 +204,10 @@ func TestConsoleSingleSendInBrowser(t *testing.T) {
 			}
 		case *runtime.EventConsoleAPICalled:
 			if ev.Type == runtime.ConsoleAPICalledTypeError || ev.Type == runtime.ConsoleAPICalledTypeWarning {
-				m = "console." + string(ev.Type)
+				m = "console." + string(ev.Type) + ":"
+				for _, a := range ev.Args {
+					m += " " + a.Description + string(a.Value)
+				}
 			}
 		}
 		if m != "" {
