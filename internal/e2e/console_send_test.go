@@ -3,20 +3,14 @@ package e2e_test
 import (
 	"context"
 	"fmt"
-	"io"
-	"log/slog"
 	"net/http"
 	"net/http/httptest"
-	"os"
-	"path/filepath"
 	"regexp"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
-	"github.com/chromedp/cdproto/log"
-	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
 	"github.com/hibiken/asynq"
 	"golang.org/x/crypto/bcrypt"
@@ -76,8 +70,6 @@ func (q *taskQueue) work(ctx context.Context, t *testing.T, mux *asynq.ServeMux,
 	}
 }
 
-var screenshots = os.Getenv("UPDATE_SCREENSHOTS") != ""
-
 // counted waits until the audience count shows n, settled: no count
 // request under way, none still counting.
 func counted(n string) chromedp.Action[chromedp.Void] {
@@ -85,27 +77,6 @@ func counted(n string) chromedp.Action[chromedp.Void] {
 		const el = document.querySelector("#audience-n");
 		return el && el.dataset.count === "`+n+`" && !document.querySelector(".htmx-request, [data-counting]");
 	})()`, chromedp.WithPollingTimeout(30*time.Second), chromedp.WithPollingInterval(50*time.Millisecond))
-}
-
-// shoot writes the tab's page at desktop (1280) and phone (390) widths
-// to docs/console/NAME-desktop.png and NAME-phone.png when
-// UPDATE_SCREENSHOTS is set, and puts the desktop width back.
-func shoot(t *testing.T, tab context.Context, name string) {
-	t.Helper()
-	if !screenshots {
-		return
-	}
-	for _, v := range []struct {
-		w, h int64
-		kind string
-	}{{390, 844, "phone"}, {1280, 900, "desktop"}} {
-		run(t, tab, chromedp.EmulateViewport(v.w, v.h), chromedp.Sleep(300*time.Millisecond))
-		png := value(t, tab, chromedp.FullScreenshot(100))
-		path := filepath.Join("..", "..", "docs", "console", name+"-"+v.kind+".png")
-		if err := os.WriteFile(path, png, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
 }
 
 // A marketer signs in, composes a send to a list of 1,000 contacts in the
@@ -119,7 +90,6 @@ func TestConsoleSingleSendInBrowser(t *testing.T) {
 	defer stop()
 	tab := browser(t)
 	d := testdb.New(t)
-	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
 
 	// The engine: the worker's mux over an in-process queue, mailing to a
 	// real SMTP server that takes a few milliseconds a mail, so the
@@ -187,37 +157,7 @@ func TestConsoleSingleSendInBrowser(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	var mu sync.Mutex
-	var problems []string
-	listen, stopListen := context.WithCancel(tab)
-	defer stopListen()
-	if err := chromedp.Listen(listen, func(ev any) {
-		var m string
-		switch ev := ev.(type) {
-		case *runtime.EventExceptionThrown:
-			m = "exception: " + ev.ExceptionDetails.Text
-		case *log.EventEntryAdded:
-			// (The console has no icon of its own yet: Chromium's request for
-			// /favicon.ico is not the page's.)
-			if (ev.Entry.Level == log.EntryLevelWarning || ev.Entry.Level == log.EntryLevelError) && !strings.HasSuffix(ev.Entry.URL, "/favicon.ico") {
-				m = fmt.Sprintf("%s (%s): %s %s", ev.Entry.Level, ev.Entry.Source, ev.Entry.Text, ev.Entry.URL)
-			}
-		case *runtime.EventConsoleAPICalled:
-			if ev.Type == runtime.ConsoleAPICalledTypeError || ev.Type == runtime.ConsoleAPICalledTypeWarning {
-				m = "console." + string(ev.Type) + ":"
-				for _, a := range ev.Args {
-					m += " " + a.Description + string(a.Value)
-				}
-			}
-		}
-		if m != "" {
-			mu.Lock()
-			problems = append(problems, m)
-			mu.Unlock()
-		}
-	}); err != nil {
-		t.Fatal(err)
-	}
+	problems := watchConsole(t, tab)
 
 	// Sign in: the console opens on the list of sends.
 	run(t, tab, chromedp.EmulateViewport(1280, 900), chromedp.Navigate(base+"/sends"), chromedp.WaitVisible(chromedp.CSS("#email")),
@@ -241,14 +181,14 @@ func TestConsoleSingleSendInBrowser(t *testing.T) {
 	if tz := text(t, tab, chromedp.CSS("[data-tz]")); !strings.HasPrefix(tz, "your time zone: ") {
 		t.Errorf("time zone label %q", tz)
 	}
-	shoot(t, tab, "sends-compose")
+	screenshots(t, tab, "sends-compose")
 
 	// Review, then send.
 	run(t, tab, chromedp.Click(chromedp.CSS("#review")), chromedp.WaitVisible(chromedp.CSS("#review-form")), counted("998"))
 	if got := text(t, tab, chromedp.CSS("#review-subject")); got != "((first_name)), the spring sale is on" {
 		t.Errorf("review subject %q", got)
 	}
-	shoot(t, tab, "sends-review")
+	screenshots(t, tab, "sends-review")
 	run(t, tab, chromedp.Click(chromedp.CSS("#send")), chromedp.WaitVisible(chromedp.CSS("#progress")))
 	loc := value(t, tab, chromedp.Location())
 	m := regexp.MustCompile(`/sends/([0-9a-f-]{36})\?notice=sending$`).FindStringSubmatch(loc)
@@ -266,7 +206,7 @@ func TestConsoleSingleSendInBrowser(t *testing.T) {
 		seen[state] = true
 		if state == "running" && !shot {
 			if final := value(t, tab, chromedp.Evaluate[string](`(document.querySelector("#progress-final")||{}).textContent||""`)); final != "" && final != "0" {
-				shoot(t, tab, "sends-progress")
+				screenshots(t, tab, "sends-progress")
 				shot = true
 			}
 		}
@@ -292,7 +232,7 @@ func TestConsoleSingleSendInBrowser(t *testing.T) {
 		t.Errorf("the page never showed the send running: %v", seen)
 	}
 	if !shot {
-		shoot(t, tab, "sends-progress")
+		screenshots(t, tab, "sends-progress")
 	}
 
 	// Some recipients open and click, through the real tracking routes.
@@ -342,19 +282,16 @@ func TestConsoleSingleSendInBrowser(t *testing.T) {
 	if rows := value(t, tab, chromedp.Evaluate[int](`document.querySelectorAll("table.links tbody tr").length`)); rows < 1 {
 		t.Errorf("%d link rows", rows)
 	}
-	shoot(t, tab, "sends-stats")
+	screenshots(t, tab, "sends-stats")
 
 	// The list shows it sent.
 	run(t, tab, chromedp.Navigate(base+"/sends"), chromedp.WaitVisible(chromedp.CSS("table.sends")))
 	if got := text(t, tab, chromedp.CSS("table.sends tbody tr")); !strings.Contains(got, "Spring sale") || !strings.Contains(got, "Sent") {
 		t.Errorf("list row %q", got)
 	}
-	shoot(t, tab, "sends-list")
+	screenshots(t, tab, "sends-list")
 
-	stopListen()
-	mu.Lock()
-	defer mu.Unlock()
-	if len(problems) > 0 {
-		t.Errorf("browser console:\n%s", strings.Join(problems, "\n"))
+	if lines := problems(); len(lines) > 0 {
+		t.Errorf("browser console:\n%s", strings.Join(lines, "\n"))
 	}
 }

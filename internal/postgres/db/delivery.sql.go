@@ -298,7 +298,7 @@ type ExpandSendParams struct {
 }
 
 // The send's recipients, set-based: its audience (send_audience,
-// migrations/00033_send_audience.sql: the lists, one row per lower-cased
+// migrations/00034_send_audience.sql: the lists, one row per lower-cased
 // address, minus excludes and suppressions). Rows go in by address, so a
 // batch's id range is a stretch of the alphabet.
 func (q *Queries) ExpandSend(ctx context.Context, arg ExpandSendParams) (int64, error) {

@@ -9,7 +9,7 @@ FOR UPDATE;
 
 -- name: ExpandSend :execrows
 -- The send's recipients, set-based: its audience (send_audience,
--- migrations/00033_send_audience.sql: the lists, one row per lower-cased
+-- migrations/00034_send_audience.sql: the lists, one row per lower-cased
 -- address, minus excludes and suppressions). Rows go in by address, so a
 -- batch's id range is a stretch of the alphabet.
 INSERT INTO deliveries (send_id, user_id, contact_id, segment_recipient_id, email, list_key)
