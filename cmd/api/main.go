@@ -299,8 +299,17 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger) error {
 	if err != nil {
 		return fmt.Errorf("MEDIA_DIR or MEDIA_S3_*: %w", err)
 	}
+	// A saved send's dispatch, enqueued by the API's handlers and the
+	// console's pages alike.
+	enqueueDispatch := func(ctx context.Context, sendID int64, version int32, at time.Time) error {
+		_, err := tasks.EnqueueContext(ctx, jobs.NewDispatchTask(sendID, version, at))
+		if errors.Is(err, asynq.ErrTaskIDConflict) || errors.Is(err, asynq.ErrDuplicateTask) {
+			return nil // this version's dispatch is queued already
+		}
+		return err
+	}
 	con, err := console.New(console.Config{PublicURL: cfg.PublicURL, TrustedProxies: cfg.TrustedProxies,
-		MaxMailBytes: int(cfg.MaxMailBytes), AllowUnverifiedSenders: cfg.AllowUnverifiedSenders}, console.Deps{
+		AllowUnverifiedSenders: cfg.AllowUnverifiedSenders, MaxMailBytes: int(cfg.MaxMailBytes)}, console.Deps{
 		DB:  d,
 		Log: log,
 		// docs/console.md: 10 tries per address and client per 10 minutes,
@@ -323,6 +332,7 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger) error {
 			}
 			return err
 		},
+		EnqueueDispatch: enqueueDispatch,
 	})
 	if err != nil {
 		return err
@@ -348,13 +358,7 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger) error {
 			}
 			return err
 		},
-		EnqueueDispatch: func(ctx context.Context, sendID int64, version int32, at time.Time) error {
-			_, err := tasks.EnqueueContext(ctx, jobs.NewDispatchTask(sendID, version, at))
-			if errors.Is(err, asynq.ErrTaskIDConflict) || errors.Is(err, asynq.ErrDuplicateTask) {
-				return nil // this version's dispatch is queued already
-			}
-			return err
-		},
+		EnqueueDispatch: enqueueDispatch,
 	}
 	var reg *prometheus.Registry
 	if cfg.APIMetrics { // GET /metrics on this listener (docs/metrics.md)

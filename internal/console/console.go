@@ -17,6 +17,7 @@ import (
 
 	"github.com/mailroom/mailroom/internal/media"
 	"github.com/mailroom/mailroom/internal/postgres"
+	"github.com/mailroom/mailroom/internal/singlesend"
 )
 
 // Config is what the console needs beyond its dependencies.
@@ -32,12 +33,10 @@ type Config struct {
 	// the client (TRUSTED_PROXIES); a request from any other address is
 	// its own client.
 	TrustedProxies []netip.Prefix
-	// MaxMailBytes bounds the mails a design may make (MAX_MAIL_BYTES; 0:
-	// render.MaxMailBytes), as the API's saves check it.
-	MaxMailBytes int
-	// AllowUnverifiedSenders lets a test mail go from an unverified sender
-	// (ALLOW_UNVERIFIED_SENDERS), as a send may.
+	// AllowUnverifiedSenders and MaxMailBytes check a single send as the
+	// API does (ALLOW_UNVERIFIED_SENDERS, MAX_MAIL_BYTES).
 	AllowUnverifiedSenders bool
+	MaxMailBytes           int
 }
 
 // Limit takes one try of a key's allowance: false and how long until the
@@ -66,6 +65,9 @@ type Deps struct {
 	// LimitTestSends limits an account's test mails (key: the account id;
 	// nil: no limit). An error lets the test through (logged).
 	LimitTestSends Limit
+	// EnqueueDispatch asks the worker to dispatch a saved single send, as
+	// the API's (nil: the engine's sweeper finds due ready sends).
+	EnqueueDispatch singlesend.Enqueue
 }
 
 // Handler serves the console's pages.
@@ -80,6 +82,10 @@ type Handler struct {
 	views                     *views
 	assets                    *assets
 	mux                       *http.ServeMux
+	// sends checks, saves and queues single sends as the API does; counts
+	// answers the compose page's audience counts.
+	sends  *singlesend.Sends
+	counts *audienceCounts
 	// standIn is a hash a sign-in without a stored one is checked
 	// against, to spend the same time.
 	standIn []byte
@@ -111,6 +117,9 @@ func New(cfg Config, d Deps) (*Handler, error) {
 	if h.views, err = parseViews(h.assets); err != nil {
 		return nil, err
 	}
+	h.sends = singlesend.New(d.DB, d.Log, singlesend.Config{AllowUnverified: cfg.AllowUnverifiedSenders,
+		PublicURL: cfg.PublicURL, MaxMailBytes: cfg.MaxMailBytes}, d.EnqueueDispatch)
+	h.counts = newAudienceCounts(d.DB.CountAudience, d.Log)
 	h.mux = http.NewServeMux()
 	h.routes()
 	return h, nil

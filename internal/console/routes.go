@@ -14,14 +14,14 @@ const (
 
 // Prefixes are the paths the console owns (each also with anything
 // below it); the API's router sends them here.
-var Prefixes = []string{"/", "/signin", "/signout", "/reset", "/invite", "/account", "/static",
+var Prefixes = []string{"/", "/signin", "/signout", "/reset", "/invite", "/account", "/static", "/sends",
 	"/design/editor"} // not /design: the API serves /design/previews
 
 // routes lists every console route in one place: its pattern, who may use
 // it, and the audit line a successful write leaves when the storage does
 // not record one itself.
 func (h *Handler) routes() {
-	h.handle("GET /{$}", reader, "", h.home)
+	h.handle("GET /{$}", reader, "", h.sendHome)
 	h.handle("GET /static/{hash}/{file...}", public, "", h.assets.serve)
 
 	h.handle("GET /signin", public, "", h.signInShow)
@@ -53,6 +53,20 @@ func (h *Handler) routes() {
 	h.handle("POST /design/editor/media", writer, "uploaded an image", h.mediaUpload, bodyLimit(mediaBodyLimit))
 	h.handle("/design/editor", reader, "", h.designNotFound)
 	h.handle("/design/editor/", reader, "", h.designNotFound)
+
+	h.handle("GET /sends", reader, "", h.sendList)
+	h.handle("GET /sends/new", writer, "", h.sendNew)
+	h.handle("GET /sends/count", writer, "", h.sendCount)
+	h.handle("POST /sends/review", writer, "", h.sendReview)
+	h.handle("POST /sends", writer, "created a single send", h.sendSave)
+	h.handle("GET /sends/{utr}", reader, "", h.sendShow)
+	h.handle("GET /sends/{utr}/progress", reader, "", h.sendProgress)
+	h.handle("GET /sends/{utr}/stats", reader, "", h.sendStats)
+	h.handle("GET /sends/{utr}/edit", writer, "", h.sendEdit)
+	h.handle("POST /sends/{utr}/review", writer, "", h.sendReview)
+	h.handle("POST /sends/{utr}", writer, "updated a single send", h.sendSave)
+	h.handle("POST /sends/{utr}/duplicate", writer, "duplicated a single send", h.sendDuplicate)
+	h.handle("POST /sends/{utr}/delete", writer, "deleted a single send", h.sendDelete)
 }
 
 // handle registers a route behind the console's middleware; opts set

@@ -18,11 +18,6 @@ import (
 // nobody which addresses exist.
 const badCredentials = "These credentials do not match our records."
 
-// home answers GET /: the account page, until the console has more.
-func (h *Handler) home(w http.ResponseWriter, r *http.Request) {
-	http.Redirect(w, r, "/account", http.StatusSeeOther)
-}
-
 // signInShow answers GET /signin.
 func (h *Handler) signInShow(w http.ResponseWriter, r *http.Request) {
 	next := localPath(r.URL.Query().Get("next"))

@@ -215,7 +215,12 @@ func TestConsoleSignInKeysAndTeamInBrowser(t *testing.T) {
 	screenshots(t, member, "invitation")
 	run(t, member, chromedp.SendKeys(chromedp.CSS("#password"), "editor's own password"),
 		chromedp.SendKeys(chromedp.CSS("#password_confirmation"), "editor's own password"),
-		chromedp.Submit(chromedp.CSS("#password")), chromedp.WaitVisible(chromedp.CSS("#team")))
+		chromedp.Submit(chromedp.CSS("#password")), chromedp.WaitVisible(chromedp.CSS("#new-send")))
+	// Signed in, the member lands on the console's first page, the sends.
+	if u := value(t, member, chromedp.Location()); !strings.HasSuffix(u, "/sends") {
+		t.Fatalf("the taken invitation went to %s", u)
+	}
+	run(t, member, chromedp.Navigate(srv.URL+"/account"), chromedp.WaitVisible(chromedp.CSS("#team")))
 	if got := text(t, member, chromedp.CSS(".who-name")); !strings.Contains(got, "editor@browsers.example") || !strings.Contains(got, "editor") {
 		t.Fatalf("signed in as %q", got)
 	}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/mailroom/mailroom/internal/design"
 	"github.com/mailroom/mailroom/internal/mail"
+	"github.com/mailroom/mailroom/internal/singlesend"
 )
 
 func (s *Server) automationRoutes(api *gin.RouterGroup) {
@@ -153,12 +154,11 @@ func (s *Server) renderSchedule(sc *mail.AutomationSchedule) automationScheduleJ
 
 // designRef is the catalogue's template id as a schedule takes it.
 func designRef(id int64) (mail.DesignRef, bool) {
-	for _, t := range design.Templates() {
-		if t.ID == id {
-			return mail.DesignRef{HTML: t.HTML, JSON: t.JSON, Preview: t.Preview}, true
-		}
+	t, found := singlesend.Design(id)
+	if !found {
+		return mail.DesignRef{}, false
 	}
-	return mail.DesignRef{}, false
+	return mail.DesignRef{HTML: t.HTML, JSON: t.JSON, Preview: t.Preview}, true
 }
 
 // listAutomations answers GET /automations: the account's automations,
@@ -333,7 +333,7 @@ func (s *Server) createAutomationSchedule(c *gin.Context) {
 			return s.db.SendReferences(ctx, user, refs)
 		},
 		AllowUnverified: s.cfg.AllowUnverifiedSenders,
-		MailSize:        s.mailSize(),
+		MailSize:        s.sends.MailSize(),
 	})
 	if err := f.checked(mail.JoinInvalid(utrErr, err)); err != nil {
 		s.fail(c, err)
@@ -411,5 +411,5 @@ func (s *Server) saveScheduleDesign(c *gin.Context) {
 // preheader: the document built by design.Build, the worst-case mail
 // bounded as for the sends' templates.
 func (s *Server) designRules(subject, preheader string) mail.DesignRules {
-	return mail.DesignRules{Build: design.Build, Subject: subject, Preheader: preheader, MailSize: s.mailSize()}
+	return mail.DesignRules{Build: design.Build, Subject: subject, Preheader: preheader, MailSize: s.sends.MailSize()}
 }

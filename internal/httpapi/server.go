@@ -27,6 +27,7 @@ import (
 	"github.com/mailroom/mailroom/internal/logging"
 	"github.com/mailroom/mailroom/internal/mail"
 	"github.com/mailroom/mailroom/internal/postgres"
+	"github.com/mailroom/mailroom/internal/singlesend"
 )
 
 // Config is what the router needs beyond its dependencies.
@@ -76,9 +77,8 @@ type Server struct {
 	// verifySenders enqueues the worker's sender verification; nil: the
 	// worker's minute sweep alone.
 	verifySenders func(context.Context) error
-	// enqueue enqueues a send's dispatch; nil: left to the engine's
-	// sweeper.
-	enqueue func(ctx context.Context, sendID int64, version int32, at time.Time) error
+	// sends checks, saves and queues single sends, as the console does.
+	sends *singlesend.Sends
 	// automationLive tells the engine an automation went live; nil: none.
 	automationLive func(ctx context.Context, automationID int64) error
 	rateLimit      func(ctx context.Context, accountID int64) (bool, time.Duration, error)
@@ -147,13 +147,15 @@ func New(cfg Config, d Deps) http.Handler {
 func newServer(cfg Config, d Deps) *Server {
 	s := &Server{db: d.DB, geo: newGeoResponse(d.Geo), log: d.Log, cfg: cfg, redisPing: d.RedisPing, monitoring: d.Monitoring,
 		console: d.Console, consolePaths: d.ConsolePaths, media: d.Media,
-		verifySenders: d.VerifySenders, enqueue: d.EnqueueDispatch,
+		verifySenders:  d.VerifySenders,
 		automationLive: d.AutomationLive, rateLimit: d.RateLimit, metricsHandler: d.MetricsHandler, lookupHost: d.LookupHost}
 	if s.lookupHost == nil {
 		s.lookupHost = func(ctx context.Context, host string) ([]netip.Addr, error) {
 			return net.DefaultResolver.LookupNetIP(ctx, "ip", host)
 		}
 	}
+	s.sends = singlesend.New(d.DB, d.Log, singlesend.Config{AllowUnverified: cfg.AllowUnverifiedSenders,
+		PublicURL: cfg.PublicURL, MaxMailBytes: cfg.MaxMailBytes}, d.EnqueueDispatch)
 	s.importer = contactimport.New(d.DB, d.Log, cfg.MaxImports, s.lookupCountry)
 	s.activity, s.links = d.Activity, newLinkCache(d.DB.SendLinks)
 	if s.activity == nil {

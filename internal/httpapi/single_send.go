@@ -8,7 +8,6 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/mailroom/mailroom/internal/mail"
-	"github.com/mailroom/mailroom/internal/render"
 )
 
 func (s *Server) singleSendRoutes(api *gin.RouterGroup) {
@@ -138,10 +137,10 @@ func readUTR(v string) (string, error) {
 	return utr, nil
 }
 
-// parseSingleSend reads a single send create or update from the request.
+// parseSingleSend reads a single send create or update from the request
+// and checks it as the console's compose form is checked.
 func (s *Server) parseSingleSend(c *gin.Context, f form) (mail.SingleSendInput, error) {
-	ctx, user := c.Request.Context(), userID(c)
-	return mail.ParseSingleSend(mail.SingleSendForm{
+	return s.sends.Parse(c.Request.Context(), userID(c), mail.SingleSendForm{
 		TemplateID:   f.str("template_id"),
 		TemplateJSON: f.raw("template_json"),
 		TemplateHTML: f.raw("template_html"),
@@ -155,27 +154,7 @@ func (s *Server) parseSingleSend(c *gin.Context, f form) (mail.SingleSendInput, 
 		ScheduleType: f.str("schedule_type"),
 		ScheduleDate: f.str("schedule_date"),
 		ScheduleTime: f.str("schedule_time"),
-	}, mail.SingleSendRules{
-		Template: designTemplate,
-		Lookup: func(refs mail.SendRefs) (mail.SendRefsFound, error) {
-			return s.db.SendReferences(ctx, user, refs)
-		},
-		AllowUnverified: s.cfg.AllowUnverifiedSenders,
-		MailSize:        s.mailSize(),
 	})
-}
-
-// mailSize is the check of a template's worst-case mail (docs/limits.md):
-// compiled once, then one pass over its parts, the links counted at
-// PUBLIC_URL's length.
-func (s *Server) mailSize() mail.MailSize {
-	return render.CheckSize(s.cfg.MaxMailBytes, len(s.cfg.PublicURL))
-}
-
-// designTemplate reports whether id is in the design catalogue.
-func designTemplate(id int64) bool {
-	_, found := designRef(id)
-	return found
 }
 
 // listRefs reads a send's recipient lists: an array of "contacts_3"
@@ -235,19 +214,6 @@ func listRefs(f form, key string) []string {
 	return out
 }
 
-// enqueueDispatch asks the worker to dispatch a (re)queued send at its due
-// time. The row is the truth: when Redis fails, the engine's sweeper finds
-// the due ready send all the same, so this only logs.
-func (s *Server) enqueueDispatch(c *gin.Context, q mail.Queued) {
-	if s.enqueue == nil {
-		return
-	}
-	if err := s.enqueue(c.Request.Context(), q.ID, q.Version, q.DueAt); err != nil {
-		s.log.WarnContext(c.Request.Context(), "enqueueing a send's dispatch; the sweeper will start it",
-			"send_id", q.ID, "version", q.Version, "err", err)
-	}
-}
-
 // createSingleSend answers POST /single/send/create: a ready send, due now
 // or at its schedule.
 func (s *Server) createSingleSend(c *gin.Context) {
@@ -261,12 +227,11 @@ func (s *Server) createSingleSend(c *gin.Context) {
 		s.fail(c, err)
 		return
 	}
-	q, err := s.db.CreateSingleSend(c.Request.Context(), userID(c), in)
+	q, err := s.sends.Create(c.Request.Context(), userID(c), in)
 	if err != nil {
 		s.fail(c, err)
 		return
 	}
-	s.enqueueDispatch(c, q)
 	ok(c, gin.H{"utr": q.UTR})
 }
 
@@ -292,12 +257,11 @@ func (s *Server) updateSingleSend(c *gin.Context) {
 		s.fail(c, err)
 		return
 	}
-	q, err := s.db.UpdateSingleSend(c.Request.Context(), userID(c), utr, in)
+	q, err := s.sends.Update(c.Request.Context(), userID(c), utr, in)
 	if err != nil {
 		s.fail(c, err)
 		return
 	}
-	s.enqueueDispatch(c, q)
 	ok(c, gin.H{"utr": q.UTR})
 }
 

@@ -108,6 +108,41 @@ func (d *DB) DispatchSend(ctx context.Context, id int64, version int32, batchSiz
 	return out, err
 }
 
+// CountAudience is how many recipients a send of account userID to lists,
+// less excluded, with unsubscribe group groupID, would have if it were
+// dispatched now: the rows the expansion would insert (send_audience, the
+// same function ExpandSend reads), counted. At a million contacts this
+// reads every one of them: seconds, not milliseconds (docs/console.md).
+func (d *DB) CountAudience(ctx context.Context, userID int64, lists, excluded []mail.ListRef, groupID int64) (int64, error) {
+	types, segments := splitLists(lists)
+	exTypes, exSegments := splitLists(excluded)
+	var n int64
+	err := d.InTx(ctx, func(tx pgx.Tx, q *db.Queries) error {
+		// Compiling the plan costs more than it saves on one count.
+		if _, err := tx.Exec(ctx, "SET LOCAL jit = off"); err != nil {
+			return err
+		}
+		var err error
+		n, err = q.CountAudience(ctx, db.CountAudienceParams{UserID: userID, TypeIds: types, SegmentIds: segments,
+			GroupID: groupID, ExcludeTypeIds: exTypes, ExcludeSegmentIds: exSegments})
+		return err
+	})
+	return n, err
+}
+
+// splitLists are lists' contact type ids and segment ids (empty, not nil).
+func splitLists(lists []mail.ListRef) (types, segments []int64) {
+	types, segments = []int64{}, []int64{}
+	for _, l := range lists {
+		if l.Table == mail.ListContacts {
+			types = append(types, l.ID)
+		} else {
+			segments = append(segments, l.ID)
+		}
+	}
+	return types, segments
+}
+
 // ensurePartition makes the deliveries partitions of send id and of the
 // sends after it when they are missing, each in its own short transaction
 // (the DDL locks the parent table; the expansion that follows must not
@@ -155,14 +190,7 @@ func listIDs(raw string) (types, segments []int64, err error) {
 	if err != nil {
 		return nil, nil, fmt.Errorf("postgres: send lists %q: %w", raw, err)
 	}
-	types, segments = []int64{}, []int64{}
-	for _, l := range lists {
-		if l.Table == mail.ListContacts {
-			types = append(types, l.ID)
-		} else {
-			segments = append(segments, l.ID)
-		}
-	}
+	types, segments = splitLists(lists)
 	return types, segments, nil
 }
 

@@ -312,3 +312,34 @@ func nonNilIDs(ids []int64) []int64 {
 	}
 	return ids
 }
+
+// SendSummaries are a page of the account's live sends, newest first,
+// without their templates, and how many there are.
+func (d *DB) SendSummaries(ctx context.Context, userID int64, page mail.Page) ([]mail.SendSummary, int64, error) {
+	total, err := d.q.CountSingleSends(ctx, userID)
+	if err != nil {
+		return nil, 0, err
+	}
+	rows, err := d.q.SendSummaries(ctx, db.SendSummariesParams{UserID: userID, N: page.Size, Skip: page.Offset()})
+	if err != nil {
+		return nil, 0, err
+	}
+	out := make([]mail.SendSummary, len(rows))
+	for i, r := range rows {
+		out[i] = mail.SendSummary{ID: r.ID, UTR: r.Utr, Name: r.SingleSendName, Subject: r.Subject, Status: r.Status,
+			ScheduleType: r.ScheduleType, DueAt: r.DueAt, StartedAt: r.StartedAt, SentAt: r.SentAt, CreatedAt: r.CreatedAt,
+			Triggered: r.Triggered, Delivered: r.Delivered, Bounces: r.Bounces, Remaining: r.Remaining, UniqueOpens: r.UniqueOpens}
+	}
+	return out, total, nil
+}
+
+// SendProgress reads the account's live send utr's counters as it runs,
+// or ENOTFOUND.
+func (d *DB) SendProgress(ctx context.Context, userID int64, utr string) (mail.SendProgress, error) {
+	r, err := d.q.SendProgress(ctx, db.SendProgressParams{UserID: userID, Utr: utr})
+	if err != nil {
+		return mail.SendProgress{}, err
+	}
+	return mail.SendProgress{ID: r.ID, Status: r.Status, Triggered: r.Triggered, Delivered: r.Delivered, Bounces: r.Bounces,
+		Remaining: r.Remaining, Deferred: r.Deferred, DueAt: r.DueAt, StartedAt: r.StartedAt, SentAt: r.SentAt, ReadAt: r.ReadAt}, nil
+}

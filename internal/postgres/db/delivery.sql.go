@@ -196,6 +196,36 @@ func (q *Queries) CompleteSend(ctx context.Context, id int64) (CompleteSendRow, 
 	return i, err
 }
 
+const countAudience = `-- name: CountAudience :one
+SELECT count(*)::bigint FROM send_audience($1::bigint, $2::bigint[], $3::bigint[], $4::bigint,
+    $5::bigint[], $6::bigint[])
+`
+
+type CountAudienceParams struct {
+	UserID            int64
+	TypeIds           []int64
+	SegmentIds        []int64
+	GroupID           int64
+	ExcludeTypeIds    []int64
+	ExcludeSegmentIds []int64
+}
+
+// How many recipients a send of these lists would have if it were
+// expanded now: the rows ExpandSend would insert, counted.
+func (q *Queries) CountAudience(ctx context.Context, arg CountAudienceParams) (int64, error) {
+	row := q.db.QueryRow(ctx, countAudience,
+		arg.UserID,
+		arg.TypeIds,
+		arg.SegmentIds,
+		arg.GroupID,
+		arg.ExcludeTypeIds,
+		arg.ExcludeSegmentIds,
+	)
+	var column_1 int64
+	err := row.Scan(&column_1)
+	return column_1, err
+}
+
 const countSendUnsubscribe = `-- name: CountSendUnsubscribe :exec
 WITH s AS (
     UPDATE single_sends ss SET unsubscribes = ss.unsubscribes + $1::bigint WHERE ss.id = $2::bigint AND ss.user_id = $3
@@ -251,36 +281,10 @@ func (q *Queries) DueSends(ctx context.Context) ([]DueSendsRow, error) {
 
 const expandSend = `-- name: ExpandSend :execrows
 INSERT INTO deliveries (send_id, user_id, contact_id, segment_recipient_id, email, list_key)
-SELECT $1::bigint, $2::bigint, r.contact_id, r.segment_recipient_id, r.email, r.list_key
-FROM (
-    SELECT DISTINCT ON (x.email_lc) x.contact_id, x.segment_recipient_id, x.email, x.email_lc, x.list_key
-    FROM (
-        SELECT c.id AS contact_id, NULL::bigint AS segment_recipient_id, c.email, c.email_lc,
-               'contacts_' || c.contact_type_id AS list_key
-        FROM contacts c
-        WHERE c.user_id = $2 AND c.contact_type_id = ANY($3::bigint[]) AND c.deleted_at IS NULL
-        UNION ALL
-        SELECT c.id, CASE WHEN sr.contact_id IS NULL THEN sr.id END, COALESCE(c.email, sr.email),
-               lower(COALESCE(c.email, sr.email)), 'segments_' || sr.segment_id
-        FROM segment_entries sr
-        LEFT JOIN contacts c ON c.id = sr.contact_id AND c.deleted_at IS NULL
-        WHERE sr.user_id = $2 AND sr.segment_id = ANY($4::bigint[])
-          AND (sr.contact_id IS NULL OR c.id IS NOT NULL) AND COALESCE(c.email, sr.email) IS NOT NULL
-    ) x
-    WHERE NOT EXISTS (SELECT 1 FROM unsubscribes u
-                      WHERE u.user_id = $2 AND u.email_lc = x.email_lc
-                        AND COALESCE(u.unsubscribe_groups_id, 0) IN (0, $5::bigint))
-      AND NOT EXISTS (SELECT 1 FROM bounces b WHERE b.user_id = $2 AND b.email_lc = x.email_lc)
-      AND NOT EXISTS (SELECT 1 FROM contacts e
-                      WHERE e.contact_type_id = ANY($6::bigint[]) AND e.user_id = $2
-                        AND e.email_lc = x.email_lc AND e.deleted_at IS NULL)
-      AND NOT EXISTS (SELECT 1 FROM segment_entries es
-                      LEFT JOIN contacts ec ON ec.id = es.contact_id AND ec.deleted_at IS NULL
-                      WHERE es.segment_id = ANY($7::bigint[]) AND es.user_id = $2
-                        AND lower(COALESCE(ec.email, es.email)) = x.email_lc)
-    ORDER BY x.email_lc, x.list_key, x.contact_id NULLS LAST
-) r
-ORDER BY r.email_lc
+SELECT $1::bigint, $2::bigint, a.contact_id, a.segment_recipient_id, a.email, a.list_key
+FROM send_audience($2::bigint, $3::bigint[], $4::bigint[], $5::bigint,
+    $6::bigint[], $7::bigint[]) a
+ORDER BY a.email_lc
 `
 
 type ExpandSendParams struct {
@@ -293,13 +297,10 @@ type ExpandSendParams struct {
 	ExcludeSegmentIds []int64
 }
 
-// The send's recipients, set-based: every live contact of the target
-// contact types and every member of the target segments (a member stored
-// by hand has no contact), one per lower-cased address, minus the exclude
-// lists' addresses, the account's global unsubscribes and the send's
-// group, and hard bounces. Rows go in by address, so a batch's id range
-// is a stretch of the alphabet. list_key is the first list (in key order)
-// the address came from.
+// The send's recipients, set-based: its audience (send_audience,
+// migrations/00034_send_audience.sql: the lists, one row per lower-cased
+// address, minus excludes and suppressions). Rows go in by address, so a
+// batch's id range is a stretch of the alphabet.
 func (q *Queries) ExpandSend(ctx context.Context, arg ExpandSendParams) (int64, error) {
 	result, err := q.db.Exec(ctx, expandSend,
 		arg.SendID,

@@ -218,6 +218,56 @@ func (q *Queries) LockSingleSendsByID(ctx context.Context, arg LockSingleSendsBy
 	return items, nil
 }
 
+const sendProgress = `-- name: SendProgress :one
+SELECT s.id, s.status, s.triggered, s.delivered, s.bounces, s.remaining,
+    s.due_at, s.started_at, s.sent_at,
+    COALESCE((SELECT sum(st.deferred) FROM send_stats st WHERE st.scope = 's' AND st.scope_id = s.id), 0)::bigint AS deferred,
+    clock_timestamp()::timestamptz AS read_at
+FROM single_sends s
+WHERE s.utr = ($1::text)::uuid AND s.user_id = $2 AND s.deleted_at IS NULL AND s.automation_id IS NULL
+`
+
+type SendProgressParams struct {
+	Utr    string
+	UserID int64
+}
+
+type SendProgressRow struct {
+	ID        int64
+	Status    int16
+	Triggered int64
+	Delivered int64
+	Bounces   int64
+	Remaining int64
+	DueAt     *time.Time
+	StartedAt *time.Time
+	SentAt    *time.Time
+	Deferred  int64
+	ReadAt    time.Time
+}
+
+// A live send of the account's counters as it runs: those the details
+// show (delivered, bounces), what is left of its deliveries, and the
+// statistics' deferred tries.
+func (q *Queries) SendProgress(ctx context.Context, arg SendProgressParams) (SendProgressRow, error) {
+	row := q.db.QueryRow(ctx, sendProgress, arg.Utr, arg.UserID)
+	var i SendProgressRow
+	err := row.Scan(
+		&i.ID,
+		&i.Status,
+		&i.Triggered,
+		&i.Delivered,
+		&i.Bounces,
+		&i.Remaining,
+		&i.DueAt,
+		&i.StartedAt,
+		&i.SentAt,
+		&i.Deferred,
+		&i.ReadAt,
+	)
+	return i, err
+}
+
 const sendReferences = `-- name: SendReferences :one
 SELECT
     COALESCE((SELECT s.is_verified FROM senders s
@@ -263,6 +313,79 @@ func (q *Queries) SendReferences(ctx context.Context, arg SendReferencesParams) 
 		&i.SegmentIds,
 	)
 	return i, err
+}
+
+const sendSummaries = `-- name: SendSummaries :many
+SELECT id, utr::text AS utr, single_send_name, subject, status, schedule_type, due_at, started_at, sent_at, created_at,
+    triggered, delivered, bounces, remaining, unique_opens
+FROM single_sends
+WHERE user_id = $1 AND deleted_at IS NULL AND automation_id IS NULL
+ORDER BY id DESC
+LIMIT $3::bigint OFFSET $2::bigint
+`
+
+type SendSummariesParams struct {
+	UserID int64
+	Skip   int64
+	N      int64
+}
+
+type SendSummariesRow struct {
+	ID             int64
+	Utr            string
+	SingleSendName string
+	Subject        string
+	Status         int16
+	ScheduleType   int16
+	DueAt          *time.Time
+	StartedAt      *time.Time
+	SentAt         *time.Time
+	CreatedAt      time.Time
+	Triggered      int64
+	Delivered      int64
+	Bounces        int64
+	Remaining      int64
+	UniqueOpens    int64
+}
+
+// A page of the account's sends, newest first, with their counters and
+// without their templates (the console's list): single_sends_user walked
+// backwards, so a page costs its offset in index entries, not the sends'
+// rows.
+func (q *Queries) SendSummaries(ctx context.Context, arg SendSummariesParams) ([]SendSummariesRow, error) {
+	rows, err := q.db.Query(ctx, sendSummaries, arg.UserID, arg.Skip, arg.N)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []SendSummariesRow
+	for rows.Next() {
+		var i SendSummariesRow
+		if err := rows.Scan(
+			&i.ID,
+			&i.Utr,
+			&i.SingleSendName,
+			&i.Subject,
+			&i.Status,
+			&i.ScheduleType,
+			&i.DueAt,
+			&i.StartedAt,
+			&i.SentAt,
+			&i.CreatedAt,
+			&i.Triggered,
+			&i.Delivered,
+			&i.Bounces,
+			&i.Remaining,
+			&i.UniqueOpens,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
 }
 
 const singleSendIDByUTR = `-- name: SingleSendIDByUTR :one

@@ -8,44 +8,21 @@ WHERE id = @id AND deleted_at IS NULL
 FOR UPDATE;
 
 -- name: ExpandSend :execrows
--- The send's recipients, set-based: every live contact of the target
--- contact types and every member of the target segments (a member stored
--- by hand has no contact), one per lower-cased address, minus the exclude
--- lists' addresses, the account's global unsubscribes and the send's
--- group, and hard bounces. Rows go in by address, so a batch's id range
--- is a stretch of the alphabet. list_key is the first list (in key order)
--- the address came from.
+-- The send's recipients, set-based: its audience (send_audience,
+-- migrations/00034_send_audience.sql: the lists, one row per lower-cased
+-- address, minus excludes and suppressions). Rows go in by address, so a
+-- batch's id range is a stretch of the alphabet.
 INSERT INTO deliveries (send_id, user_id, contact_id, segment_recipient_id, email, list_key)
-SELECT @send_id::bigint, @user_id::bigint, r.contact_id, r.segment_recipient_id, r.email, r.list_key
-FROM (
-    SELECT DISTINCT ON (x.email_lc) x.contact_id, x.segment_recipient_id, x.email, x.email_lc, x.list_key
-    FROM (
-        SELECT c.id AS contact_id, NULL::bigint AS segment_recipient_id, c.email, c.email_lc,
-               'contacts_' || c.contact_type_id AS list_key
-        FROM contacts c
-        WHERE c.user_id = @user_id AND c.contact_type_id = ANY(@type_ids::bigint[]) AND c.deleted_at IS NULL
-        UNION ALL
-        SELECT c.id, CASE WHEN sr.contact_id IS NULL THEN sr.id END, COALESCE(c.email, sr.email),
-               lower(COALESCE(c.email, sr.email)), 'segments_' || sr.segment_id
-        FROM segment_entries sr
-        LEFT JOIN contacts c ON c.id = sr.contact_id AND c.deleted_at IS NULL
-        WHERE sr.user_id = @user_id AND sr.segment_id = ANY(@segment_ids::bigint[])
-          AND (sr.contact_id IS NULL OR c.id IS NOT NULL) AND COALESCE(c.email, sr.email) IS NOT NULL
-    ) x
-    WHERE NOT EXISTS (SELECT 1 FROM unsubscribes u
-                      WHERE u.user_id = @user_id AND u.email_lc = x.email_lc
-                        AND COALESCE(u.unsubscribe_groups_id, 0) IN (0, @group_id::bigint))
-      AND NOT EXISTS (SELECT 1 FROM bounces b WHERE b.user_id = @user_id AND b.email_lc = x.email_lc)
-      AND NOT EXISTS (SELECT 1 FROM contacts e
-                      WHERE e.contact_type_id = ANY(@exclude_type_ids::bigint[]) AND e.user_id = @user_id
-                        AND e.email_lc = x.email_lc AND e.deleted_at IS NULL)
-      AND NOT EXISTS (SELECT 1 FROM segment_entries es
-                      LEFT JOIN contacts ec ON ec.id = es.contact_id AND ec.deleted_at IS NULL
-                      WHERE es.segment_id = ANY(@exclude_segment_ids::bigint[]) AND es.user_id = @user_id
-                        AND lower(COALESCE(ec.email, es.email)) = x.email_lc)
-    ORDER BY x.email_lc, x.list_key, x.contact_id NULLS LAST
-) r
-ORDER BY r.email_lc;
+SELECT @send_id::bigint, @user_id::bigint, a.contact_id, a.segment_recipient_id, a.email, a.list_key
+FROM send_audience(@user_id::bigint, @type_ids::bigint[], @segment_ids::bigint[], @group_id::bigint,
+    @exclude_type_ids::bigint[], @exclude_segment_ids::bigint[]) a
+ORDER BY a.email_lc;
+
+-- name: CountAudience :one
+-- How many recipients a send of these lists would have if it were
+-- expanded now: the rows ExpandSend would insert, counted.
+SELECT count(*)::bigint FROM send_audience(@user_id::bigint, @type_ids::bigint[], @segment_ids::bigint[], @group_id::bigint,
+    @exclude_type_ids::bigint[], @exclude_segment_ids::bigint[]);
 
 -- name: SegmentsRebuilding :one
 -- Whether any of these segments is between rebuild steps (its membership

@@ -88,3 +88,26 @@ SELECT count(*) FROM single_sends WHERE user_id = @user_id AND deleted_at IS NUL
 -- A single send of the account, not deleted, for its statistics.
 SELECT id FROM single_sends
 WHERE utr = (@utr::text)::uuid AND user_id = @user_id AND deleted_at IS NULL AND automation_id IS NULL;
+
+-- name: SendSummaries :many
+-- A page of the account's sends, newest first, with their counters and
+-- without their templates (the console's list): single_sends_user walked
+-- backwards, so a page costs its offset in index entries, not the sends'
+-- rows.
+SELECT id, utr::text AS utr, single_send_name, subject, status, schedule_type, due_at, started_at, sent_at, created_at,
+    triggered, delivered, bounces, remaining, unique_opens
+FROM single_sends
+WHERE user_id = @user_id AND deleted_at IS NULL AND automation_id IS NULL
+ORDER BY id DESC
+LIMIT @n::bigint OFFSET @skip::bigint;
+
+-- name: SendProgress :one
+-- A live send of the account's counters as it runs: those the details
+-- show (delivered, bounces), what is left of its deliveries, and the
+-- statistics' deferred tries.
+SELECT s.id, s.status, s.triggered, s.delivered, s.bounces, s.remaining,
+    s.due_at, s.started_at, s.sent_at,
+    COALESCE((SELECT sum(st.deferred) FROM send_stats st WHERE st.scope = 's' AND st.scope_id = s.id), 0)::bigint AS deferred,
+    clock_timestamp()::timestamptz AS read_at
+FROM single_sends s
+WHERE s.utr = (@utr::text)::uuid AND s.user_id = @user_id AND s.deleted_at IS NULL AND s.automation_id IS NULL;

@@ -1,0 +1,58 @@
+package console
+
+import (
+	"net/http"
+
+	"github.com/mailroom/mailroom/internal/mail"
+)
+
+// showData is a send's page model.
+type showData struct {
+	Send       mail.SingleSend
+	State      sendState
+	Changeable bool
+	Recipients []listOption
+	Excluded   []listOption
+	Group      string
+	Template   string // the catalogue template's name, "" for the send's own design
+	Progress   progressData
+}
+
+// sendShow answers GET /sends/{utr}: what the send is, and its progress,
+// which updates itself while it runs.
+func (h *Handler) sendShow(w http.ResponseWriter, r *http.Request) {
+	ss, ok := h.loadSend(w, r)
+	if !ok {
+		return
+	}
+	ctx, account := r.Context(), session(r).AccountID
+	p, err := h.db.SendProgress(ctx, account, ss.UTR)
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	c, err := h.composeFor(ctx, account, sendFormOf(&ss), ss.UTR, &ss)
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	d := showData{Send: ss, State: sendStateOf(ss.Status, p.DueAt, ss.SentAt), Progress: progressOf(ss.UTR, p, ""),
+		Changeable: ss.Status == mail.SendDraft || ss.Status == mail.SendReady}
+	if !hasDesign(&ss) {
+		d.Template = templateName(id(ss.TemplateID))
+	}
+	for _, l := range c.Lists {
+		if l.Picked {
+			d.Recipients = append(d.Recipients, l)
+		}
+		if l.Skipped {
+			d.Excluded = append(d.Excluded, l)
+		}
+	}
+	for _, g := range c.Groups {
+		if g.ID == ss.GroupID {
+			d.Group = g.Name
+		}
+	}
+	h.render(w, r, http.StatusOK, "send_show", page{Title: ss.Name, Nav: "sends", Notice: sendNotices[r.URL.Query().Get("notice")], Data: d})
+}

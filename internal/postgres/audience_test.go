@@ -1,0 +1,104 @@
+package postgres_test
+
+import (
+	"context"
+	"testing"
+
+	"github.com/mailroom/mailroom/internal/mail"
+	"github.com/mailroom/mailroom/internal/testdb"
+)
+
+// The count of a send's audience is the number of deliveries its
+// dispatch inserts, for every rule: overlapping lists in any case, a
+// segment's members and hand-stored addresses, exclude lists, global and
+// group unsubscribes (another group's do not count), hard bounces,
+// deleted contacts, and another account's records.
+func TestCountAudienceIsTheExpansion(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	d := testdb.New(t)
+	user, _, err := d.CreateAccount(ctx, "audience")
+	if err != nil {
+		t.Fatal(err)
+	}
+	other, _, err := d.CreateAccount(ctx, "audience-other")
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := func(q string, args ...any) int64 {
+		t.Helper()
+		var n int64
+		if err := d.Pool.QueryRow(ctx, q, args...).Scan(&n); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+		return n
+	}
+	exec := func(q string, args ...any) {
+		t.Helper()
+		if _, err := d.Pool.Exec(ctx, q, args...); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	typ := func(acct int64, name string, emails ...string) int64 {
+		t.Helper()
+		ty := id("INSERT INTO contact_types (user_id, name) VALUES ($1, $2) RETURNING id", acct, name)
+		for _, e := range emails {
+			exec("INSERT INTO contacts (user_id, contact_type_id, email) VALUES ($1, $2, $3)", acct, ty, e)
+		}
+		return ty
+	}
+	a := typ(user, "A", "ann@x.example", "Bob@x.example", "carol@x.example", "dave@x.example", "erin@x.example",
+		"frank@x.example", "gone@x.example", "olga@x.example")
+	b := typ(user, "B", "bob@X.example", "gina@x.example")
+	c := typ(user, "C", "Carol@x.example", "gina@x.example")
+	theirs := typ(other, "T", "zed@x.example")
+	exec("UPDATE contacts SET deleted_at = now() WHERE email = 'gone@x.example'")
+	seg := id(`INSERT INTO segments (user_id, contact_type_id, segment_name, select_field, select_operator, value)
+		VALUES ($1, $2, 'S', '{}', '{}', '{}') RETURNING id`, user, a)
+	exec("INSERT INTO segment_members (user_id, segment_id, contact_id) SELECT $1, $2, id FROM contacts WHERE email = 'ann@x.example'", user, seg)
+	exec("INSERT INTO segment_recipients (user_id, segment_id, first_name, last_name, email) VALUES ($1, $2, 'H', 'H', 'hank@x.example')", user, seg)
+	group := id(`INSERT INTO unsubscribe_groups (user_id, rand_id, group_name, description, is_display)
+		VALUES ($1, gen_random_uuid()::text, 'News', 'News', 1) RETURNING id`, user)
+	otherGroup := id(`INSERT INTO unsubscribe_groups (user_id, rand_id, group_name, description, is_display)
+		VALUES ($1, gen_random_uuid()::text, 'Offers', 'Offers', 1) RETURNING id`, user)
+	exec(`INSERT INTO unsubscribes (user_id, unsubscribe_groups_id, email_address)
+		VALUES ($1, NULL, 'DAVE@x.example'), ($1, $2, 'erin@x.example'), ($1, $3, 'olga@x.example')`, user, group, otherGroup)
+	exec("INSERT INTO bounces (user_id, email_lc) VALUES ($1, 'frank@x.example')", user)
+
+	lists := []mail.ListRef{{Table: mail.ListContacts, ID: a}, {Table: mail.ListContacts, ID: b},
+		{Table: mail.ListSegments, ID: seg}, {Table: mail.ListContacts, ID: theirs}}
+	excluded := []mail.ListRef{{Table: mail.ListContacts, ID: c}}
+	for _, tc := range []struct {
+		group int64
+		want  int64 // ann, bob, hank, olga (+ erin outside the group)
+	}{{group, 4}, {otherGroup, 4}, {0, 5}} {
+		n, err := d.CountAudience(ctx, user, lists, excluded, tc.group)
+		if err != nil || n != tc.want {
+			t.Fatalf("group %d: %d recipients (%v), want %d", tc.group, n, err, tc.want)
+		}
+	}
+	if n, err := d.CountAudience(ctx, other, lists, nil, 0); err != nil || n != 1 {
+		t.Fatalf("the other account counts %d of the lists (%v), want only its own 1", n, err)
+	}
+
+	q, err := d.CreateSingleSend(ctx, user, mail.SingleSendInput{TemplateID: 1, SenderID: 1, GroupID: group, Name: "n",
+		Subject: "s", Preheader: "p", Recipients: lists[:3], Excluded: excluded})
+	if err != nil {
+		t.Fatal(err)
+	}
+	counted, err := d.CountAudience(ctx, user, lists[:3], excluded, group)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := d.DispatchSend(ctx, q.ID, q.Version, 500)
+	if err != nil || !out.Started {
+		t.Fatalf("dispatch: %+v %v", out, err)
+	}
+	var emails string
+	if err := d.Pool.QueryRow(ctx, "SELECT string_agg(lower(email), ' ' ORDER BY id) FROM deliveries WHERE send_id = $1", q.ID).Scan(&emails); err != nil {
+		t.Fatal(err)
+	}
+	if out.Triggered != counted || emails != "ann@x.example bob@x.example hank@x.example olga@x.example" {
+		t.Fatalf("dispatch made %d deliveries (%s), the count said %d", out.Triggered, emails, counted)
+	}
+}
