@@ -356,7 +356,7 @@ func TestDesignEditorKeepsEveryTemplate(t *testing.T) {
 	}
 	run(t, tab, chromedp.Navigate(srv.URL+"/signin"), chromedp.SendKeys(chromedp.CSS(`input[name="email"]`), "owner@e2e-catalogue.example"),
 		chromedp.SendKeys(chromedp.CSS(`input[name="password"]`), "correct horse battery"), chromedp.Submit(chromedp.CSS(`input[name="password"]`)),
-		chromedp.WaitVisible(chromedp.CSS("#team"))) // the account page, where a sign-in lands
+		chromedp.WaitVisible(chromedp.CSS(".who-name"))) // any signed-in page (a sign-in lands on /sends)
 	for _, tpl := range design.Templates() {
 		var utr string
 		if err := d.Pool.QueryRow(ctx, `INSERT INTO single_sends (user_id, utr, template_id, template_json, sender_id, unsubscribe_group_id,
