@@ -258,7 +258,8 @@ func TestDesignEditorInBrowser(t *testing.T) {
 		t.Fatalf("test mail to %v, %q:\n%s", m.To, header.Get("Subject"), mailHTML)
 	}
 	var counted int64
-	if err := d.Pool.QueryRow(ctx, `SELECT (SELECT count(*) FROM deliveries) + (SELECT triggered + delivered FROM single_sends WHERE utr = $1::uuid)`, utr).Scan(&counted); err != nil || counted != 0 {
+	if err := d.Pool.QueryRow(ctx, `SELECT (SELECT count(*) FROM deliveries WHERE user_id = s.user_id) + s.triggered + s.delivered
+		FROM single_sends s WHERE s.utr = $1::uuid`, utr).Scan(&counted); err != nil || counted != 0 {
 		t.Fatalf("the test counted: %d %v", counted, err)
 	}
 
