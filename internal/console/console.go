@@ -86,6 +86,8 @@ type Handler struct {
 	// answers the compose page's audience counts.
 	sends  *singlesend.Sends
 	counts *audienceCounts
+	// decodes holds a slot per image upload being checked (mediaDecodes).
+	decodes chan struct{}
 	// standIn is a hash a sign-in without a stored one is checked
 	// against, to spend the same time.
 	standIn []byte
@@ -102,7 +104,7 @@ func New(cfg Config, d Deps) (*Handler, error) {
 	if cfg.BcryptCost == 0 {
 		cfg.BcryptCost = bcrypt.DefaultCost
 	}
-	h := &Handler{cfg: cfg, db: d.DB, log: d.Log, deps: d}
+	h := &Handler{cfg: cfg, db: d.DB, log: d.Log, deps: d, decodes: make(chan struct{}, mediaDecodes)}
 	if u, err := url.Parse(cfg.PublicURL); err == nil && u.Scheme == "https" {
 		h.secure = true
 	}

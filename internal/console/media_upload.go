@@ -13,6 +13,9 @@ import (
 	"github.com/mailroom/mailroom/internal/media"
 )
 
+// mediaDecodes is how many uploads a process checks at once.
+const mediaDecodes = 2
+
 // mediaBodyLimit caps an upload's body: the largest image media.Check
 // takes, and room for the multipart form around it.
 const mediaBodyLimit = media.DefaultMaxBytes + 1<<20
@@ -50,6 +53,15 @@ func (h *Handler) mediaUpload(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer file.Close()
+	// An accepted image is decoded whole (up to 128 MB for a 16-bit
+	// 4000×4000 PNG of a few KB), so a process checks mediaDecodes at once
+	// and the others wait their turn (or their client's going).
+	select {
+	case h.decodes <- struct{}{}:
+		defer func() { <-h.decodes }()
+	case <-r.Context().Done():
+		return
+	}
 	img, err := media.Check(file, media.Limits{})
 	var msg mail.Message
 	var tooLarge *http.MaxBytesError

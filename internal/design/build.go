@@ -193,6 +193,17 @@ func (b *Block) check(s Settings) error {
 		}
 		return nil
 	}
+	links := map[string]string{"url": b.URL, "link_url": b.LinkURL}
+	for i, c := range b.Columns {
+		links["columns["+strconv.Itoa(i)+"].link_url"] = c.LinkURL
+	}
+	for name, u := range links {
+		if u != "" {
+			if err := linkURL(u); err != nil {
+				return fmt.Errorf("%s %q: %w", name, u, err)
+			}
+		}
+	}
 	switch b.Type {
 	case "header", "label":
 		return need("text", b.Text != "")
@@ -273,6 +284,35 @@ func imageURL(src string) error {
 	}
 	return nil
 }
+
+// linkURL says what is wrong with a link's address (a button's, an
+// image's, a column's or the footer's): it must be an absolute http or
+// https URL with a host, or a mailto: address (either may hold
+// placeholders in its path or query), or the preferences link alone,
+// ((unsubscribe_preferences)). Anything else, javascript: above all, is
+// refused: a mail reader may follow it.
+func linkURL(s string) error {
+	t := strings.TrimSpace(s)
+	if m := placeholderRE.FindStringSubmatch(t); m != nil {
+		if strings.EqualFold(strings.TrimSpace(m[1]), "unsubscribe_preferences") {
+			return nil
+		}
+		return errors.New("a placeholder alone may only be ((unsubscribe_preferences))")
+	}
+	u, err := url.Parse(t)
+	switch {
+	case err != nil:
+		return errors.New("want an http, https or mailto address")
+	case u.Scheme == "mailto" && u.Opaque != "":
+		return nil
+	case (u.Scheme == "http" || u.Scheme == "https") && u.Host != "" && u.User == nil:
+		return nil
+	}
+	return errors.New("want an http, https or mailto address, or ((unsubscribe_preferences))")
+}
+
+// placeholderRE is a value that is one placeholder and nothing else.
+var placeholderRE = regexp.MustCompile(`^\(\(([^()]*)\)\)$`)
 
 // sidePadding is the left plus right padding of a CSS padding shorthand
 // of px lengths (paddingRE), in px.
