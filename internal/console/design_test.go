@@ -39,6 +39,7 @@ import (
 // real SMTP server.
 type editorSite struct {
 	*site
+	con    *console.Handler
 	store  media.Store
 	smtp   *smtptest.Server
 	acct   int64
@@ -70,6 +71,7 @@ func newEditorSite(t *testing.T) *editorSite {
 	if err != nil {
 		t.Fatal(err)
 	}
+	s.con = con
 	h := httpapi.New(httpapi.Config{MaxBodyBytes: 1 << 20}, httpapi.Deps{DB: s.d, Geo: testdb.Geo(t), Log: quiet,
 		Console: con, ConsolePaths: console.Prefixes, Media: media.NewHandler(s.store, quiet)})
 	s.srv = httptest.NewServer(h)
@@ -681,4 +683,24 @@ func TestDesignEditorEscapes(t *testing.T) {
 		}
 	}
 	want(t, "escaped", pages[0], 200, "&lt;script&gt;alert(1)&lt;/script&gt;")
+}
+
+// Image checks decode whole images, so a process runs two at once: an
+// upload waits while both slots are taken, then goes through.
+func TestUploadsWaitForADecodeSlot(t *testing.T) {
+	t.Parallel()
+	s := newEditorSite(t)
+	release := console.HoldDecodes(s.con)
+	token := s.owner.csrf("/design/editor/single-send/" + s.newSend(s.acct, s.sender, "Slots", 0, nil, nil))
+	done := make(chan answer, 1)
+	go func() { done <- s.owner.upload(token, false, "a.png", pngOf(t, 4, 4)) }()
+	select {
+	case a := <-done:
+		t.Fatalf("the upload answered %d while every decode slot was taken", a.status)
+	case <-time.After(300 * time.Millisecond):
+	}
+	release()
+	if a := <-done; a.status != 200 {
+		t.Fatalf("after the slots freed: %d %s", a.status, a.body)
+	}
 }
