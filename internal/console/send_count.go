@@ -2,6 +2,7 @@ package console
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"net/http"
 	"net/url"
@@ -38,12 +39,19 @@ type audienceCounts struct {
 	slots chan struct{}
 	mu    sync.Mutex
 	byKey map[string]*audienceCount
+	// latest is each account's newest count: one that runs or waits for
+	// a slot is cancelled when the account asks for another selection, so
+	// an account holds one slot at most and cannot keep the others'
+	// counts waiting.
+	latest map[int64]*audienceCount
 }
 
 // audienceCount is one selection's count: done is closed when n or err
 // is set.
 type audienceCount struct {
-	done  chan struct{}
+	key    string
+	cancel context.CancelFunc
+	done   chan struct{}
 	n     int64
 	err   error
 	took  time.Duration
@@ -51,7 +59,8 @@ type audienceCount struct {
 }
 
 func newAudienceCounts(count countFunc, log *slog.Logger) *audienceCounts {
-	return &audienceCounts{count: count, log: log, slots: make(chan struct{}, countsAtOnce), byKey: map[string]*audienceCount{}}
+	return &audienceCounts{count: count, log: log, slots: make(chan struct{}, countsAtOnce), byKey: map[string]*audienceCount{},
+		latest: map[int64]*audienceCount{}}
 }
 
 // get is the count of a selection: a fresh finished one, the one running,
@@ -71,18 +80,27 @@ func (c *audienceCounts) get(userID int64, lists, excluded []mail.ListRef, group
 			}
 		}
 	}
-	e := &audienceCount{done: make(chan struct{})}
-	if len(c.byKey) < countsKept { // else every kept one is running: this one is not kept
-		c.byKey[key] = e
+	if prev := c.latest[userID]; prev != nil && !prev.finished() {
+		prev.cancel() // the account moved on to another selection
+		delete(c.byKey, prev.key)
 	}
-	go c.run(e, userID, lists, excluded, groupID)
+	ctx, cancel := context.WithTimeout(context.Background(), countTimeout)
+	e := &audienceCount{key: key, cancel: cancel, done: make(chan struct{})}
+	c.latest[userID] = e
+	if len(c.byKey) >= countsKept { // every kept one is running: none is started that is not kept
+		cancel()
+		e.err, e.ended = errors.New("console: too many audience counts at once"), now
+		close(e.done)
+		return e
+	}
+	c.byKey[key] = e
+	go c.run(ctx, e, userID, lists, excluded, groupID)
 	return e
 }
 
 // run counts e, at most countsAtOnce at a time.
-func (c *audienceCounts) run(e *audienceCount, userID int64, lists, excluded []mail.ListRef, groupID int64) {
-	ctx, cancel := context.WithTimeout(context.Background(), countTimeout)
-	defer cancel()
+func (c *audienceCounts) run(ctx context.Context, e *audienceCount, userID int64, lists, excluded []mail.ListRef, groupID int64) {
+	defer e.cancel()
 	defer func() { e.ended = time.Now(); close(e.done) }()
 	select {
 	case c.slots <- struct{}{}:
@@ -94,7 +112,7 @@ func (c *audienceCounts) run(e *audienceCount, userID int64, lists, excluded []m
 	start := time.Now()
 	e.n, e.err = c.count(ctx, userID, lists, excluded, groupID)
 	e.took = time.Since(start)
-	if e.err != nil {
+	if e.err != nil && !errors.Is(e.err, context.Canceled) {
 		c.log.Error("audience not counted", "account", userID, "err", e.err)
 	}
 }
