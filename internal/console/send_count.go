@@ -52,10 +52,10 @@ type audienceCount struct {
 	key    string
 	cancel context.CancelFunc
 	done   chan struct{}
-	n     int64
-	err   error
-	took  time.Duration
-	ended time.Time
+	n      int64
+	err    error
+	took   time.Duration
+	ended  time.Time
 }
 
 func newAudienceCounts(count countFunc, log *slog.Logger) *audienceCounts {
