@@ -299,6 +299,17 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger) error {
 	if err != nil {
 		return fmt.Errorf("MEDIA_DIR or MEDIA_S3_*: %w", err)
 	}
+	// enqueueOnce enqueues a task of newTask's kind that says nothing but
+	// "look at the database" (asynq.Unique): one already waiting will do.
+	enqueueOnce := func(newTask func() *asynq.Task) func(context.Context) error {
+		return func(ctx context.Context) error {
+			_, err := tasks.EnqueueContext(ctx, newTask())
+			if errors.Is(err, asynq.ErrDuplicateTask) {
+				return nil // one is waiting already
+			}
+			return err
+		}
+	}
 	// A saved send's dispatch, enqueued by the API's handlers and the
 	// console's pages alike.
 	enqueueDispatch := func(ctx context.Context, sendID int64, version int32, at time.Time) error {
@@ -325,13 +336,7 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger) error {
 			_, err := tasks.EnqueueContext(ctx, jobs.NewDesignTestSendTask(id))
 			return err
 		},
-		ConsoleMails: func(ctx context.Context) error {
-			_, err := tasks.EnqueueContext(ctx, jobs.NewConsoleMailsTask())
-			if errors.Is(err, asynq.ErrDuplicateTask) {
-				return nil // one is waiting already
-			}
-			return err
-		},
+		ConsoleMails:    enqueueOnce(jobs.NewConsoleMailsTask),
 		EnqueueDispatch: enqueueDispatch,
 	})
 	if err != nil {
@@ -351,13 +356,7 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger) error {
 			_, err := tasks.EnqueueContext(ctx, jobs.NewEnrollMembersTask(id))
 			return err
 		},
-		VerifySenders: func(ctx context.Context) error {
-			_, err := tasks.EnqueueContext(ctx, jobs.NewVerifySendersTask())
-			if errors.Is(err, asynq.ErrDuplicateTask) {
-				return nil // one is waiting already
-			}
-			return err
-		},
+		VerifySenders:   enqueueOnce(jobs.NewVerifySendersTask),
 		EnqueueDispatch: enqueueDispatch,
 	}
 	var reg *prometheus.Registry

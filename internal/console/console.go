@@ -15,6 +15,7 @@ import (
 
 	"golang.org/x/crypto/bcrypt"
 
+	"github.com/mailroom/mailroom/internal/mail"
 	"github.com/mailroom/mailroom/internal/media"
 	"github.com/mailroom/mailroom/internal/postgres"
 	"github.com/mailroom/mailroom/internal/singlesend"
@@ -129,9 +130,10 @@ func New(cfg Config, d Deps) (*Handler, error) {
 
 // ServeHTTP serves a console request.
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	// The mux's own answers (404 for no route, 405 for a wrong method)
-	// carry the same headers as the pages; a route's chain sets them again
-	// with its nonce.
-	h.securityHeaders(w, &state{nonce: randomToken(16)})
-	h.mux.ServeHTTP(w, r)
+	// The headers are set here, so the mux's own answers (404 for no
+	// route, 405 for a wrong method) carry them too; a route's chain goes
+	// on with this state.
+	st := &state{nonce: mail.RandomToken(16), ip: h.clientIP(r)}
+	h.securityHeaders(w, st)
+	h.mux.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), stateKey{}, st)))
 }

@@ -1,10 +1,7 @@
 package console
 
 import (
-	"context"
-	"crypto/rand"
 	"crypto/subtle"
-	"encoding/base64"
 	"errors"
 	"net"
 	"net/http"
@@ -73,8 +70,8 @@ func session(r *http.Request) *mail.Session { return stateOf(r).session }
 // another site (Sec-Fetch-Site, Origin): a second wall behind the tokens.
 var crossOrigin = http.NewCrossOriginProtection()
 
-// chain is the console's middleware around one route, in order: security
-// headers, the body limit, the cross-origin check, the session, the
+// chain is the console's middleware around one route, after ServeHTTP's
+// state and security headers, in order: the body limit, the cross-origin check, the session, the
 // route's access, the CSRF token, then the route, and the audit line of a
 // successful write.
 func (h *Handler) chain(need access, audit string, fn http.HandlerFunc, opts ...routeOption) http.Handler {
@@ -83,9 +80,7 @@ func (h *Handler) chain(need access, audit string, fn http.HandlerFunc, opts ...
 		o(&rt)
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		st := &state{nonce: randomToken(16), ip: h.clientIP(r)}
-		r = r.WithContext(context.WithValue(r.Context(), stateKey{}, st))
-		h.securityHeaders(w, st)
+		st := stateOf(r) // ServeHTTP's, its headers set
 		unsafe := r.Method != http.MethodGet && r.Method != http.MethodHead
 		if unsafe {
 			r.Body = http.MaxBytesReader(w, r.Body, rt.maxBody)
@@ -155,7 +150,7 @@ func (h *Handler) loadSession(w http.ResponseWriter, r *http.Request, st *state)
 		st.csrf = c.Value
 		return
 	}
-	st.csrf = randomToken(32)
+	st.csrf = mail.RandomToken(32)
 	http.SetCookie(w, &http.Cookie{Name: h.csrfCookie, Value: st.csrf, Path: "/", HttpOnly: true,
 		Secure: h.secure, SameSite: http.SameSiteLaxMode})
 }
@@ -285,13 +280,6 @@ func (s *statusWriter) WriteHeader(code int) {
 }
 
 func (s *statusWriter) Unwrap() http.ResponseWriter { return s.ResponseWriter }
-
-// randomToken is n random bytes, URL-safe base64.
-func randomToken(n int) string {
-	b := make([]byte, n)
-	rand.Read(b)
-	return base64.RawURLEncoding.EncodeToString(b)
-}
 
 // errorCode is err's mail code ("" for others).
 func errorCode(err error) string {

@@ -27,7 +27,7 @@ type Keys struct {
 // NewKeys returns fresh random keys: 32 random bytes each, URL-safe base64,
 // with a prefix that tells them apart.
 func NewKeys() Keys {
-	return Keys{Public: "pk_" + randomString(32), Secret: "sk_" + randomString(32)}
+	return Keys{Public: "pk_" + RandomToken(32), Secret: "sk_" + RandomToken(32)}
 }
 
 // SecretHash is what is stored of a secret key. The secret has 256 bits of
@@ -46,7 +46,9 @@ func ParseAccountName(s string) (string, error) {
 	return s, nil
 }
 
-func randomString(n int) string {
+// RandomToken is n random bytes, URL-safe base64 without padding: keys,
+// session and CSRF tokens, CSP nonces.
+func RandomToken(n int) string {
 	b := make([]byte, n)
 	if _, err := rand.Read(b); err != nil {
 		panic(err) // crypto/rand never fails on Linux

@@ -2,8 +2,6 @@ package postgres
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/base64"
 	"errors"
 	"strings"
 	"time"
@@ -152,7 +150,7 @@ func (d *DB) NewSession(ctx context.Context, user int64, life SessionLife, ip, u
 		userAgent = userAgent[:512]
 	}
 	err = d.q.CreateConsoleSession(ctx, db.CreateConsoleSessionParams{TokenHash: hash, ConsoleUserID: user,
-		CsrfToken: randomToken(), Ip: ip, UserAgent: strings.ToValidUTF8(userAgent, ""),
+		CsrfToken: mail.RandomToken(32), Ip: ip, UserAgent: strings.ToValidUTF8(userAgent, ""),
 		IdleExpiresAt: now.Add(life.Idle), ExpiresAt: now.Add(life.Max)})
 	return token, err
 }
@@ -404,11 +402,4 @@ func (d *DB) MailConsoleLink(ctx context.Context, id int64, send func(ctx contex
 // good).
 func (d *DB) DropConsoleMail(ctx context.Context, id int64) error {
 	return d.q.DropConsoleMail(ctx, id)
-}
-
-// randomToken is 32 random bytes, URL-safe base64.
-func randomToken() string {
-	var b [32]byte
-	rand.Read(b[:])
-	return base64.RawURLEncoding.EncodeToString(b[:])
 }
