@@ -320,7 +320,8 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger) error {
 		return err
 	}
 	con, err := console.New(console.Config{PublicURL: cfg.PublicURL, TrustedProxies: cfg.TrustedProxies,
-		AllowUnverifiedSenders: cfg.AllowUnverifiedSenders, MaxMailBytes: int(cfg.MaxMailBytes)}, console.Deps{
+		AllowUnverifiedSenders: cfg.AllowUnverifiedSenders, MaxMailBytes: int(cfg.MaxMailBytes),
+		MediaQuota: cfg.MediaQuota}, console.Deps{
 		DB:  d,
 		Log: log,
 		// docs/console.md: 10 tries per address and client per 10 minutes,

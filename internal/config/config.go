@@ -93,6 +93,9 @@ type Config struct {
 	// MEDIA_S3_REGION, MEDIA_S3_USE_SSL and MEDIA_S3_PREFIX when the
 	// endpoint is set.
 	Media media.Config
+	// MediaQuota bounds the bytes of one account's uploaded images
+	// (MEDIA_QUOTA_BYTES, default 1 GB).
+	MediaQuota int64
 }
 
 // Load reads the configuration through getenv (os.Getenv in production),
@@ -180,6 +183,7 @@ func Load(getenv func(string) string) (Config, error) {
 	c.Media = media.Config{Dir: str("MEDIA_DIR", "./var/media"), S3Endpoint: str("MEDIA_S3_ENDPOINT", ""),
 		S3Bucket: str("MEDIA_S3_BUCKET", ""), S3AccessKey: str("MEDIA_S3_ACCESS_KEY", ""), S3SecretKey: str("MEDIA_S3_SECRET_KEY", ""),
 		S3Region: str("MEDIA_S3_REGION", ""), S3UseSSL: boolean("MEDIA_S3_USE_SSL", false), S3Prefix: str("MEDIA_S3_PREFIX", "")}
+	c.MediaQuota = size("MEDIA_QUOTA_BYTES", 1<<30)
 	c.APIMetrics = boolean("API_METRICS", true)
 	c.WebhookAllowPrivate = boolean("WEBHOOK_ALLOW_PRIVATE", false)
 	for _, v := range strings.Split(str("TRUSTED_PROXIES", ""), ",") {

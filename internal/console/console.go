@@ -38,6 +38,9 @@ type Config struct {
 	// API does (ALLOW_UNVERIFIED_SENDERS, MAX_MAIL_BYTES).
 	AllowUnverifiedSenders bool
 	MaxMailBytes           int
+	// MediaQuota bounds the bytes of an account's uploaded images
+	// (MEDIA_QUOTA_BYTES); 0: no bound.
+	MediaQuota int64
 }
 
 // Limit takes one try of a key's allowance: false and how long until the

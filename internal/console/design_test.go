@@ -61,7 +61,7 @@ func newEditorSite(t *testing.T) *editorSite {
 	pool := smtp.NewPool(smtp.Config{Addr: s.smtp.Addr, Size: 1, Timeout: 5 * time.Second})
 	t.Cleanup(func() { pool.Close() })
 	send := jobs.DesignTestSend(jobs.Deps{DB: s.d, Log: quiet, Transport: pool, PublicURL: "http://console.test"})
-	con, err := console.New(console.Config{PublicURL: "http://console.test", BcryptCost: bcrypt.MinCost},
+	con, err := console.New(console.Config{PublicURL: "http://console.test", BcryptCost: bcrypt.MinCost, MediaQuota: 5 << 20},
 		console.Deps{DB: s.d, Log: quiet, Media: s.store, DesignTest: func(ctx context.Context, id int64) error {
 			s.mu.Lock()
 			s.tests = append(s.tests, id)
@@ -541,6 +541,11 @@ func TestMediaUpload(t *testing.T) {
 		got.Name != "<img src=x onerror=alert(1)>" || strings.Contains(a.body, "<img") {
 		t.Fatalf("upload answer %s", a.body)
 	}
+	// A right-to-left override or a zero-width character in the name does
+	// not reach the suggested alt text.
+	if a := s.owner.upload(token, false, "C:\\photos\\\u202egnp.exe\u200b.png", img); a.status != 200 || !strings.Contains(a.body, `"name":"gnp.exe"`) {
+		t.Fatalf("format characters: %d %s", a.status, a.body)
+	}
 	served := s.browser().get("/media/" + got.Key)
 	if served.status != 200 || served.body != string(img) || served.header.Get("Content-Type") != "image/png" {
 		t.Fatalf("served: %d %v", served.status, served.header)
@@ -558,6 +563,17 @@ func TestMediaUpload(t *testing.T) {
 	}
 	if a := s.owner.upload(token, true, "big.png", big); a.status != 200 || !strings.Contains(a.body, `"width":1100`) {
 		t.Fatalf("big upload: %d %.200s", a.status, a.body)
+	}
+	// The account's 5 MB quota: the same image again is not counted twice;
+	// a new one that does not fit is refused and not stored.
+	if a := s.owner.upload(token, true, "big again.png", big); a.status != 200 {
+		t.Fatalf("the same image again: %d %.200s", a.status, a.body)
+	}
+	over := pngOf(t, 600, 600)
+	want(t, "over quota", s.owner.upload(token, false, "over.png", over), 422, `{"errors":{"file":["The account's images take `+
+		console.ApproxBytes(int64(len(img)+len(big)))+` of its 5 MB: this one does not fit. Reuse an uploaded image by its address."]}}`)
+	if n := scan[int64](s, "SELECT count(*) FROM media_uploads WHERE user_id = $1", s.acct); n != 2 {
+		t.Fatalf("%d uploads recorded", n)
 	}
 
 	svg := []byte(`<svg xmlns="http://www.w3.org/2000/svg" onload="alert(1)"><script>alert(2)</script></svg>`)
@@ -586,7 +602,7 @@ func TestMediaUpload(t *testing.T) {
 	want(t, "signed out", s.browser().upload(token, false, "a.png", pngOf(t, 3, 3)), 303)
 	// Two stored: the first and the big one.
 	n := 0
-	for _, data := range [][]byte{img, big, pngOf(t, 3, 3), svg} {
+	for _, data := range [][]byte{img, big, pngOf(t, 3, 3), svg, over} {
 		if i, err := media.Check(bytes.NewReader(data), media.Limits{}); err == nil {
 			if o, err := s.store.Open(context.Background(), i.Key); err == nil {
 				o.Close()
@@ -637,10 +653,23 @@ func TestDesignTestSend(t *testing.T) {
 		t.Fatalf("audit: %+v", ev)
 	}
 
+	// The account's global unsubscribes and bounces get no test mail; a
+	// group's unsubscribe, another account's bounce do not stop it.
+	for _, q := range []string{`INSERT INTO unsubscribe_groups (user_id, rand_id, group_name, description, is_display)
+		VALUES ($1, gen_random_uuid()::text, 'Tests', 'Tests', 1)`,
+		`INSERT INTO unsubscribes (user_id, unsubscribe_groups_id, email_address) VALUES ($1, NULL, 'gone@editor.example'),
+		($1, (SELECT max(id) FROM unsubscribe_groups WHERE user_id = $1), 'news-only@editor.example')`,
+		`INSERT INTO bounces (user_id, email_lc) VALUES ($1, 'hard@editor.example'), ($1 + 1000000, 'me@editor.example')`} {
+		if _, err := s.d.Pool.Exec(context.Background(), q, s.acct); err != nil {
+			t.Fatal(err)
+		}
+	}
 	for _, tc := range []struct{ to, msg string }{
 		{"a@x.example,b@x.example,c@x.example,d@x.example,e@x.example,f@x.example", "The test recipients may not have more than 5 addresses."},
 		{"<script>@x", `The test recipients &#34;&lt;script&gt;@x&#34; is not a valid email address.`},
 		{"", "The test recipients field is required."},
+		{"me@editor.example, Gone@Editor.example, hard@editor.example, news-only@editor.example",
+			"Suppressed (unsubscribed from all mail or bounced), so no test mail goes to: Gone@Editor.example, hard@editor.example."},
 	} {
 		want(t, tc.to, s.owner.postForm(base+"/test", base, map[string]string{"mode": "design", "template_json": js, "test_recipients": tc.to}), 422, tc.msg)
 	}

@@ -31,6 +31,9 @@ func (h *Handler) designTestSend(w http.ResponseWriter, r *http.Request) {
 		err = h.testSender(r, &rec)
 	}
 	if err == nil {
+		err = h.testRecipients(r, to)
+	}
+	if err == nil {
 		_, err = h.renderDesign(&rec, in, c)
 	}
 	if fe := fieldErrors(err); fe != nil {
@@ -83,6 +86,22 @@ func (h *Handler) testSender(r *http.Request, rec *mail.DesignRecord) error {
 		return mail.Invalid("sender", "The selected sender is not verified.")
 	}
 	return nil
+}
+
+// testRecipients refuses test mails to the account's suppressed
+// addresses (global unsubscribes and hard bounces), as a send would: a
+// test is still a mail to that person.
+func (h *Handler) testRecipients(r *http.Request, to []mail.Email) error {
+	out, err := h.db.SuppressedAmong(r.Context(), session(r).AccountID, to)
+	if err != nil || len(out) == 0 {
+		return err
+	}
+	addrs := make([]string, len(out))
+	for i, e := range out {
+		addrs[i] = string(e)
+	}
+	return mail.Invalid("test_recipients", "Suppressed (unsubscribed from all mail or bounced), so no test mail goes to: "+
+		strings.Join(addrs, ", ")+".")
 }
 
 // allowTest takes one test mail of the account's allowance; when it is

@@ -11,3 +11,6 @@ func HoldDecodes(h *Handler) (release func()) {
 		}
 	}
 }
+
+// ApproxBytes is approxBytes, for the quota's message.
+var ApproxBytes = approxBytes

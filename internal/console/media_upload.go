@@ -4,8 +4,10 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"math"
 	"net/http"
 	"path"
+	"strconv"
 	"strings"
 	"unicode"
 
@@ -76,6 +78,19 @@ func (h *Handler) mediaUpload(w http.ResponseWriter, r *http.Request) {
 		refuse(http.StatusBadRequest, "The upload did not arrive whole. Try again.")
 		return
 	}
+	// The account's quota is taken before the image is stored: a failed
+	// store leaves it counted, and the same image uploaded again is not
+	// counted twice.
+	used, ok, err := h.db.AddMediaUpload(r.Context(), session(r).AccountID, img.Key, int64(len(img.Data)), h.cfg.MediaQuota)
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	if !ok {
+		refuse(http.StatusUnprocessableEntity, "The account's images take "+approxBytes(used)+" of its "+
+			approxBytes(h.cfg.MediaQuota)+": this one does not fit. Reuse an uploaded image by its address.")
+		return
+	}
 	if err := media.Put(r.Context(), h.deps.Media, img); err != nil {
 		h.log.ErrorContext(r.Context(), "image not stored", "key", img.Key, "err", err)
 		refuse(http.StatusInternalServerError, "The image could not be stored. Try again later.")
@@ -114,12 +129,13 @@ func uploadedFile(r *http.Request) (io.ReadCloser, string, error) {
 }
 
 // fileTitle is a file name without its directory and extension, without
-// control characters, at most 100 characters.
+// control or format characters (a right-to-left override, a zero-width
+// joiner), at most 100 characters.
 func fileTitle(name string) string {
 	name = path.Base(strings.ReplaceAll(name, "\\", "/"))
 	name = strings.TrimSuffix(name, path.Ext(name))
 	name = strings.Map(func(r rune) rune {
-		if unicode.IsControl(r) || r == unicode.ReplacementChar {
+		if unicode.IsControl(r) || unicode.Is(unicode.Cf, r) || r == unicode.ReplacementChar {
 			return -1
 		}
 		return r
@@ -131,6 +147,20 @@ func fileTitle(name string) string {
 		return ""
 	}
 	return strings.TrimSpace(name)
+}
+
+// approxBytes writes n to a tenth of its unit: "1 GB", "4.4 MB", "900
+// bytes".
+func approxBytes(n int64) string {
+	for _, u := range []struct {
+		size int64
+		name string
+	}{{1 << 30, " GB"}, {1 << 20, " MB"}, {1 << 10, " KB"}} {
+		if n >= u.size {
+			return strconv.FormatFloat(math.Round(float64(n)*10/float64(u.size))/10, 'f', -1, 64) + u.name
+		}
+	}
+	return strconv.FormatInt(n, 10) + " bytes"
 }
 
 // answerJSON answers v as JSON (with <, > and & escaped).

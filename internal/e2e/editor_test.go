@@ -18,10 +18,12 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/chromedp/cdproto/input"
 	"github.com/chromedp/chromedp"
 	"golang.org/x/crypto/bcrypt"
 
@@ -92,13 +94,35 @@ func until(t *testing.T, tab context.Context, expr string) {
 }
 
 // blockTypes are the types of the editor's blocks, top to bottom.
+// drag presses the mouse on the element from, moves it in steps to the
+// upper part of the element to, and lets go there.
+func drag(t *testing.T, tab context.Context, from, to string) {
+	t.Helper()
+	run(t, tab, chromedp.Evaluate[chromedp.Void](`document.querySelector(`+strconv.Quote(from)+`).scrollIntoView({block: "center"})`))
+	p := value(t, tab, chromedp.Evaluate[[]float64](`(() => { const a = document.querySelector(`+strconv.Quote(from)+`).getBoundingClientRect(),
+		b = document.querySelector(`+strconv.Quote(to)+`).getBoundingClientRect();
+		return [a.x + a.width / 2, a.y + a.height / 2, b.x + b.width / 2, b.y + Math.min(8, b.height / 4)] })()`))
+	held := func(e *input.DispatchMouseEventParams) { e.Button, e.Buttons = input.MouseButtonLeft, 1 }
+	steps := []chromedp.Action[chromedp.Void]{chromedp.MouseEvent(input.DispatchMouseEventTypeMouseMoved, p[0], p[1]),
+		chromedp.MouseEvent(input.DispatchMouseEventTypeMousePressed, p[0], p[1], chromedp.ButtonLeft, chromedp.ClickCount(1))}
+	for i := 1; i <= 10; i++ {
+		f := float64(i) / 10
+		steps = append(steps, chromedp.MouseEvent(input.DispatchMouseEventTypeMouseMoved, p[0]+(p[2]-p[0])*f, p[1]+(p[3]-p[1])*f, held),
+			chromedp.Sleep(30*time.Millisecond))
+	}
+	steps = append(steps, chromedp.MouseEvent(input.DispatchMouseEventTypeMouseReleased, p[2], p[3], chromedp.ButtonLeft, chromedp.ClickCount(1)),
+		chromedp.Sleep(200*time.Millisecond)) // the drop's animation
+	run(t, tab, steps...)
+}
+
 func blockTypes(t *testing.T, tab context.Context) string {
 	t.Helper()
 	return value(t, tab, chromedp.Evaluate[string](`[...document.querySelectorAll("#blocks > li")].map(li => li.dataset.type).join(",")`))
 }
 
 // The design editor in Chromium: sign in, open a draft send's editor, add
-// an image (uploaded) and a button, move the button up by keyboard, save,
+// an image (uploaded) and a button, move the button up by keyboard and the
+// image by dragging it with the mouse, save,
 // and find the document and its built HTML stored; the preview frame and
 // the text part follow the unsaved document; a test mail reaches a real
 // SMTP server with the image and the button; code mode opens the HTML in
@@ -195,6 +219,11 @@ func TestDesignEditorInBrowser(t *testing.T) {
 			t.Fatalf("focus after moving: %q", got)
 		}
 	}
+	// The image block is dragged by its handle above the text before it.
+	drag(t, tab, `#blocks > li:nth-child(12) .drag`, `#blocks > li:nth-child(11)`)
+	if got := blockTypes(t, tab); got != "header,label,heading,text,heading,steps,button,divider,text,button,image,text,footer" {
+		t.Fatalf("after dragging: %s", got)
+	}
 	// The unsaved document is what the preview's text part shows.
 	until(t, tab, `document.getElementById("text-part").textContent.includes("Shop the spring sale")`)
 	previewShows(t, tab, base+"/preview", "Shop the spring sale")
@@ -223,12 +252,12 @@ func TestDesignEditorInBrowser(t *testing.T) {
 		t.Fatalf("stored document: %v", err)
 	}
 	built, _ := design.Build([]byte(js))
-	img, btn := doc.Blocks[11], doc.Blocks[9]
+	img, btn := doc.Blocks[10], doc.Blocks[9]
 	if html != built || status != mail.SendDraft || img.Type != "image" || !strings.HasPrefix(img.Src, srv.URL+"/media/") || img.Alt != "spring logo" ||
 		img.Width != 240 || img.Height != 120 || btn.Type != "button" || btn.Text != "Shop the spring sale" || btn.URL != "https://example.com" {
 		t.Fatalf("stored: status %d, image %+v, button %+v, html built: %v", status, img, btn, html == built)
 	}
-	if got := blockTypes(t, tab); got != "header,label,heading,text,heading,steps,button,divider,text,button,text,image,footer" {
+	if got := blockTypes(t, tab); got != "header,label,heading,text,heading,steps,button,divider,text,button,image,text,footer" {
 		t.Fatalf("reopened: %s", got)
 	}
 	// The stored image is served where the mail points.

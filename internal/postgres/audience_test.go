@@ -64,6 +64,11 @@ func TestCountAudienceIsTheExpansion(t *testing.T) {
 	exec(`INSERT INTO unsubscribes (user_id, unsubscribe_groups_id, email_address)
 		VALUES ($1, NULL, 'DAVE@x.example'), ($1, $2, 'erin@x.example'), ($1, $3, 'olga@x.example')`, user, group, otherGroup)
 	exec("INSERT INTO bounces (user_id, email_lc) VALUES ($1, 'frank@x.example')", user)
+	for _, acct := range []int64{user, other} { // the rows above went in by SQL, past the kept counts
+		if err := d.Recount(ctx, acct); err != nil {
+			t.Fatal(err)
+		}
+	}
 
 	lists := []mail.ListRef{{Table: mail.ListContacts, ID: a}, {Table: mail.ListContacts, ID: b},
 		{Table: mail.ListSegments, ID: seg}, {Table: mail.ListContacts, ID: theirs}}
@@ -100,5 +105,100 @@ func TestCountAudienceIsTheExpansion(t *testing.T) {
 	}
 	if out.Triggered != counted || emails != "ann@x.example bob@x.example hank@x.example olga@x.example" {
 		t.Fatalf("dispatch made %d deliveries (%s), the count said %d", out.Triggered, emails, counted)
+	}
+}
+
+// One contact type alone is counted from its kept length less its removed
+// addresses (CountListAudience); that is the expansion's count for every
+// list, exclusion and group, and nothing of another account's.
+func TestCountListAudienceIsTheExpansion(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	d := testdb.New(t)
+	user, _, err := d.CreateAccount(ctx, "list-audience")
+	if err != nil {
+		t.Fatal(err)
+	}
+	other, _, err := d.CreateAccount(ctx, "list-audience-other")
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := func(q string, args ...any) int64 {
+		t.Helper()
+		var n int64
+		if err := d.Pool.QueryRow(ctx, q, args...).Scan(&n); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+		return n
+	}
+	typ := func(acct int64, name string, emails ...string) int64 {
+		t.Helper()
+		ty := id("INSERT INTO contact_types (user_id, name) VALUES ($1, $2) RETURNING id", acct, name)
+		for _, e := range emails {
+			id("INSERT INTO contacts (user_id, contact_type_id, email) VALUES ($1, $2, $3) RETURNING id", acct, ty, e)
+		}
+		return ty
+	}
+	a := typ(user, "A", "ann@x.example", "Bob@x.example", "carol@x.example", "dave@x.example", "erin@x.example",
+		"frank@x.example", "gone@x.example", "olga@x.example", "hank@x.example", "ivy@x.example")
+	b := typ(user, "B", "bob@X.example", "gina@x.example", "GONE@x.example")
+	empty := typ(user, "Empty")
+	theirs := typ(other, "T", "ann@x.example", "zed@x.example")
+	id("UPDATE contacts SET deleted_at = now() WHERE email = 'gone@x.example' RETURNING 1")
+	seg := id(`INSERT INTO segments (user_id, contact_type_id, segment_name, select_field, select_operator, value)
+		VALUES ($1, $2, 'S', '{}', '{}', '{}') RETURNING id`, user, a)
+	id("INSERT INTO segment_members (user_id, segment_id, contact_id) SELECT $1, $2, id FROM contacts WHERE email = 'ivy@x.example' RETURNING 1", user, seg)
+	id("INSERT INTO segment_recipients (user_id, segment_id, first_name, last_name, email) VALUES ($1, $2, 'H', 'H', 'HANK@x.example') RETURNING 1", user, seg)
+	group := id(`INSERT INTO unsubscribe_groups (user_id, rand_id, group_name, description, is_display)
+		VALUES ($1, gen_random_uuid()::text, 'News', 'News', 1) RETURNING id`, user)
+	otherGroup := id(`INSERT INTO unsubscribe_groups (user_id, rand_id, group_name, description, is_display)
+		VALUES ($1, gen_random_uuid()::text, 'Offers', 'Offers', 1) RETURNING id`, user)
+	id(`INSERT INTO unsubscribes (user_id, unsubscribe_groups_id, email_address)
+		VALUES ($1, NULL, 'DAVE@x.example'), ($1, $2, 'erin@x.example'), ($1, $3, 'olga@x.example')
+		RETURNING 1`, user, group, otherGroup)
+	id("INSERT INTO bounces (user_id, email_lc) VALUES ($1, 'frank@x.example'), ($1, 'carol@x.example') RETURNING 1", user)
+	id("INSERT INTO unsubscribes (user_id, unsubscribe_groups_id, email_address) VALUES ($1, NULL, 'ann@x.example') RETURNING 1", other)
+	for _, acct := range []int64{user, other} {
+		if err := d.Recount(ctx, acct); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	ref := func(table string, id int64) mail.ListRef { return mail.ListRef{Table: table, ID: id} }
+	exclusions := [][]mail.ListRef{nil, {ref(mail.ListContacts, b)}, {ref(mail.ListSegments, seg)},
+		{ref(mail.ListContacts, b), ref(mail.ListSegments, seg)}, {ref(mail.ListContacts, theirs)}, {ref(mail.ListContacts, a)}}
+	checked := 0
+	for _, acct := range []int64{user, other} {
+		for _, list := range []int64{a, b, empty, theirs} {
+			for _, excluded := range exclusions {
+				for _, g := range []int64{0, group, otherGroup} {
+					got, err := d.CountAudience(ctx, acct, []mail.ListRef{ref(mail.ListContacts, list)}, excluded, g)
+					if err != nil {
+						t.Fatal(err)
+					}
+					exTypes, exSegs := []int64{}, []int64{}
+					for _, l := range excluded {
+						if l.Table == mail.ListContacts {
+							exTypes = append(exTypes, l.ID)
+						} else {
+							exSegs = append(exSegs, l.ID)
+						}
+					}
+					want := id("SELECT count(*) FROM send_audience($1, $2, '{}', $3, $4, $5)", acct, []int64{list}, g, exTypes, exSegs)
+					if got != want {
+						t.Fatalf("account %d, list %d less %v, group %d: counted %d, the expansion has %d", acct, list, excluded, g, got, want)
+					}
+					if want > 0 {
+						checked++
+					}
+				}
+			}
+		}
+	}
+	// ann bob carol dave erin frank hank ivy olga of A less the bounces
+	// (carol, frank) and the global unsubscribe (dave): 6, and erin too in
+	// the News group.
+	if n, _ := d.CountAudience(ctx, user, []mail.ListRef{ref(mail.ListContacts, a)}, nil, group); n != 5 || checked < 30 {
+		t.Fatalf("A in the News group: %d, want 5; %d non-empty selections checked", n, checked)
 	}
 }

@@ -145,3 +145,30 @@ func (d *DB) DesignTestSent(ctx context.Context, id int64, email string) error {
 func (d *DB) DeleteDesignTest(ctx context.Context, id int64) error {
 	return d.q.DeleteDesignTests(ctx, id)
 }
+
+// AddMediaUpload records that account userID uploaded the image key of
+// size bytes, unless its images would then take more than quota bytes
+// (quota 0: no limit). An image it uploaded before is not counted again.
+// It returns the bytes the account's images take, with this one when it
+// went in, and whether it did.
+func (d *DB) AddMediaUpload(ctx context.Context, userID int64, key string, size, quota int64) (used int64, ok bool, err error) {
+	err = d.InTx(ctx, func(_ pgx.Tx, q *db.Queries) error {
+		if err := q.LockMediaUploads(ctx, userID); err != nil {
+			return err
+		}
+		got, err := q.MediaUploaded(ctx, db.MediaUploadedParams{UserID: userID, Key: key})
+		switch {
+		case err != nil:
+			return err
+		case got.Has:
+			used, ok = got.Used, true
+			return nil
+		case quota > 0 && got.Used+size > quota:
+			used = got.Used
+			return nil
+		}
+		used, ok = got.Used+size, true
+		return q.AddMediaUpload(ctx, db.AddMediaUploadParams{UserID: userID, Key: key, Bytes: size})
+	})
+	return used, ok, err
+}

@@ -209,3 +209,18 @@ func smallBool(b bool) int16 {
 	}
 	return 0
 }
+
+// SuppressedAmong returns the addresses of emails that no mail of account
+// userID may reach: its global unsubscribes and hard bounces.
+func (d *DB) SuppressedAmong(ctx context.Context, userID int64, emails []mail.Email) ([]mail.Email, error) {
+	in := make([]string, len(emails))
+	for i, e := range emails {
+		in[i] = string(e)
+	}
+	got, err := d.q.SuppressedAmong(ctx, db.SuppressedAmongParams{UserID: userID, Emails: in})
+	out := make([]mail.Email, len(got))
+	for i, e := range got {
+		out[i] = mail.Email(e)
+	}
+	return out, err
+}

@@ -139,6 +139,10 @@
       handle: ".drag",
       draggable: ".block:not(.fixed)",
       animation: 120,
+      // Sortable's own pointer handling instead of the browser's drag and
+      // drop: the same in every browser, on touch screens and under
+      // automation (the browser tests drag with the mouse).
+      forceFallback: true,
       // Nothing goes below the footer.
       onMove: function (evt) { return !(evt.related.classList.contains("fixed") && evt.willInsertAfter); },
       onEnd: function () { renumber(); changed(); }

@@ -9,6 +9,21 @@ import (
 	"context"
 )
 
+const addMediaUpload = `-- name: AddMediaUpload :exec
+INSERT INTO media_uploads (user_id, key, bytes) VALUES ($1, $2, $3)
+`
+
+type AddMediaUploadParams struct {
+	UserID int64
+	Key    string
+	Bytes  int64
+}
+
+func (q *Queries) AddMediaUpload(ctx context.Context, arg AddMediaUploadParams) error {
+	_, err := q.db.Exec(ctx, addMediaUpload, arg.UserID, arg.Key, arg.Bytes)
+	return err
+}
+
 const contactRecipient = `-- name: ContactRecipient :one
 SELECT c.id, c.email, c.first_name, c.last_name, COALESCE(c.alt_email, '')::text AS alt_email,
     COALESCE(co.name, '')::text AS country, c.state, c.city, c.address_line1, c.address_line2,
@@ -231,6 +246,40 @@ type DesignTestSentParams struct {
 func (q *Queries) DesignTestSent(ctx context.Context, arg DesignTestSentParams) error {
 	_, err := q.db.Exec(ctx, designTestSent, arg.Email, arg.ID)
 	return err
+}
+
+const lockMediaUploads = `-- name: LockMediaUploads :exec
+SELECT pg_advisory_xact_lock(1835361633, mod($1::bigint, 2147483647)::int)
+`
+
+// Holds the account's uploads still until the transaction ends: the quota
+// check and the insert are one step.
+func (q *Queries) LockMediaUploads(ctx context.Context, userID int64) error {
+	_, err := q.db.Exec(ctx, lockMediaUploads, userID)
+	return err
+}
+
+const mediaUploaded = `-- name: MediaUploaded :one
+SELECT COALESCE(sum(bytes), 0)::bigint AS used, COALESCE(bool_or(key = $1), false)::bool AS has
+FROM media_uploads WHERE user_id = $2
+`
+
+type MediaUploadedParams struct {
+	Key    string
+	UserID int64
+}
+
+type MediaUploadedRow struct {
+	Used int64
+	Has  bool
+}
+
+// The bytes of the account's uploads, and whether key is among them.
+func (q *Queries) MediaUploaded(ctx context.Context, arg MediaUploadedParams) (MediaUploadedRow, error) {
+	row := q.db.QueryRow(ctx, mediaUploaded, arg.Key, arg.UserID)
+	var i MediaUploadedRow
+	err := row.Scan(&i.Used, &i.Has)
+	return i, err
 }
 
 const saveScheduleDesign = `-- name: SaveScheduleDesign :execrows

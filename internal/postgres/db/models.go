@@ -280,6 +280,13 @@ type ListCount struct {
 	N      int64
 }
 
+type MediaUpload struct {
+	UserID    int64
+	Key       string
+	Bytes     int64
+	CreatedAt time.Time
+}
+
 type NotificationRecipient struct {
 	ID           int64
 	UserID       int64

@@ -223,6 +223,41 @@ func (q *Queries) LockUnsubscribeGroup(ctx context.Context, arg LockUnsubscribeG
 	return id, err
 }
 
+const suppressedAmong = `-- name: SuppressedAmong :many
+SELECT e::text AS email FROM unnest($1::text[]) AS e
+WHERE EXISTS (SELECT 1 FROM unsubscribes u
+              WHERE u.user_id = $2 AND u.email_lc = lower(e) AND u.unsubscribe_groups_id IS NULL)
+   OR EXISTS (SELECT 1 FROM bounces b WHERE b.user_id = $2 AND b.email_lc = lower(e))
+`
+
+type SuppressedAmongParams struct {
+	Emails []string
+	UserID int64
+}
+
+// The addresses of emails that no mail of the account may reach: its
+// global unsubscribes and hard bounces (the design editor's test mails
+// refuse them).
+func (q *Queries) SuppressedAmong(ctx context.Context, arg SuppressedAmongParams) ([]string, error) {
+	rows, err := q.db.Query(ctx, suppressedAmong, arg.Emails, arg.UserID)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []string
+	for rows.Next() {
+		var email string
+		if err := rows.Scan(&email); err != nil {
+			return nil, err
+		}
+		items = append(items, email)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const unsubscribeGroup = `-- name: UnsubscribeGroup :one
 SELECT id, user_id, rand_id, group_name, description, is_display, created_at, updated_at
 FROM unsubscribe_groups

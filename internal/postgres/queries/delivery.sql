@@ -24,6 +24,32 @@ ORDER BY a.email_lc;
 SELECT count(*)::bigint FROM send_audience(@user_id::bigint, @type_ids::bigint[], @segment_ids::bigint[], @group_id::bigint,
     @exclude_type_ids::bigint[], @exclude_segment_ids::bigint[]);
 
+-- name: CountListAudience :one
+-- CountAudience for one contact type with no segment: the list's kept
+-- length (list_counts) less its live contacts whose address is removed
+-- (the suppressions and the exclude lists, send_audience's NOT EXISTS
+-- terms). A contact type holds one live contact per lower-cased address
+-- (contacts_type_email), so this is send_audience counted; it reads the
+-- removed addresses and probes the list's index for each, never the
+-- list itself.
+WITH removed AS (
+    SELECT u.email_lc FROM unsubscribes u
+    WHERE u.user_id = @user_id::bigint AND COALESCE(u.unsubscribe_groups_id, 0) IN (0, @group_id::bigint)
+    UNION
+    SELECT b.email_lc FROM bounces b WHERE b.user_id = @user_id::bigint
+    UNION
+    SELECT e.email_lc FROM contacts e
+    WHERE e.contact_type_id = ANY(@exclude_type_ids::bigint[]) AND e.user_id = @user_id::bigint AND e.deleted_at IS NULL
+    UNION
+    SELECT lower(COALESCE(ec.email, es.email)) FROM segment_entries es
+    LEFT JOIN contacts ec ON ec.id = es.contact_id AND ec.deleted_at IS NULL
+    WHERE es.segment_id = ANY(@exclude_segment_ids::bigint[]) AND es.user_id = @user_id::bigint
+)
+SELECT ((SELECT COALESCE(sum(n), 0) FROM list_counts WHERE user_id = @user_id::bigint AND kind = 'contact_type' AND key = @type_id::bigint)
+    - (SELECT count(*) FROM removed r
+       JOIN contacts c ON c.contact_type_id = @type_id::bigint AND c.email_lc = r.email_lc AND c.deleted_at IS NULL
+       WHERE c.user_id = @user_id::bigint))::bigint;
+
 -- name: SegmentsRebuilding :one
 -- Whether any of these segments is between rebuild steps (its membership
 -- half old, half new): a send over it waits.

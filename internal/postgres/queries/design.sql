@@ -82,3 +82,16 @@ UPDATE design_tests SET done = array_append(done, @email::text) WHERE id = @id;
 -- name: DeleteDesignTests :exec
 -- A test mail whose addresses are all done, and any older than a day.
 DELETE FROM design_tests WHERE id = @id OR created_at < now() - interval '1 day';
+
+-- name: LockMediaUploads :exec
+-- Holds the account's uploads still until the transaction ends: the quota
+-- check and the insert are one step.
+SELECT pg_advisory_xact_lock(1835361633, mod(@user_id::bigint, 2147483647)::int);
+
+-- name: MediaUploaded :one
+-- The bytes of the account's uploads, and whether key is among them.
+SELECT COALESCE(sum(bytes), 0)::bigint AS used, COALESCE(bool_or(key = @key), false)::bool AS has
+FROM media_uploads WHERE user_id = @user_id;
+
+-- name: AddMediaUpload :exec
+INSERT INTO media_uploads (user_id, key, bytes) VALUES (@user_id, @key, @bytes);

@@ -80,3 +80,12 @@ WHERE id = @id AND user_id = @user_id;
 -- Whether the address already left a list from this send's mail.
 SELECT EXISTS (SELECT 1 FROM unsubscribes
                WHERE user_id = @user_id AND email_lc = lower(@email::text) AND send_id = @send_id);
+
+-- name: SuppressedAmong :many
+-- The addresses of emails that no mail of the account may reach: its
+-- global unsubscribes and hard bounces (the design editor's test mails
+-- refuse them).
+SELECT e::text AS email FROM unnest(@emails::text[]) AS e
+WHERE EXISTS (SELECT 1 FROM unsubscribes u
+              WHERE u.user_id = @user_id AND u.email_lc = lower(e) AND u.unsubscribe_groups_id IS NULL)
+   OR EXISTS (SELECT 1 FROM bounces b WHERE b.user_id = @user_id AND b.email_lc = lower(e));
