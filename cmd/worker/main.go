@@ -136,12 +136,16 @@ func run(ctx context.Context, getenv func(string) string, stderr io.Writer) erro
 		inspector := asynq.NewInspector(redisOpt)
 		defer inspector.Close()
 		reg.MustRegister(jobs.NewQueueCollector(inspector, append(slices.Collect(maps.Keys(jobs.Queues)), jobs.QueueWebhooks), 2*time.Second))
-		l, err := metrics.Listen(cfg.WorkerMetricsAddr, metrics.Handler(reg, log, cfg.MetricsUser, cfg.MetricsPassword))
+		l, err := metrics.ListenFirst(cfg.WorkerMetricsAddrs, metrics.Handler(reg, log, cfg.MetricsUser, cfg.MetricsPassword))
 		if err != nil {
 			return fmt.Errorf("WORKER_METRICS_ADDR: %w", err)
 		}
 		defer l.Close()
-		log.Info("metrics listening", "addr", l.Addr.String())
+		if l.Addr.String() != cfg.WorkerMetricsAddr {
+			log.Info("metrics listening on another port: another process has "+cfg.WorkerMetricsAddr, "addr", l.Addr.String())
+		} else {
+			log.Info("metrics listening", "addr", l.Addr.String())
+		}
 	}
 	// The recipient domains' limits (docs/throttling.md), one hash tag:
 	// a range asks for all its domains in one call, on one Cluster node.

@@ -96,6 +96,10 @@ type Config struct {
 	// MediaQuota bounds the bytes of one account's uploaded images
 	// (MEDIA_QUOTA_BYTES, default 1 GB).
 	MediaQuota int64
+	// WorkerMetricsAddrs are the addresses the worker tries in order for
+	// its listener: WORKER_METRICS_ADDR when set; unset, 127.0.0.1:9091 to
+	// :9099, then any free port, so several workers share a host.
+	WorkerMetricsAddrs []string
 }
 
 // Load reads the configuration through getenv (os.Getenv in production),
@@ -212,6 +216,16 @@ func Load(getenv func(string) string) (Config, error) {
 	// turned off by name.
 	if strings.EqualFold(c.WorkerMetricsAddr, "off") {
 		c.WorkerMetricsAddr = ""
+	}
+	switch {
+	case c.WorkerMetricsAddr == "":
+	case str("WORKER_METRICS_ADDR", "") == "":
+		for p := 9091; p <= 9099; p++ {
+			c.WorkerMetricsAddrs = append(c.WorkerMetricsAddrs, "127.0.0.1:"+strconv.Itoa(p))
+		}
+		c.WorkerMetricsAddrs = append(c.WorkerMetricsAddrs, "127.0.0.1:0")
+	default:
+		c.WorkerMetricsAddrs = []string{c.WorkerMetricsAddr}
 	}
 	duration := func(name string, def time.Duration) time.Duration {
 		v := str(name, "")

@@ -2,6 +2,7 @@ package config
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -24,6 +25,11 @@ func TestDefaults(t *testing.T) {
 		c.WebhookConcurrency != 4 || c.WebhookTimeout != 10*time.Second || c.WebhookRetryMin != 30*time.Second ||
 		c.WebhookRetryMax != time.Hour || c.WebhookRetryFor != 24*time.Hour || c.WebhookAllowPrivate {
 		t.Fatalf("defaults: %+v", c)
+	}
+	// Unset, the worker's listener moves up from 9091 when another worker
+	// on the host has it, then takes any free port.
+	if a := c.WorkerMetricsAddrs; len(a) != 10 || a[0] != "127.0.0.1:9091" || a[8] != "127.0.0.1:9099" || a[9] != "127.0.0.1:0" {
+		t.Fatalf("metrics addresses %q", a)
 	}
 }
 
@@ -70,8 +76,9 @@ func TestValues(t *testing.T) {
 	}
 	for v, want := range map[string]string{"off": "", "OFF": "", "127.0.0.1:0": "127.0.0.1:0", "[::1]:9091": "[::1]:9091"} {
 		c, err := Load(env(map[string]string{"WORKER_METRICS_ADDR": v}))
-		if err != nil || c.WorkerMetricsAddr != want {
-			t.Errorf("WORKER_METRICS_ADDR=%s: %q %v", v, c.WorkerMetricsAddr, err)
+		if err != nil || c.WorkerMetricsAddr != want || want == "" && c.WorkerMetricsAddrs != nil ||
+			want != "" && !slices.Equal(c.WorkerMetricsAddrs, []string{want}) {
+			t.Errorf("WORKER_METRICS_ADDR=%s: %q %q %v", v, c.WorkerMetricsAddr, c.WorkerMetricsAddrs, err)
 		}
 	}
 	for v, want := range map[string]string{"none": "", "NONE": "", "leave@acme.example": "leave@acme.example"} {

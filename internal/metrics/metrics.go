@@ -16,6 +16,7 @@ import (
 	"net"
 	"net/http"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -94,6 +95,24 @@ func Listen(addr string, h http.Handler) (*Listener, error) {
 		l.srv.Serve(ln)
 	}()
 	return l, nil
+}
+
+// ListenFirst is Listen on the first of addrs whose port is free: a
+// port another process holds moves on to the next address, any other
+// error ends the search. Several workers on one host so each get a
+// listener (the default WORKER_METRICS_ADDR and the ports after it).
+func ListenFirst(addrs []string, h http.Handler) (*Listener, error) {
+	var err error
+	for _, a := range addrs {
+		var l *Listener
+		if l, err = Listen(a, h); err == nil || !errors.Is(err, syscall.EADDRINUSE) {
+			return l, err
+		}
+	}
+	if err == nil {
+		err = errors.New("metrics: no address to listen on")
+	}
+	return nil, err
 }
 
 // Close stops the listener, letting a scrape under way finish for a few
