@@ -55,7 +55,7 @@ func main() {
 	flag.StringVar(&o.addr, "addr", "127.0.0.1:18099", "the API's address")
 	flag.BoolVar(&o.noPipelining, "no-pipelining", false, "the sink hides PIPELINING (the engine must still work)")
 	flag.BoolVar(&o.automation, "automation", false, "instead of a single send: N contacts imported into a live welcome automation with an instant mail")
-	flag.StringVar(&o.drill, "drill", "", "a fault mid-send (docs/operations.md): pg (restart PostgreSQL) or redis (stop Redis for 30 s)")
+	flag.StringVar(&o.drill, "drill", "", "a fault mid-send (docs/operations.md): pg (restart PostgreSQL), redis (stop Redis for 30 s) or kill (SIGKILL the workers at 28 % and start them again)")
 	flag.BoolVar(&o.trackedLinks, "tracked-links", false, "the template's four links are plain addresses (tracked unless CLICK_TRACKING=off) rather than ones holding ((postal_code)) (never tracked)")
 	flag.BoolVar(&o.webhook, "webhook", false, "the account has a webhook wanting every event, posting to a receiver in this process that checks signatures")
 	flag.Parse()
@@ -198,12 +198,23 @@ func run(ctx context.Context, o options) error {
 	var send sendState
 	deadline := time.Now().Add(time.Duration(o.n/500+120) * time.Second)
 	var fault *drill
+	var kill *killDrill
 	for send.Status != 3 {
 		if time.Now().After(deadline) {
 			return fmt.Errorf("the send did not complete: %+v, sink %d mails", send, sink.Mails())
 		}
 		time.Sleep(20 * time.Millisecond)
-		if o.drill != "" && fault == nil && sink.Mails() >= int64(o.n/3) {
+		if o.drill == "kill" {
+			if kill == nil && sink.Mails() >= int64(o.n*28/100) {
+				if kill, err = killWorkers(ctx, o, env, dir, workers, sink); err != nil {
+					return err
+				}
+				workers = kill.restarted
+			}
+			if kill != nil {
+				kill.watch(sink)
+			}
+		} else if o.drill != "" && fault == nil && sink.Mails() >= int64(o.n/3) {
 			fault = startDrill(o, c, base, listC, group, sender)
 		}
 		now, err := c.sendState(made.UTR)
@@ -218,6 +229,9 @@ func run(ctx context.Context, o options) error {
 	done := time.Now()
 	if fault != nil {
 		return fault.check(o, c, sink, send.Delivered)
+	}
+	if kill != nil {
+		return kill.check(o, sink, send.Delivered)
 	}
 	mails, size := sink.Mails(), sink.Bytes()/max(1, sink.Mails())
 	elapsed := done.Sub(created)
