@@ -31,10 +31,16 @@ run: build
 
 
 # The whole suite against the local PostgreSQL and Redis; each test package
-# gets its own database cloned from a migrated template.
+# gets its own database cloned from a migrated template. Every test runs
+# under the race detector, but for the heavy single-goroutine ones listed
+# in internal/racetest/heavy.txt, which skip there and run in the second
+# step without it (tenfold faster).
+HEAVY_PKGS  = $(shell awk 'substr($$1, 1, 1) != "\#" && NF == 2 {print $$1}' internal/racetest/heavy.txt | sort -u)
+HEAVY_TESTS = $(shell awk 'substr($$1, 1, 1) != "\#" && NF == 2 {print $$2}' internal/racetest/heavy.txt | paste -sd'|' -)
 test:
 	$(GO) vet ./...
 	$(GO) test -race -count=1 ./...
+	$(GO) test -count=1 -run '^($(HEAVY_TESTS))$$' $(HEAVY_PKGS)
 
 # Takes the console's screenshots again into docs/console (the browser
 # tests of internal/e2e with UPDATE_SCREENSHOTS=1; needs chromium).

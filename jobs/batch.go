@@ -118,7 +118,10 @@ func (d Deps) runRange(ctx context.Context, cs *compiledSend, k, from, to int64)
 	// rate or its cap wait untried; the rest of the range goes.
 	plan := d.planDomains(ctx, cs.send.ID, claimed)
 	t1 := time.Now()
-	var lost atomic.Bool
+	// The lease is renewed until the range's outcomes are recorded, its
+	// domain slots while its mails go out.
+	var lost, sending atomic.Bool
+	sending.Store(true)
 	stop := make(chan struct{})
 	renewed := make(chan struct{})
 	go func() {
@@ -130,19 +133,28 @@ func (d Deps) runRange(ctx context.Context, cs *compiledSend, k, from, to int64)
 			case <-stop:
 				return
 			case <-tick.C:
-				if ok, err := d.DB.RenewLease(ctx, lease, d.Engine.Lease); !ok || err != nil {
+				if ok, err := d.DB.RenewLease(context.WithoutCancel(ctx), lease, d.Engine.Lease); !ok || err != nil {
 					d.Log.WarnContext(ctx, "range lease lost: the rest of the range waits", "send_id", cs.send.ID, "k", k, "err", err)
 					lost.Store(true)
 					return
 				}
-				plan.renew(ctx)
+				if sending.Load() {
+					plan.renew(ctx)
+				}
 			}
 		}
 	}()
+	defer func() {
+		close(stop)
+		<-renewed
+	}()
 	var down atomic.Bool
-	outcomes := append(d.deliver(ctx, cs, claimed, plan, &lost, &down), deferred...)
-	close(stop)
-	<-renewed
+	out := make([]mail.Outcome, len(claimed))
+	steps := cs.steps.open(ctx, d, cs.send.ID, cs.send.UserID, out)
+	d.deliver(ctx, cs, claimed, out, plan, steps, &lost, &down)
+	sending.Store(false)
+	rest, stepCompleted := steps.finish()
+	outcomes := append(rest, deferred...)
 	plan.release(context.WithoutCancel(ctx))
 	t2 := time.Now()
 	// Outcomes are recorded even when the worker is stopping or the lease
@@ -165,6 +177,7 @@ func (d Deps) runRange(ctx context.Context, cs *compiledSend, k, from, to int64)
 		case <-time.After(backoff):
 		}
 	}
+	completed = completed || stepCompleted
 	if completed {
 		d.Log.InfoContext(ctx, "send completed", "send_id", cs.send.ID)
 	}
@@ -202,13 +215,14 @@ func (t *throttled) Error() string {
 }
 
 // deliver makes and sends the claimed mails, Engine.Concurrency at a
-// time, and answers their outcomes in claim order; once lost is set, the
-// mails not handed out yet are left for later, untried. plan (nil: no
-// limited domain in the range) says which mails wait for their domain
-// and how many of a domain go at once.
-func (d Deps) deliver(ctx context.Context, cs *compiledSend, claimed []mail.Claimed, plan *domainPlan, lost, down *atomic.Bool) []mail.Outcome {
+// time, and writes their outcomes into out in claim order, telling steps
+// of each mail handed to the transport; once lost is set, the mails not
+// handed out yet are left for later, untried. plan (nil: no limited
+// domain in the range) says which mails wait for their domain and how
+// many of a domain go at once.
+func (d Deps) deliver(ctx context.Context, cs *compiledSend, claimed []mail.Claimed, out []mail.Outcome, plan *domainPlan,
+	steps *stepRange, lost, down *atomic.Bool) {
 	var failing atomic.Int32 // connection-level failures in a row
-	out := make([]mail.Outcome, len(claimed))
 	plan.fill(out)
 	sender := cs.send.Sender.FromEmail.Wire() // the envelope's and the DKIM key's form
 	key := d.DKIM.For(sender)
@@ -291,6 +305,7 @@ func (d Deps) deliver(ctx context.Context, cs *compiledSend, claimed []mail.Clai
 				out[i] = outcome(c, res)
 				run.done(ctx, res, &out[i])
 				d.Metrics.mail(&out[i])
+				steps.sent(i)
 				// A breaker: when the connection or the sender keeps being
 				// refused, the rest of the range is not tried (each try would
 				// fail the same way) and the send waits.
@@ -306,7 +321,6 @@ func (d Deps) deliver(ctx context.Context, cs *compiledSend, claimed []mail.Clai
 		}()
 	}
 	wg.Wait()
-	return out
 }
 
 // relayDownAfter connection-level failures in a row stop a range and its

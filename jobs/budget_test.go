@@ -25,6 +25,7 @@ import (
 
 	mrdkim "github.com/mailroom/mailroom/internal/dkim"
 	"github.com/mailroom/mailroom/internal/mail"
+	"github.com/mailroom/mailroom/internal/racetest"
 	"github.com/mailroom/mailroom/internal/smtp"
 	"github.com/mailroom/mailroom/internal/smtp/smtptest"
 	"github.com/mailroom/mailroom/internal/testdb"
@@ -43,6 +44,7 @@ import (
 // its subject is the name, its parts hold the name 780 times (the HTML
 // once more: the preheader).
 func TestMailMemoryBudget(t *testing.T) {
+	racetest.Heavy(t)
 	// Not parallel: the heap is the whole process's.
 	ctx := context.Background()
 	d := testdb.New(t)

@@ -56,8 +56,8 @@ type Engine struct {
 	BatchSize   int           // deliveries per batch task (id range); 1000
 	Window      int           // batch tasks of one send queued at once; 4
 	Concurrency int           // mails of one batch in flight at once; 16
-	Lease       time.Duration // how long a batch holds its rows; 2 min
-	StallAfter  time.Duration // a running send idle this long is restarted by the sweeper; 30 s
+	Lease       time.Duration // how long a batch holds its rows, renewed every third of it; 6 s
+	StallAfter  time.Duration // a running send idle this long is restarted by the sweeper; 5 s
 	Slice       time.Duration // how long one batch task goes on along its chain; 1 s
 	Retention   time.Duration // deliveries rows kept after their send completed; 0 keeps them
 	// RunEvery is how long an automation schedule that made a small run
@@ -84,10 +84,10 @@ func (e Engine) withDefaults() Engine {
 		e.Concurrency = 16
 	}
 	if e.Lease <= 0 {
-		e.Lease = 2 * time.Minute
+		e.Lease = 6 * time.Second
 	}
 	if e.StallAfter <= 0 {
-		e.StallAfter = 30 * time.Second
+		e.StallAfter = 5 * time.Second
 	}
 	if e.Slice <= 0 {
 		e.Slice = time.Second

@@ -17,6 +17,9 @@ type compiledSend struct {
 	tmpl *render.Template
 	form *render.Form
 	last int64 // highest delivery id
+	// steps records the mails of the send's ranges running here in steps
+	// (steps.go); shared by the entry's copies.
+	steps *stepQueue
 }
 
 // sendCache keeps the compiled sends of this worker, a few dozen at most.
@@ -71,7 +74,7 @@ func (c *sendCache) get(ctx context.Context, d Deps, id int64) (*compiledSend, e
 	if err := d.trackClicks(ctx, id, tmpl, &opts); err != nil {
 		return nil, err
 	}
-	cs = &compiledSend{send: s, tmpl: tmpl, last: last, form: render.NewForm(tmpl, &s.Sender, opts)}
+	cs = &compiledSend{send: s, tmpl: tmpl, last: last, form: render.NewForm(tmpl, &s.Sender, opts), steps: &stepQueue{}}
 	c.mu.Lock()
 	if len(c.m) >= sendCacheMax {
 		for k := range c.m { // any one: sends finish and are not asked for again

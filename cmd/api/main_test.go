@@ -120,15 +120,7 @@ func TestSlowClientCut(t *testing.T) {
 			t.Errorf("serve: %v", err)
 		}
 	}()
-	for start := time.Now(); ; time.Sleep(20 * time.Millisecond) {
-		if resp, err := http.Get("http://" + addr + "/healthz"); err == nil {
-			resp.Body.Close()
-			break
-		}
-		if time.Since(start) > 10*time.Second {
-			t.Fatal("the API did not come up")
-		}
-	}
+	waitUp(t, addr, done)
 	conn, err := net.Dial("tcp", addr)
 	if err != nil {
 		t.Fatal(err)
@@ -310,15 +302,7 @@ func TestShutdownWritesClicks(t *testing.T) {
 		done <- run(runCtx, nil, envWith(map[string]string{"DATABASE_URL": dsn, "REDIS_URL": "redis://127.0.0.1:6379/13",
 			"HTTP_ADDR": addr, "LOG_LEVEL": "error", "MEDIA_DIR": t.TempDir()}), nil, io.Discard, io.Discard)
 	}()
-	for start := time.Now(); ; time.Sleep(20 * time.Millisecond) {
-		if resp, err := http.Get("http://" + addr + "/healthz"); err == nil {
-			resp.Body.Close()
-			break
-		}
-		if time.Since(start) > 10*time.Second {
-			t.Fatal("the API did not come up")
-		}
-	}
+	waitUp(t, addr, done)
 	noFollow := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 	for _, p := range []string{mail.ClickPath + string(signer.ClickKey(send).Seal(nil, id, 0)), mail.OpenPath + "LT/" + string(signer.SealOpen(nil, send, id))} {
 		resp, err := noFollow.Get("http://" + addr + p)
@@ -408,6 +392,29 @@ func TestAccountsCreateWithOwner(t *testing.T) {
 		err := run(ctx, append([]string{"accounts", "create"}, tc.args...), env, strings.NewReader(tc.stdin), io.Discard, io.Discard)
 		if err == nil || !strings.Contains(err.Error(), tc.err) {
 			t.Fatalf("%v: err %v, want %q", tc.args, err, tc.err)
+		}
+	}
+}
+
+// waitUp waits for the API started at addr to answer /healthz, or fails
+// the test when it stopped (done) or did not answer within a minute: under
+// the race detector, beside the other packages' tests, a start has taken
+// more than 10 s.
+func waitUp(t *testing.T, addr string, done chan error) {
+	t.Helper()
+	for start := time.Now(); ; time.Sleep(20 * time.Millisecond) {
+		if resp, err := http.Get("http://" + addr + "/healthz"); err == nil {
+			resp.Body.Close()
+			return
+		}
+		select {
+		case err := <-done:
+			done <- err
+			t.Fatalf("the API stopped before it answered: %v", err)
+		default:
+		}
+		if time.Since(start) > time.Minute {
+			t.Fatal("the API did not come up")
 		}
 	}
 }

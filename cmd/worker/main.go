@@ -10,6 +10,7 @@ import (
 	"io"
 	"log/slog"
 	"maps"
+	"net"
 	"os"
 	"os/signal"
 	"slices"
@@ -141,8 +142,9 @@ func run(ctx context.Context, getenv func(string) string, stderr io.Writer) erro
 			return fmt.Errorf("WORKER_METRICS_ADDR: %w", err)
 		}
 		defer l.Close()
-		if l.Addr.String() != cfg.WorkerMetricsAddr {
-			log.Info("metrics listening on another port: another process has "+cfg.WorkerMetricsAddr, "addr", l.Addr.String())
+		if _, port, _ := net.SplitHostPort(cfg.WorkerMetricsAddr); port != "0" && l.Addr.String() != cfg.WorkerMetricsAddr {
+			// Another worker on this host has the default port.
+			log.Info("metrics listening", "addr", l.Addr.String(), "taken", cfg.WorkerMetricsAddr)
 		} else {
 			log.Info("metrics listening", "addr", l.Addr.String())
 		}

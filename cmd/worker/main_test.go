@@ -313,6 +313,45 @@ func TestWorkerMetrics(t *testing.T) {
 
 // logWatch is the worker's log: it sends the first JSON line whose msg is
 // want on found.
+// Two workers on one host with WORKER_METRICS_ADDR unset both run: the
+// second finds the first's port taken and listens on another, saying so.
+func TestTwoWorkersDefaultMetrics(t *testing.T) {
+	env := map[string]string{"DATABASE_URL": testdb.DSN(t), "REDIS_URL": redisDB, "WORKER_SHUTDOWN_TIMEOUT": "5s"}
+	var addrs []string
+	for range 2 {
+		log := &logWatch{want: "metrics listening", found: make(chan map[string]any, 1)}
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan error, 1)
+		go func() { done <- run(ctx, func(k string) string { return env[k] }, log) }()
+		defer func() {
+			cancel()
+			if err := <-done; err != nil {
+				t.Errorf("worker: %v", err)
+			}
+		}()
+		select {
+		case line := <-log.found:
+			addr, _ := line["addr"].(string)
+			if len(addrs) == 1 && (line["taken"] == nil || addr == addrs[0]) {
+				t.Errorf("the second worker: %v", line)
+			}
+			addrs = append(addrs, addr)
+		case err := <-done:
+			t.Fatalf("worker %d stopped: %v", len(addrs)+1, err)
+		case <-time.After(30 * time.Second):
+			t.Fatalf("worker %d: no metrics listener", len(addrs)+1)
+		}
+	}
+	for _, a := range addrs {
+		res, err := http.Get("http://" + a + "/healthz")
+		if err != nil {
+			t.Fatal(err)
+		}
+		res.Body.Close()
+	}
+	t.Logf("metrics at %v", addrs)
+}
+
 type logWatch struct {
 	want  string
 	found chan map[string]any

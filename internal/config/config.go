@@ -252,9 +252,9 @@ func Load(getenv func(string) string) (Config, error) {
 	// A worker outlasts the API's drain: a send batch in flight must flush
 	// its outcomes before asynq hands the task back.
 	c.WorkerShutdownTimeout = duration("WORKER_SHUTDOWN_TIMEOUT", 2*time.Minute)
-	c.SendLease = duration("SEND_LEASE", 2*time.Minute)
-	c.SendStallAfter = duration("SEND_STALL_AFTER", 30*time.Second)
-	c.SendSweepEvery = duration("SEND_SWEEP_EVERY", 10*time.Second)
+	c.SendLease = duration("SEND_LEASE", 6*time.Second)
+	c.SendStallAfter = duration("SEND_STALL_AFTER", 5*time.Second)
+	c.SendSweepEvery = duration("SEND_SWEEP_EVERY", 5*time.Second)
 	c.SendSlice = duration("SEND_SLICE", time.Second)
 	c.AutomationRunEvery = duration("AUTOMATION_RUN_EVERY", 30*time.Second)
 	c.WorkerPollInterval = duration("WORKER_POLL_INTERVAL", 100*time.Millisecond)

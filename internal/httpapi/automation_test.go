@@ -13,6 +13,7 @@ import (
 
 	"github.com/mailroom/mailroom/internal/design"
 	"github.com/mailroom/mailroom/internal/httpapi"
+	"github.com/mailroom/mailroom/internal/racetest"
 	"github.com/mailroom/mailroom/internal/testdb"
 )
 
@@ -626,6 +627,7 @@ func TestScheduleWaitingPeriodFollowsType(t *testing.T) {
 // its place beside the form's other problems; schedules and single sends
 // alike.
 func TestTemplateLimitEveryEncoding(t *testing.T) {
+	racetest.Heavy(t)
 	t.Parallel()
 	f := newAutoFixture(t, httpapi.Config{MaxBodyBytes: 24 << 20, MaxUploadBytes: 24 << 20})
 	utr, _ := f.createAutomation(t, f.automationForm())

@@ -8,6 +8,7 @@ import (
 	"math"
 	"net/http"
 	"strings"
+	"sync"
 
 	"github.com/gin-gonic/gin"
 
@@ -37,13 +38,22 @@ type geoCity struct {
 	Name      string `json:"name"`
 }
 
+// geoResponses are the rendered geographies by their set: a set never
+// changes, and a process (or a test binary) that makes many servers over
+// one set renders it once.
+var geoResponses sync.Map // *geo.Set → *geoResponse
+
 func newGeoResponse(s *geo.Set) *geoResponse {
 	if s == nil {
 		return nil
 	}
+	if r, ok := geoResponses.Load(s); ok {
+		return r.(*geoResponse)
+	}
 	body, gz := renderGeo(s.Countries, s.States, s.Cities)
 	sum := sha256.Sum256(body)
-	return &geoResponse{set: s, body: body, gz: gz, etag: `"` + hex.EncodeToString(sum[:16]) + `"`}
+	r, _ := geoResponses.LoadOrStore(s, &geoResponse{set: s, body: body, gz: gz, etag: `"` + hex.EncodeToString(sum[:16]) + `"`})
+	return r.(*geoResponse)
 }
 
 func renderGeo(countries []geo.Country, states []geo.State, cities []geo.City) (body, gz []byte) {

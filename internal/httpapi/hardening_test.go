@@ -15,6 +15,7 @@ import (
 
 	"github.com/mailroom/mailroom/internal/httpapi"
 	"github.com/mailroom/mailroom/internal/logging"
+	"github.com/mailroom/mailroom/internal/racetest"
 	"github.com/mailroom/mailroom/internal/ratelimit"
 	"github.com/mailroom/mailroom/internal/testdb"
 )
@@ -93,6 +94,7 @@ func TestBulkDeleteStrIdsMustBeArray(t *testing.T) {
 
 // More ids than net/url takes (10,000) still read as a url-encoded array.
 func TestBulkDeleteManyIDsURLEncoded(t *testing.T) {
+	racetest.Heavy(t)
 	t.Parallel()
 	a := newAPI(t)
 	acct := a.account()

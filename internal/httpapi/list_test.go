@@ -5,12 +5,15 @@ import (
 	"math/rand/v2"
 	"strings"
 	"testing"
+
+	"github.com/mailroom/mailroom/internal/racetest"
 )
 
 // writeJSONString, a piece at a time, writes what encode writes whole,
 // whatever falls across the pieces: runes of every width, escapes, HTML,
 // U+2028, invalid UTF-8.
 func TestWriteJSONStringMatchesEncode(t *testing.T) {
+	racetest.Heavy(t)
 	t.Parallel()
 	alphabet := []string{"a", "é", "€", "😀", "\u2028", "\u2029", `"`, `\`, "\n", "\t", "\x00", "\x1f", "<", ">", "&",
 		"\xff", "\xe2\x82", "\x80", "\ufffd"}

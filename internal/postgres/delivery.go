@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -327,7 +328,21 @@ func (d *DB) RenewLease(ctx context.Context, l *Lease, lease time.Duration) (boo
 // completed when no delivery is left. It answers whether this batch
 // completed the send.
 func (d *DB) RecordBatch(ctx context.Context, l *Lease, userID int64, outcomes []mail.Outcome) (completed bool, err error) {
-	sendID := l.SendID
+	return d.record(ctx, l.SendID, l, userID, outcomes)
+}
+
+// RecordStep is RecordBatch for outcomes of send sendID's leased ranges
+// while the rest of their mails still go out: everything but giving a
+// lease back. A worker records the mails that went in steps, so one that
+// dies mid-range leaves few mails sent and not recorded (sent again).
+func (d *DB) RecordStep(ctx context.Context, sendID, userID int64, outcomes []mail.Outcome) (completed bool, err error) {
+	return d.record(ctx, sendID, nil, userID, outcomes)
+}
+
+// record records outcomes of send sendID, and gives lease l back (nil: a
+// step).
+func (d *DB) record(ctx context.Context, sendID int64, l *Lease, userID int64, outcomes []mail.Outcome) (completed bool, err error) {
+	release := l != nil
 	n := len(outcomes)
 	ids, statuses, nextAts, errs, tried, deferred := make([]int64, n), make([]int16, n), make([]time.Time, n), make([]string, n), make([]int16, n), make([]int16, n)
 	var bounceEmails, bounceReasons []string
@@ -348,9 +363,22 @@ func (d *DB) RecordBatch(ctx context.Context, l *Lease, userID int64, outcomes [
 			bounceReasons = append(bounceReasons, strings.ToValidUTF8(o.Error, ""))
 		}
 	}
-	err = d.InTx(ctx, func(_ pgx.Tx, q *db.Queries) error {
+	var lo, hi int64 // the ids' span (none: an empty span)
+	if len(ids) > 0 {
+		lo, hi = slices.Min(ids), slices.Max(ids)
+	}
+	err = d.InTx(ctx, func(tx pgx.Tx, q *db.Queries) error {
 		completed = false
-		r, err := q.RecordDeliveries(ctx, db.RecordDeliveriesParams{Statuses: statuses, Tried: tried, NextAts: nextAts, Errors: errs, SendID: sendID, Ids: ids, Deferred: deferred})
+		if !release {
+			// A step's commit does not wait for the disk: a step lost with
+			// a PostgreSQL crash leaves its mails to be sent again, as
+			// before steps, and a worker's death loses nothing committed.
+			if _, err := tx.Exec(ctx, "SET LOCAL synchronous_commit = off"); err != nil {
+				return err
+			}
+		}
+		r, err := q.RecordDeliveries(ctx, db.RecordDeliveriesParams{Statuses: statuses, Tried: tried, NextAts: nextAts, Errors: errs,
+			SendID: sendID, Ids: ids, Deferred: deferred, MinID: lo, MaxID: hi})
 		if err != nil {
 			return err
 		}
@@ -365,8 +393,10 @@ func (d *DB) RecordBatch(ctx context.Context, l *Lease, userID int64, outcomes [
 				return err
 			}
 		}
-		if err := q.ReleaseRange(ctx, db.ReleaseRangeParams{SendID: sendID, K: l.K, Owner: l.owner}); err != nil {
-			return err
+		if release {
+			if err := q.ReleaseRange(ctx, db.ReleaseRangeParams{SendID: sendID, K: l.K, Owner: l.owner}); err != nil {
+				return err
+			}
 		}
 		// The send's row last: the batches of a send queue on its lock,
 		// so it is held for as little as possible.

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/mailroom/mailroom/internal/mail"
+	"github.com/mailroom/mailroom/internal/racetest"
 )
 
 // worstClicks makes tracked addresses of the longest kind WorstSize
@@ -57,6 +58,7 @@ func worstSender() *mail.Sender {
 // every value is as long and as costly to encode as the limits allow. And
 // it is no idle bound: the worst mails come within a factor of two of it.
 func TestWorstSizeHoldsBuild(t *testing.T) {
+	racetest.Heavy(t)
 	t.Parallel()
 	const base = "https://m.example.test"
 	var all strings.Builder
@@ -230,6 +232,7 @@ func BenchmarkBuildChecked(b *testing.B) {
 // Max is no idle bound where it matters, for the big mails: the report's
 // is within 10% of it.
 func TestBoundsHoldBuild(t *testing.T) {
+	racetest.Heavy(t)
 	t.Parallel()
 	const base = "https://m.example.test"
 	var all strings.Builder

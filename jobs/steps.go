@@ -1,0 +1,158 @@
+package jobs
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/mailroom/mailroom/internal/mail"
+)
+
+// The mails that went out are recorded in steps while their ranges still
+// send (postgres.RecordStep), not only when a range ends: a worker that
+// dies mid-send leaves at most a step and the mails in flight sent but
+// not recorded, which the ranges' next runs send again. A step gathers
+// the sent mails of every range of the send running in this worker, so a
+// send's ranges together write one step per recordStep mails.
+const (
+	recordStep  = 192                    // sent mails that make a step
+	recordEvery = 100 * time.Millisecond // a smaller step waits no longer
+)
+
+// stepQueue is the steps of one send in this worker (compiledSend.steps;
+// the zero value is ready).
+type stepQueue struct {
+	mu       sync.Mutex
+	ready    []stepItem // sent, not recorded yet
+	ranges   int        // ranges between open and finish
+	flushing bool       // a step is being recorded
+	flushed  *sync.Cond // signalled when a step ends
+	kick     chan struct{}
+	stop     chan struct{}
+	done     chan struct{}
+}
+
+type stepItem struct {
+	r *stepRange
+	i int
+}
+
+// stepRange is one range's part in its send's steps.
+type stepRange struct {
+	q         *stepQueue
+	out       []mail.Outcome // the range's outcomes, by claim index
+	recorded  []bool         // by claim index, under q.mu
+	completed bool           // a step completed the send, under q.mu
+}
+
+// open starts a range's part in the send's steps; the first range starts
+// the recorder.
+func (q *stepQueue) open(ctx context.Context, d Deps, sendID, userID int64, out []mail.Outcome) *stepRange {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.flushed == nil {
+		q.flushed = sync.NewCond(&q.mu)
+	}
+	if q.ranges == 0 {
+		q.kick, q.stop, q.done = make(chan struct{}, 1), make(chan struct{}), make(chan struct{})
+		go q.run(context.WithoutCancel(ctx), d, sendID, userID, q.stop, q.done)
+	}
+	q.ranges++
+	return &stepRange{q: q, out: out, recorded: make([]bool, len(out))}
+}
+
+// sent says r.out[i] is the outcome of a mail handed to the transport.
+func (r *stepRange) sent(i int) {
+	q := r.q
+	q.mu.Lock()
+	q.ready = append(q.ready, stepItem{r, i})
+	full := len(q.ready) >= recordStep
+	q.mu.Unlock()
+	if full {
+		select {
+		case q.kick <- struct{}{}:
+		default:
+		}
+	}
+}
+
+func (q *stepQueue) run(ctx context.Context, d Deps, sendID, userID int64, stop, done chan struct{}) {
+	defer close(done)
+	tick := time.NewTicker(recordEvery)
+	defer tick.Stop()
+	for {
+		select {
+		case <-stop:
+			return
+		case <-q.kick:
+		case <-tick.C:
+		}
+		q.mu.Lock()
+		step := q.ready
+		q.ready = nil
+		q.flushing = len(step) > 0
+		q.mu.Unlock()
+		if len(step) == 0 {
+			continue
+		}
+		outs := make([]mail.Outcome, len(step))
+		for j, it := range step {
+			outs[j] = it.r.out[it.i]
+		}
+		// A step not recorded (the database away) is recorded with the
+		// rest of its ranges, which wait for the database.
+		rctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		completed, err := d.DB.RecordStep(rctx, sendID, userID, outs)
+		cancel()
+		if err != nil {
+			d.Log.WarnContext(ctx, "a step of a send not recorded: it is recorded with its ranges", "send_id", sendID, "err", err)
+		}
+		q.mu.Lock()
+		if err == nil {
+			for _, it := range step {
+				it.r.recorded[it.i] = true
+				it.r.completed = it.r.completed || completed
+			}
+		}
+		q.flushing = false
+		q.flushed.Broadcast()
+		q.mu.Unlock()
+	}
+}
+
+// finish ends r's part: its mails waiting for a step are taken back, a
+// step under way is waited for, and the outcomes no step recorded are
+// returned in claim order with whether a step completed the send. The
+// last range stops the recorder.
+func (r *stepRange) finish() ([]mail.Outcome, bool) {
+	q := r.q
+	q.mu.Lock()
+	for q.flushing {
+		q.flushed.Wait()
+	}
+	kept := q.ready[:0]
+	for _, it := range q.ready {
+		if it.r != r {
+			kept = append(kept, it)
+		}
+	}
+	q.ready = kept
+	var rest []mail.Outcome
+	for i, o := range r.out {
+		if !r.recorded[i] {
+			rest = append(rest, o)
+		}
+	}
+	completed := r.completed
+	q.ranges--
+	var stop, done chan struct{}
+	if q.ranges == 0 {
+		stop, done = q.stop, q.done
+	}
+	q.mu.Unlock()
+	if stop != nil {
+		close(stop)
+		<-done
+	}
+	return rest, completed
+}
