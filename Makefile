@@ -35,8 +35,8 @@ run: build
 # under the race detector, but for the heavy single-goroutine ones listed
 # in internal/racetest/heavy.txt, which skip there and run in the second
 # step without it (tenfold faster).
-HEAVY_PKGS  = $(shell awk 'substr($$1, 1, 1) != "\#" && NF == 2 {print $$1}' internal/racetest/heavy.txt | sort -u)
-HEAVY_TESTS = $(shell awk 'substr($$1, 1, 1) != "\#" && NF == 2 {print $$2}' internal/racetest/heavy.txt | paste -sd'|' -)
+HEAVY_PKGS  = $(shell awk 'substr($$1, 1, 2) == "./" && NF == 2 {print $$1}' internal/racetest/heavy.txt | sort -u)
+HEAVY_TESTS = $(shell awk 'substr($$1, 1, 2) == "./" && NF == 2 {print $$2}' internal/racetest/heavy.txt | paste -sd'|' -)
 test:
 	$(GO) vet ./...
 	$(GO) test -race -count=1 ./...

@@ -55,7 +55,7 @@ func (q *stepQueue) open(ctx context.Context, d Deps, sendID, userID int64, out 
 	}
 	if q.ranges == 0 {
 		q.kick, q.stop, q.done = make(chan struct{}, 1), make(chan struct{}), make(chan struct{})
-		go q.run(context.WithoutCancel(ctx), d, sendID, userID, q.stop, q.done)
+		go q.run(context.WithoutCancel(ctx), d, sendID, userID, q.kick, q.stop, q.done)
 	}
 	q.ranges++
 	return &stepRange{q: q, out: out, recorded: make([]bool, len(out))}
@@ -66,17 +66,17 @@ func (r *stepRange) sent(i int) {
 	q := r.q
 	q.mu.Lock()
 	q.ready = append(q.ready, stepItem{r, i})
-	full := len(q.ready) >= recordStep
+	full, kick := len(q.ready) >= recordStep, q.kick
 	q.mu.Unlock()
 	if full {
 		select {
-		case q.kick <- struct{}{}:
+		case kick <- struct{}{}:
 		default:
 		}
 	}
 }
 
-func (q *stepQueue) run(ctx context.Context, d Deps, sendID, userID int64, stop, done chan struct{}) {
+func (q *stepQueue) run(ctx context.Context, d Deps, sendID, userID int64, kick, stop, done chan struct{}) {
 	defer close(done)
 	tick := time.NewTicker(recordEvery)
 	defer tick.Stop()
@@ -84,7 +84,7 @@ func (q *stepQueue) run(ctx context.Context, d Deps, sendID, userID int64, stop,
 		select {
 		case <-stop:
 			return
-		case <-q.kick:
+		case <-kick:
 		case <-tick.C:
 		}
 		q.mu.Lock()

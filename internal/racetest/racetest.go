@@ -29,7 +29,7 @@ func Heavy(t testing.TB) {
 
 func listed(name string) bool {
 	for line := range strings.Lines(heavy) {
-		if f := strings.Fields(line); len(f) == 2 && !strings.HasPrefix(f[0], "#") && f[1] == name {
+		if f := strings.Fields(line); len(f) == 2 && strings.HasPrefix(f[0], "./") && f[1] == name {
 			return true
 		}
 	}
