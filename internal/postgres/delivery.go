@@ -120,10 +120,6 @@ func (d *DB) DispatchSend(ctx context.Context, id int64, version int32, batchSiz
 func (d *DB) CountAudience(ctx context.Context, userID int64, lists, excluded []mail.ListRef, groupID int64) (int64, error) {
 	types, segments := splitLists(lists)
 	exTypes, exSegments := splitLists(excluded)
-	if len(types) == 1 && len(segments) == 0 {
-		return d.q.CountListAudience(ctx, db.CountListAudienceParams{UserID: userID, TypeID: types[0], GroupID: groupID,
-			ExcludeTypeIds: exTypes, ExcludeSegmentIds: exSegments})
-	}
 	var n int64
 	err := d.InTx(ctx, func(tx pgx.Tx, q *db.Queries) error {
 		// Compiling the plan costs more than it saves on one count.
@@ -131,6 +127,11 @@ func (d *DB) CountAudience(ctx context.Context, userID int64, lists, excluded []
 			return err
 		}
 		var err error
+		if len(types) == 1 && len(segments) == 0 {
+			n, err = q.CountListAudience(ctx, db.CountListAudienceParams{UserID: userID, TypeID: types[0], GroupID: groupID,
+				ExcludeTypeIds: exTypes, ExcludeSegmentIds: exSegments})
+			return err
+		}
 		n, err = q.CountAudience(ctx, db.CountAudienceParams{UserID: userID, TypeIds: types, SegmentIds: segments,
 			GroupID: groupID, ExcludeTypeIds: exTypes, ExcludeSegmentIds: exSegments})
 		return err
