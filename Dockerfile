@@ -5,10 +5,13 @@ WORKDIR /src
 COPY go.mod go.sum ./
 RUN go mod download
 COPY . .
+# The worker is built with cgo: it loads the image's libcrypto at run time
+# for RSA DKIM signatures (docs/dkim.md); distroless/base has glibc and
+# libssl3.
 RUN CGO_ENABLED=0 go build -trimpath -ldflags="-s -w" -o /out/api ./cmd/api \
- && CGO_ENABLED=0 go build -trimpath -ldflags="-s -w" -o /out/worker ./cmd/worker
+ && CGO_ENABLED=1 go build -trimpath -ldflags="-s -w" -o /out/worker ./cmd/worker
 
-FROM gcr.io/distroless/static-debian12:nonroot
+FROM gcr.io/distroless/base-debian12:nonroot
 COPY --from=build /out/api /out/worker /usr/local/bin/
 EXPOSE 8080
 ENTRYPOINT ["/usr/local/bin/api"]

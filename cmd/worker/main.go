@@ -14,6 +14,7 @@ import (
 	"os"
 	"os/signal"
 	"slices"
+	"strings"
 	"syscall"
 	"time"
 
@@ -108,9 +109,18 @@ func run(ctx context.Context, getenv func(string) string, stderr io.Writer) erro
 		// a warning): asynq's retries of it are not the worker's errors.
 		ErrorHandler: asynq.ErrorHandlerFunc(func(context.Context, *asynq.Task, error) {}),
 	})
-	keys, err := dkim.Parse(cfg.DKIMKeys, os.ReadFile)
+	var keyOpts []dkim.Option
+	if !cfg.DKIMLibcrypto {
+		keyOpts = append(keyOpts, dkim.PureGo())
+	}
+	keys, err := dkim.Parse(cfg.DKIMKeys, os.ReadFile, keyOpts...)
 	if err != nil {
 		return fmt.Errorf("DKIM_KEYS: %w", err)
+	}
+	if backend, why := keys.RSABackend(); why != nil {
+		log.Info("DKIM: RSA signatures by Go", "why_not_libcrypto", why.Error())
+	} else if backend != "" {
+		log.Info("DKIM: RSA signatures by libcrypto", "backend", backend)
 	}
 	key, err := d.Secret(ctx, "unsubscribe_token")
 	if err != nil {
@@ -130,6 +140,9 @@ func run(ctx context.Context, getenv func(string) string, stderr io.Writer) erro
 	// WORKER_METRICS_ADDR.
 	reg := metrics.NewRegistry()
 	engineMetrics := jobs.NewMetrics(reg)
+	if backend, _ := keys.RSABackend(); backend != "" {
+		metrics.RSABackend(reg, strings.Fields(backend)[0])
+	}
 	if cfg.WorkerMetricsAddr != "" {
 		if pool, ok := transport.(*smtp.Pool); ok {
 			jobs.RegisterPool(reg, pool)

@@ -3,7 +3,11 @@ package main
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
+	"crypto/rsa"
+	"crypto/x509"
 	"encoding/json"
+	"encoding/pem"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -245,7 +249,7 @@ func TestWorkerMetrics(t *testing.T) {
 	send := readySend(t, d, 120)
 	env := map[string]string{"DATABASE_URL": testdb.DSN(t), "REDIS_URL": redisDB, "SMTP_URL": "smtp://" + s.Addr + "?pool=4",
 		"PUBLIC_URL": "https://m.example.test", "WORKER_CONCURRENCY": "4", "SEND_BATCH_SIZE": "25", "SEND_SWEEP_EVERY": "1s",
-		"WORKER_SHUTDOWN_TIMEOUT": "5s", "WORKER_METRICS_ADDR": "127.0.0.1:0"}
+		"WORKER_SHUTDOWN_TIMEOUT": "5s", "WORKER_METRICS_ADDR": "127.0.0.1:0", "DKIM_KEYS": "metrics.example=s1:" + rsaKeyFile(t)}
 	log := &logWatch{want: "metrics listening", found: make(chan map[string]any, 1)}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
@@ -284,6 +288,11 @@ func TestWorkerMetrics(t *testing.T) {
 	}
 	if f.Value("mailroom_smtp_pool_size") != 4 || f.Value("mailroom_smtp_dials_total") < 1 {
 		t.Errorf("pool: size %v, dials %v", f.Value("mailroom_smtp_pool_size"), f.Value("mailroom_smtp_dials_total"))
+	}
+	// The RSA key signs through libcrypto (the test binary has cgo; Debian
+	// has libcrypto.so.3).
+	if f.Value("mailroom_dkim_rsa_backend", "backend", "openssl") != 1 {
+		t.Errorf("mailroom_dkim_rsa_backend: %v", f.Metric("mailroom_dkim_rsa_backend", "backend", "openssl"))
 	}
 	if f.Value("mailroom_queue_up") != 1 {
 		t.Errorf("mailroom_queue_up %v", f.Value("mailroom_queue_up"))
@@ -578,4 +587,19 @@ func TestDeadWebhookDoesNotHoldASend(t *testing.T) {
 			t.Fatal("no attempt logged")
 		}
 	}
+}
+
+// rsaKeyFile writes a new RSA-2048 private key (PKCS #1 PEM) and returns
+// its path.
+func rsaKeyFile(t *testing.T) string {
+	t.Helper()
+	k, err := rsa.GenerateKey(rand.Reader, 2048)
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "dkim.pem")
+	if err := os.WriteFile(path, pem.EncodeToMemory(&pem.Block{Type: "RSA PRIVATE KEY", Bytes: x509.MarshalPKCS1PrivateKey(k)}), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
 }

@@ -100,6 +100,9 @@ type Config struct {
 	// its listener: WORKER_METRICS_ADDR when set; unset, 127.0.0.1:9091 to
 	// :9099, then any free port, so several workers share a host.
 	WorkerMetricsAddrs []string
+	// DKIMLibcrypto lets the system's libcrypto make RSA signatures
+	// (DKIM_LIBCRYPTO, default true; false: Go does).
+	DKIMLibcrypto bool
 }
 
 // Load reads the configuration through getenv (os.Getenv in production),
@@ -188,6 +191,7 @@ func Load(getenv func(string) string) (Config, error) {
 		S3Bucket: str("MEDIA_S3_BUCKET", ""), S3AccessKey: str("MEDIA_S3_ACCESS_KEY", ""), S3SecretKey: str("MEDIA_S3_SECRET_KEY", ""),
 		S3Region: str("MEDIA_S3_REGION", ""), S3UseSSL: boolean("MEDIA_S3_USE_SSL", false), S3Prefix: str("MEDIA_S3_PREFIX", "")}
 	c.MediaQuota = size("MEDIA_QUOTA_BYTES", 1<<30)
+	c.DKIMLibcrypto = boolean("DKIM_LIBCRYPTO", true)
 	c.APIMetrics = boolean("API_METRICS", true)
 	c.WebhookAllowPrivate = boolean("WEBHOOK_ALLOW_PRIVATE", false)
 	for _, v := range strings.Split(str("TRUSTED_PROXIES", ""), ",") {

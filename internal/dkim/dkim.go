@@ -1,6 +1,8 @@
 // Package dkim signs outgoing mails with the DKIM key of their sender's
 // domain (RFC 6376), through emersion/go-msgauth. Keys are configured per
 // domain (DKIM_KEYS); a mail whose From domain has no key goes unsigned.
+// RSA signatures are made by the system's libcrypto when it can be loaded
+// (golang-fips/openssl, dlopen at run time; a build with cgo), else by Go.
 package dkim
 
 import (
@@ -12,6 +14,7 @@ import (
 	"encoding/pem"
 	"errors"
 	"fmt"
+	"math/big"
 	"strings"
 
 	"github.com/emersion/go-msgauth/dkim"
@@ -35,6 +38,33 @@ type Key struct {
 // nil sign nothing.
 type Keys struct {
 	byDomain map[string]*Key
+	rsa      string // what signs the RSA keys: "" (none), BackendOpenSSL …, BackendGo
+	rsaWhy   error  // why not libcrypto, when Go signs
+}
+
+// What makes RSA signatures.
+const (
+	BackendOpenSSL = "openssl" // the system's libcrypto
+	BackendGo      = "go"      // crypto/rsa
+)
+
+// Option changes how Parse reads keys.
+type Option func(*parseOptions)
+
+type parseOptions struct{ pureGo bool }
+
+// PureGo has Go make RSA signatures even where libcrypto could
+// (DKIM_LIBCRYPTO=off).
+func PureGo() Option { return func(o *parseOptions) { o.pureGo = true } }
+
+// RSABackend says what signs the RSA keys ("" when there is none:
+// BackendOpenSSL with libcrypto's version, or BackendGo) and, for Go, why
+// not libcrypto.
+func (ks *Keys) RSABackend() (string, error) {
+	if ks == nil {
+		return "", nil
+	}
+	return ks.rsa, ks.rsaWhy
 }
 
 // Parse reads DKIM_KEYS: comma-separated domain=selector:path entries,
@@ -43,7 +73,11 @@ type Keys struct {
 // internationalized domain may be written either way (bücher.example or
 // xn--bcher-kva.example): it is kept as its A-label, the form senders'
 // addresses go out in and the one a DKIM signature's d= names (RFC 8616).
-func Parse(spec string, read func(string) ([]byte, error)) (*Keys, error) {
+func Parse(spec string, read func(string) ([]byte, error), opts ...Option) (*Keys, error) {
+	var o parseOptions
+	for _, opt := range opts {
+		opt(&o)
+	}
 	ks := &Keys{byDomain: map[string]*Key{}}
 	for _, entry := range strings.Split(spec, ",") {
 		entry = strings.TrimSpace(entry)
@@ -69,6 +103,13 @@ func Parse(spec string, read func(string) ([]byte, error)) (*Keys, error) {
 		signer, err := ParseKey(pemBytes)
 		if err != nil {
 			return nil, fmt.Errorf("key of %s: %w", domain, err)
+		}
+		if k, ok := signer.(*rsa.PrivateKey); ok {
+			if o.pureGo {
+				ks.rsa, ks.rsaWhy = BackendGo, errors.New("DKIM_LIBCRYPTO=off")
+			} else {
+				signer, ks.rsa, ks.rsaWhy = fastRSA(k)
+			}
 		}
 		ks.byDomain[domain] = &Key{Domain: domain, Selector: selector, signer: signer}
 	}
@@ -106,6 +147,9 @@ func ParseKey(pemBytes []byte) (crypto.Signer, error) {
 	}
 	return nil, fmt.Errorf("unsupported key type %T", key)
 }
+
+// bigInt is e as a big.Int.
+func bigInt(e int) *big.Int { return big.NewInt(int64(e)) }
 
 // NewKey is a key for domain and selector.
 func NewKey(domain, selector string, signer crypto.Signer) *Key {

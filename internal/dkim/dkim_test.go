@@ -148,7 +148,7 @@ func regexpH(head string) string {
 	return rest
 }
 
-func pemOf(t *testing.T, typ string, der []byte) []byte {
+func pemOf(_ testing.TB, typ string, der []byte) []byte {
 	return pem.EncodeToMemory(&pem.Block{Type: typ, Bytes: der})
 }
 

@@ -97,6 +97,15 @@ func Listen(addr string, h http.Handler) (*Listener, error) {
 	return l, nil
 }
 
+// RSABackend registers mailroom_dkim_rsa_backend: 1 for what makes the
+// worker's RSA DKIM signatures, "openssl" (the system's libcrypto) or "go".
+func RSABackend(reg *prometheus.Registry, backend string) {
+	g := prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "mailroom_dkim_rsa_backend",
+		Help: "What makes the worker's RSA DKIM signatures: openssl (the system's libcrypto) or go."}, []string{"backend"})
+	g.WithLabelValues(backend).Set(1)
+	reg.MustRegister(g)
+}
+
 // ListenFirst is Listen on the first of addrs whose port is free: a
 // port another process holds moves on to the next address, any other
 // error ends the search. Several workers on one host so each get a
