@@ -1,12 +1,11 @@
 // Package dkim signs outgoing mails with the DKIM key of their sender's
-// domain (RFC 6376), through emersion/go-msgauth. Keys are configured per
+// domain (RFC 6376). Keys are configured per
 // domain (DKIM_KEYS); a mail whose From domain has no key goes unsigned.
 // RSA signatures are made by the system's libcrypto when it can be loaded
 // (golang-fips/openssl, dlopen at run time; a build with cgo), else by Go.
 package dkim
 
 import (
-	"bytes"
 	"crypto"
 	"crypto/ed25519"
 	"crypto/rsa"
@@ -16,8 +15,7 @@ import (
 	"fmt"
 	"math/big"
 	"strings"
-
-	"github.com/emersion/go-msgauth/dkim"
+	"time"
 
 	"github.com/mailroom/mailroom/internal/mail"
 )
@@ -27,11 +25,13 @@ import (
 var signedHeaders = []string{"From", "Reply-To", "To", "Subject", "Date", "Message-ID", "MIME-Version",
 	"Content-Type", "List-Unsubscribe", "List-Unsubscribe-Post"}
 
-// Key signs for one domain.
+// Key signs for one domain. A domain may have two keys, RSA and Ed25519
+// (RFC 8463): the second is next, and a mail gets both signatures.
 type Key struct {
 	Domain   string
 	Selector string
 	signer   crypto.Signer
+	next     *Key
 }
 
 // Keys are the configured keys by domain (lower-case). The zero value and
@@ -93,9 +93,6 @@ func Parse(spec string, read func(string) ([]byte, error), opts ...Option) (*Key
 		if a, ok := mail.DomainALabel(domain); ok {
 			domain = a
 		}
-		if _, dup := ks.byDomain[domain]; dup {
-			return nil, fmt.Errorf("domain %s has two keys", domain)
-		}
 		pemBytes, err := read(strings.TrimSpace(path))
 		if err != nil {
 			return nil, fmt.Errorf("key of %s: %w", domain, err)
@@ -111,9 +108,24 @@ func Parse(spec string, read func(string) ([]byte, error), opts ...Option) (*Key
 				signer, ks.rsa, ks.rsaWhy = fastRSA(k)
 			}
 		}
-		ks.byDomain[domain] = &Key{Domain: domain, Selector: selector, signer: signer}
+		k := &Key{Domain: domain, Selector: selector, signer: signer}
+		switch prev := ks.byDomain[domain]; {
+		case prev == nil:
+			ks.byDomain[domain] = k
+		case prev.next != nil || isEd25519(prev.signer) == isEd25519(signer):
+			return nil, fmt.Errorf("domain %s has two keys of one kind (give one RSA and one Ed25519 key to sign with both)", domain)
+		case isEd25519(prev.signer): // RSA first
+			k.next, ks.byDomain[domain] = prev, k
+		default:
+			prev.next = k
+		}
 	}
 	return ks, nil
+}
+
+func isEd25519(s crypto.Signer) bool {
+	_, ok := s.(ed25519.PrivateKey)
+	return ok
 }
 
 // ParseKey reads a PEM private key: RSA (at least 1024 bits; 2048 is the
@@ -184,50 +196,9 @@ func (ks *Keys) Len() int {
 }
 
 // Sign appends to dst the DKIM-Signature header field for msg (a whole
-// message, CRLF line ends) followed by msg: relaxed/relaxed
-// canonicalization, SHA-256.
+// message, CRLF line ends) by k, and by its domain's second key if it has
+// one, followed by msg: relaxed/simple canonicalization, SHA-256
+// (sign.go).
 func (k *Key) Sign(dst, msg []byte) ([]byte, error) {
-	s, err := dkim.NewSigner(&dkim.SignOptions{
-		Domain: k.Domain, Selector: k.Selector, Signer: k.signer,
-		HeaderCanonicalization: dkim.CanonicalizationRelaxed, BodyCanonicalization: dkim.CanonicalizationSimple,
-		HeaderKeys: presentHeaders(msg),
-	})
-	if err != nil {
-		return dst, err
-	}
-	if _, err := s.Write(msg); err != nil {
-		s.Close()
-		return dst, err
-	}
-	if err := s.Close(); err != nil {
-		return dst, err
-	}
-	dst = append(dst, s.Signature()...)
-	return append(dst, msg...), nil
-}
-
-// presentHeaders are those of signedHeaders that msg's header holds.
-func presentHeaders(msg []byte) []string {
-	head := msg
-	if i := bytes.Index(msg, []byte("\r\n\r\n")); i >= 0 {
-		head = msg[:i+2]
-	}
-	keys := make([]string, 0, len(signedHeaders))
-	for _, h := range signedHeaders {
-		if hasHeader(head, h) {
-			keys = append(keys, h)
-		}
-	}
-	return keys
-}
-
-// hasHeader reports whether a line of head starts with name and a colon
-// (any case).
-func hasHeader(head []byte, name string) bool {
-	for line := range bytes.Lines(head) {
-		if len(line) > len(name) && line[len(name)] == ':' && bytes.EqualFold(line[:len(name)], []byte(name)) {
-			return true
-		}
-	}
-	return false
+	return k.sign(dst, msg, time.Now())
 }

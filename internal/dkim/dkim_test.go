@@ -177,11 +177,17 @@ func TestParse(t *testing.T) {
 	if ks.Len() != 2 || ks.For("x@acme.example").Selector != "s1" || ks.For("x@other.example").Domain != "other.example" || ks.For("x@third.example") != nil {
 		t.Fatalf("keys %+v", ks.byDomain)
 	}
+	// One RSA and one Ed25519 key of a domain: both sign, RSA first.
+	dual, err := Parse("a.example=ed:/k/ed.pem, A.example=rs:/k/rsa.pem", read)
+	if k := dual.For("x@a.example"); err != nil || dual.Len() != 1 || k.Selector != "rs" || k.next == nil || k.next.Selector != "ed" || k.next.next != nil {
+		t.Fatalf("dual: %v %+v", err, k)
+	}
 	if ks, err := Parse("", read); err != nil || ks.Len() != 0 {
 		t.Fatalf("empty: %v %v", ks, err)
 	}
 	for _, bad := range []string{"acme.example", "acme.example=s1", "=s1:/k/rsa.pem", "a=:/k/rsa.pem", "a=s:",
-		"a=s:/k/none.pem", "a=s:/k/cert.pem", "a=s:/k/junk.pem", "a=s:/k/rsa.pem,A=t:/k/ed.pem"} {
+		"a=s:/k/none.pem", "a=s:/k/cert.pem", "a=s:/k/junk.pem", "a=s:/k/rsa.pem,A=t:/k/rsa.pem",
+		"a=s:/k/ed.pem,A=t:/k/ed.pem", "a=s:/k/rsa.pem,a=t:/k/ed.pem,a=u:/k/ed.pem"} {
 		if _, err := Parse(bad, read); err == nil {
 			t.Errorf("Parse(%q) accepted", bad)
 		}

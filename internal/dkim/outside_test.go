@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"crypto"
 	"crypto/x509"
+	"encoding/json"
 	"os"
 	"os/exec"
 	"strings"
@@ -11,15 +12,15 @@ import (
 )
 
 // dkimpy is Debian's python3-dkim, an outside DKIM verifier: it reads the
-// signed message on standard input, the selector's TXT record from
-// DKIM_RECORD, verifies every DKIM-Signature and prints one line per
-// signature: ok, or fail and why.
+// signed message on standard input, the selectors' TXT records from
+// DKIM_RECORDS (JSON, by selector), verifies every DKIM-Signature and
+// prints one line per signature: ok, or fail and why.
 const dkimpy = `
-import os, sys, dkim
+import os, sys, json, dkim
 msg = sys.stdin.buffer.read()
-rec = os.environ["DKIM_RECORD"].encode()
+recs = json.loads(os.environ["DKIM_RECORDS"])
 def txt(name, timeout=5):
-    return rec
+    return recs[name.decode().split(".")[0]].encode()
 d = dkim.DKIM(msg)
 n = len([h for h in d.headers if h[0].lower() == b"dkim-signature"])
 for i in range(n):
@@ -29,17 +30,22 @@ for i in range(n):
         print("fail:", e)
 `
 
-// outsideVerify has python3-dkim verify signed with the public key of
-// signer published as its record; it skips, saying so, where the module
-// is not installed (.ci/run installs it).
-func outsideVerify(t *testing.T, signed []byte, signer crypto.Signer) string {
+// outsideVerify has python3-dkim verify signed, each selector's record
+// publishing its signer's public key; it skips, saying so, where the
+// module is not installed (.ci/run installs it).
+func outsideVerify(t *testing.T, signed []byte, signers map[string]crypto.Signer) string {
 	t.Helper()
 	py := "/usr/bin/python3"
 	if err := exec.Command(py, "-c", "import dkim").Run(); err != nil {
 		t.Skipf("no python3-dkim (%s -c 'import dkim': %v): the outside DKIM verification is skipped; apt-get install python3-dkim", py, err)
 	}
 	cmd := exec.Command(py, "-c", dkimpy)
-	cmd.Env = append(os.Environ(), "DKIM_RECORD="+record(t, signer))
+	recs := map[string]string{}
+	for sel, signer := range signers {
+		recs[sel] = record(t, signer)
+	}
+	js, _ := json.Marshal(recs)
+	cmd.Env = append(os.Environ(), "DKIM_RECORDS="+string(js))
 	cmd.Stdin = bytes.NewReader(signed)
 	out, err := cmd.CombinedOutput()
 	if err != nil {
@@ -48,35 +54,45 @@ func outsideVerify(t *testing.T, signed []byte, signer crypto.Signer) string {
 	return strings.TrimSpace(string(out))
 }
 
-// Mails signed with RSA (by libcrypto where it loads, as the worker does)
-// and with Ed25519 verify with python3-dkim; a changed body does not.
+// Mails signed with RSA (by libcrypto where it loads, as the worker does),
+// with Ed25519, and with both (a domain with one key of each) verify with
+// python3-dkim, every signature; a changed body or Subject breaks each.
 func TestOutsideVerifier(t *testing.T) {
-	rsaKeys, err := Parse("acme.example=s1:/k/rsa.pem", func(string) ([]byte, error) {
-		return pemOf(t, "RSA PRIVATE KEY", x509.MarshalPKCS1PrivateKey(rsaKey)), nil
-	})
+	pkcs8, err := x509.MarshalPKCS8PrivateKey(edKey)
 	if err != nil {
 		t.Fatal(err)
 	}
-	backend, why := rsaKeys.RSABackend()
-	t.Logf("RSA signatures by %s (%v)", backend, why)
+	files := map[string][]byte{"/k/rsa.pem": pemOf(t, "RSA PRIVATE KEY", x509.MarshalPKCS1PrivateKey(rsaKey)),
+		"/k/ed.pem": pemOf(t, "PRIVATE KEY", pkcs8)}
+	read := func(p string) ([]byte, error) { return files[p], nil }
+	signers := map[string]crypto.Signer{"s1": rsaKey, "ed": edKey}
 	for _, tc := range []struct {
-		name string
-		key  *Key
-		pub  crypto.Signer
+		spec string
+		want string
 	}{
-		{"rsa-" + strings.Fields(backend)[0], rsaKeys.For("news@acme.example"), rsaKey},
-		{"ed25519", NewKey("acme.example", "ed", edKey), edKey},
+		{"acme.example=s1:/k/rsa.pem", "ok"},
+		{"acme.example=ed:/k/ed.pem", "ok"},
+		{"acme.example=ed:/k/ed.pem,acme.example=s1:/k/rsa.pem", "ok\nok"},
 	} {
-		signed, err := tc.key.Sign(nil, message(t, true))
+		ks, err := Parse(tc.spec, read)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got := outsideVerify(t, signed, tc.pub); got != "ok" {
-			t.Errorf("%s: python3-dkim says %q", tc.name, got)
+		backend, why := ks.RSABackend()
+		signed, err := ks.For("news@acme.example").Sign(nil, message(t, true))
+		if err != nil {
+			t.Fatal(err)
 		}
-		tampered := bytes.Replace(signed, []byte("this week's news"), []byte("this week's NEWS"), 1)
-		if got := outsideVerify(t, tampered, tc.pub); !strings.HasPrefix(got, "fail: body hash mismatch") {
-			t.Errorf("%s: a changed body: python3-dkim says %q", tc.name, got)
+		if got := outsideVerify(t, signed, signers); got != tc.want {
+			t.Errorf("%s (RSA by %q %v): python3-dkim says %q\n%.1200s", tc.spec, backend, why, got, signed)
+		}
+		for _, change := range [][2]string{{"this week's news", "this week's NEWS"}, {"Subject: =?utf-8?b?", "Subject: =?UTF-8?b?"}} {
+			tampered := bytes.Replace(signed, []byte(change[0]), []byte(change[1]), 1)
+			for _, line := range strings.Split(outsideVerify(t, tampered, signers), "\n") {
+				if !strings.HasPrefix(line, "fail") {
+					t.Errorf("%s: %q changed, python3-dkim says %q", tc.spec, change[1], line)
+				}
+			}
 		}
 	}
 }
