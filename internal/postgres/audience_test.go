@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/mailroom/mailroom/internal/mail"
+	"github.com/mailroom/mailroom/internal/postgres"
 	"github.com/mailroom/mailroom/internal/testdb"
 )
 
@@ -16,37 +17,8 @@ import (
 func TestCountAudienceIsTheExpansion(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	d := testdb.New(t)
-	user, _, err := d.CreateAccount(ctx, "audience")
-	if err != nil {
-		t.Fatal(err)
-	}
-	other, _, err := d.CreateAccount(ctx, "audience-other")
-	if err != nil {
-		t.Fatal(err)
-	}
-	id := func(q string, args ...any) int64 {
-		t.Helper()
-		var n int64
-		if err := d.Pool.QueryRow(ctx, q, args...).Scan(&n); err != nil {
-			t.Fatalf("%s: %v", q, err)
-		}
-		return n
-	}
-	exec := func(q string, args ...any) {
-		t.Helper()
-		if _, err := d.Pool.Exec(ctx, q, args...); err != nil {
-			t.Fatalf("%s: %v", q, err)
-		}
-	}
-	typ := func(acct int64, name string, emails ...string) int64 {
-		t.Helper()
-		ty := id("INSERT INTO contact_types (user_id, name) VALUES ($1, $2) RETURNING id", acct, name)
-		for _, e := range emails {
-			exec("INSERT INTO contacts (user_id, contact_type_id, email) VALUES ($1, $2, $3)", acct, ty, e)
-		}
-		return ty
-	}
+	f := newAudience(t, "audience")
+	d, user, other, id, exec, typ := f.d, f.user, f.other, f.id, f.exec, f.typ
 	a := typ(user, "A", "ann@x.example", "Bob@x.example", "carol@x.example", "dave@x.example", "erin@x.example",
 		"frank@x.example", "gone@x.example", "olga@x.example")
 	b := typ(user, "B", "bob@X.example", "gina@x.example")
@@ -114,31 +86,8 @@ func TestCountAudienceIsTheExpansion(t *testing.T) {
 func TestCountListAudienceIsTheExpansion(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	d := testdb.New(t)
-	user, _, err := d.CreateAccount(ctx, "list-audience")
-	if err != nil {
-		t.Fatal(err)
-	}
-	other, _, err := d.CreateAccount(ctx, "list-audience-other")
-	if err != nil {
-		t.Fatal(err)
-	}
-	id := func(q string, args ...any) int64 {
-		t.Helper()
-		var n int64
-		if err := d.Pool.QueryRow(ctx, q, args...).Scan(&n); err != nil {
-			t.Fatalf("%s: %v", q, err)
-		}
-		return n
-	}
-	typ := func(acct int64, name string, emails ...string) int64 {
-		t.Helper()
-		ty := id("INSERT INTO contact_types (user_id, name) VALUES ($1, $2) RETURNING id", acct, name)
-		for _, e := range emails {
-			id("INSERT INTO contacts (user_id, contact_type_id, email) VALUES ($1, $2, $3) RETURNING id", acct, ty, e)
-		}
-		return ty
-	}
+	f := newAudience(t, "list-audience")
+	d, user, other, id, typ := f.d, f.user, f.other, f.id, f.typ
 	a := typ(user, "A", "ann@x.example", "Bob@x.example", "carol@x.example", "dave@x.example", "erin@x.example",
 		"frank@x.example", "gone@x.example", "olga@x.example", "hank@x.example", "ivy@x.example")
 	b := typ(user, "B", "bob@X.example", "gina@x.example", "GONE@x.example")
@@ -201,4 +150,50 @@ func TestCountListAudienceIsTheExpansion(t *testing.T) {
 	if n, _ := d.CountAudience(ctx, user, []mail.ListRef{ref(mail.ListContacts, a)}, nil, group); n != 5 || checked < 30 {
 		t.Fatalf("A in the News group: %d, want 5; %d non-empty selections checked", n, checked)
 	}
+}
+
+// audience is two accounts in the package's database, and helpers that
+// write their rows by SQL (past the kept counts: Recount after).
+type audience struct {
+	d           *postgres.DB
+	user, other int64
+	id          func(q string, args ...any) int64 // runs q, answers the int it returns
+	exec        func(q string, args ...any)
+	typ         func(acct int64, name string, emails ...string) int64 // a contact type with these contacts
+}
+
+func newAudience(t *testing.T, name string) *audience {
+	t.Helper()
+	ctx := context.Background()
+	f := &audience{d: testdb.New(t)}
+	var err error
+	if f.user, _, err = f.d.CreateAccount(ctx, name); err != nil {
+		t.Fatal(err)
+	}
+	if f.other, _, err = f.d.CreateAccount(ctx, name+"-other"); err != nil {
+		t.Fatal(err)
+	}
+	f.id = func(q string, args ...any) int64 {
+		t.Helper()
+		var n int64
+		if err := f.d.Pool.QueryRow(ctx, q, args...).Scan(&n); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+		return n
+	}
+	f.exec = func(q string, args ...any) {
+		t.Helper()
+		if _, err := f.d.Pool.Exec(ctx, q, args...); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	f.typ = func(acct int64, name string, emails ...string) int64 {
+		t.Helper()
+		ty := f.id("INSERT INTO contact_types (user_id, name) VALUES ($1, $2) RETURNING id", acct, name)
+		for _, e := range emails {
+			f.exec("INSERT INTO contacts (user_id, contact_type_id, email) VALUES ($1, $2, $3)", acct, ty, e)
+		}
+		return ty
+	}
+	return f
 }
