@@ -59,8 +59,11 @@ bench: bench-load
 bench-load: build
 	$(GO) run ./cmd/load -start -url http://127.0.0.1:18098 -mix segments -c 64 -d 30s $(ARGS)
 
-# A whole single send through the real api and worker processes into the
-# project's SMTP sink (cmd/bench-send): ARGS="-n 1000000 -workers 2".
+# A whole single send through the real api and worker processes into
+# Postfix's smtp-sink, a real MTA in its own process (installed when
+# missing; ARGS="-sink inproc" for the project's sink in the benchmark's
+# process), beside a bare pipelining client into the same sink
+# (cmd/bench-send): ARGS="-n 1000000 -workers 2".
 bench-send: build
 	$(GO) run ./cmd/bench-send $(ARGS)
 

@@ -13,18 +13,22 @@ import (
 // work on a shared machine disturbs less than mails/s (it slows the run,
 // not the work each mail takes).
 type cpuUse struct {
-	worker, api, postgres, bench float64 // seconds
+	worker, api, postgres, sink, bench float64 // seconds
 }
 
 // cpuNow reads the CPU time used so far by the workers, the api, the
 // PostgreSQL backends of database db (those still connected: the pools'
-// connections) and this process (the SMTP sink, the webhook receiver).
-func cpuNow(workers []int, api int, db string) cpuUse {
+// connections), the SMTP sink's process (sink; 0: it is this one) and this
+// process (the in-process sink, the webhook receiver).
+func cpuNow(workers []int, api, sink int, db string) cpuUse {
 	var u cpuUse
 	for _, pid := range workers {
 		u.worker += procCPU(pid)
 	}
 	u.api = procCPU(api)
+	if sink != 0 {
+		u.sink = procCPU(sink)
+	}
 	dirs, _ := filepath.Glob("/proc/[0-9]*")
 	for _, dir := range dirs {
 		cmd, err := os.ReadFile(filepath.Join(dir, "cmdline"))
@@ -63,12 +67,13 @@ func procCPU(pid int) float64 {
 }
 
 func (u cpuUse) minus(o cpuUse) cpuUse {
-	return cpuUse{u.worker - o.worker, u.api - o.api, u.postgres - o.postgres, u.bench - o.bench}
+	return cpuUse{u.worker - o.worker, u.api - o.api, u.postgres - o.postgres, u.sink - o.sink, u.bench - o.bench}
 }
 
-func (u cpuUse) total() float64 { return u.worker + u.api + u.postgres + u.bench }
+// total is the service's processes and the receiving side's.
+func (u cpuUse) total() float64 { return u.worker + u.api + u.postgres + u.sink + u.bench }
 
 func (u cpuUse) String() string {
-	return fmt.Sprintf("%.2f s (worker %.2f, api %.2f, postgres %.2f, bench process: sink and receiver %.2f)",
-		u.total(), u.worker, u.api, u.postgres, u.bench)
+	return fmt.Sprintf("%.2f s (worker %.2f, api %.2f, postgres %.2f, smtp-sink %.2f, bench process: in-process sink and receiver %.2f)",
+		u.total(), u.worker, u.api, u.postgres, u.sink, u.bench)
 }

@@ -31,6 +31,8 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/mailroom/mailroom/internal/apiclient"
+	"github.com/mailroom/mailroom/internal/mail"
+	"github.com/mailroom/mailroom/internal/render"
 	"github.com/mailroom/mailroom/internal/smtp/smtptest"
 )
 
@@ -39,6 +41,7 @@ type options struct {
 	dbName, redis     string
 	addr              string
 	noPipelining      bool
+	sink              string // "postfix" or "inproc"
 	automation        bool
 	drill             string // "", "pg" or "redis"
 	webhook           bool   // a webhook wanting every event, to a receiver in this process
@@ -54,6 +57,7 @@ func main() {
 	flag.StringVar(&o.redis, "redis", "redis://127.0.0.1:6379/15", "Redis database to flush and use")
 	flag.StringVar(&o.addr, "addr", "127.0.0.1:18099", "the API's address")
 	flag.BoolVar(&o.noPipelining, "no-pipelining", false, "the sink hides PIPELINING (the engine must still work)")
+	flag.StringVar(&o.sink, "sink", "postfix", "where the mails go: postfix (Postfix's smtp-sink, a real MTA in its own process; installed when missing) or inproc (the project's sink in this process; the drills always use it)")
 	flag.BoolVar(&o.automation, "automation", false, "instead of a single send: N contacts imported into a live welcome automation with an instant mail")
 	flag.StringVar(&o.drill, "drill", "", "a fault mid-send (docs/operations.md): pg (restart PostgreSQL), redis (stop Redis for 30 s) or kill (SIGKILL the workers at 28 % and start them again)")
 	flag.BoolVar(&o.trackedLinks, "tracked-links", false, "the template's four links are plain addresses (tracked unless CLICK_TRACKING=off) rather than ones holding ((postal_code)) (never tracked)")
@@ -70,12 +74,27 @@ func run(ctx context.Context, o options) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
-	sink, err := smtptest.StartSink("127.0.0.1:0", o.noPipelining)
-	if err == nil && o.drill != "" {
-		sink.KeepRecipients()
-	}
-	if err != nil {
-		return err
+	// The drills count each recipient's mails: the in-process sink.
+	var sink mailSink
+	var inproc *smtptest.Sink
+	switch {
+	case o.drill != "" || o.sink == "inproc":
+		s, err := smtptest.StartSink("127.0.0.1:0", o.noPipelining)
+		if err != nil {
+			return err
+		}
+		if o.drill != "" {
+			s.KeepRecipients()
+		}
+		sink, inproc = inprocSink{s}, s
+	case o.sink == "postfix":
+		s, err := startPostfixSink(!o.noPipelining)
+		if err != nil {
+			return err
+		}
+		sink = s
+	default:
+		return fmt.Errorf("-sink %q: postfix or inproc", o.sink)
 	}
 	defer sink.Close()
 	dsn := "postgres://postgres@127.0.0.1:5432/" + o.dbName + "?sslmode=disable"
@@ -86,7 +105,7 @@ func run(ctx context.Context, o options) error {
 		return fmt.Errorf("flushing %s: %w", o.redis, err)
 	}
 	env := append(os.Environ(), "DATABASE_URL="+dsn, "REDIS_URL="+o.redis, "HTTP_ADDR="+o.addr,
-		"PUBLIC_URL=http://"+o.addr, "SMTP_URL=smtp://"+sink.Addr+"?pool="+strconv.Itoa(o.conns),
+		"PUBLIC_URL=http://"+o.addr, "SMTP_URL=smtp://"+sink.Addr()+"?pool="+strconv.Itoa(o.conns),
 		"ALLOW_UNVERIFIED_SENDERS=true", "LOG_LEVEL="+logLevel(), "MAX_UPLOAD_BYTES=4GB", "WEBHOOK_ALLOW_PRIVATE=true")
 	// Metrics are kept and served as in production: on any free port, so
 	// that workers never clash, unless WORKER_METRICS_ADDR names one (to
@@ -177,7 +196,7 @@ func run(ctx context.Context, o options) error {
 	for _, w := range workers {
 		workerPIDs = append(workerPIDs, w.Process.Pid)
 	}
-	cpu0 := cpuNow(workerPIDs, api.Process.Pid, o.dbName)
+	cpu0 := cpuNow(workerPIDs, api.Process.Pid, sink.PID(), o.dbName)
 	created := time.Now()
 	res, err := c.Call("POST", "/single/send/create", url.Values{
 		"template_id": {"1"}, "template_html": {mailHTML(o.trackedLinks)}, "sender_id": {strconv.FormatInt(sender, 10)},
@@ -206,13 +225,13 @@ func run(ctx context.Context, o options) error {
 		time.Sleep(20 * time.Millisecond)
 		if o.drill == "kill" {
 			if kill == nil && sink.Mails() >= int64(o.n*28/100) {
-				if kill, err = killWorkers(ctx, o, env, dir, workers, sink); err != nil {
+				if kill, err = killWorkers(ctx, o, env, dir, workers, inproc); err != nil {
 					return err
 				}
 				workers = kill.restarted
 			}
 			if kill != nil {
-				kill.watch(sink)
+				kill.watch(inproc)
 			}
 		} else if o.drill != "" && fault == nil && sink.Mails() >= int64(o.n/3) {
 			fault = startDrill(o, c, base, listC, group, sender)
@@ -228,18 +247,26 @@ func run(ctx context.Context, o options) error {
 	}
 	done := time.Now()
 	if fault != nil {
-		return fault.check(o, c, sink, send.Delivered)
+		return fault.check(o, c, inproc, send.Delivered)
 	}
 	if kill != nil {
-		return kill.check(o, sink, send.Delivered)
+		return kill.check(o, inproc, send.Delivered)
 	}
-	mails, size := sink.Mails(), sink.Bytes()/max(1, sink.Mails())
+	mails := sink.Mails()
+	size, sizeFrom := int64(0), "on average"
+	if inproc != nil {
+		size = inproc.Bytes() / max(1, mails)
+	} else if size, err = oneMailSize(o); err != nil { // smtp-sink counts mails, not bytes
+		return err
+	} else {
+		sizeFrom = "(one of them as render builds it)"
+	}
 	elapsed := done.Sub(created)
 	var hookReport string
 	if hooks != nil { // the workers post the last events after the send completed
 		hookReport = hooks.wait(send.Delivered, done, 2*time.Minute)
 	}
-	cpu := cpuNow(workerPIDs, api.Process.Pid, o.dbName).minus(cpu0)
+	cpu := cpuNow(workerPIDs, api.Process.Pid, sink.PID(), o.dbName).minus(cpu0)
 	var peak []string
 	for _, w := range workers {
 		peak = append(peak, fmt.Sprintf("%d MB", vmHWM(w.Process.Pid)>>10))
@@ -250,8 +277,8 @@ func run(ctx context.Context, o options) error {
 	}
 	workers = nil
 
-	fmt.Printf("  send: triggered %d, delivered %d, bounces %d; the sink took %d mails of %d bytes on average\n",
-		send.Triggered, send.Delivered, send.Bounces, mails, size)
+	fmt.Printf("  send: triggered %d, delivered %d, bounces %d; the sink (%s) took %d mails of %d bytes %s\n",
+		send.Triggered, send.Delivered, send.Bounces, o.sinkName(), mails, size, sizeFrom)
 	fmt.Printf("  time to first mail: %v (create -> first mail accepted)\n", sink.First().Sub(created).Round(time.Millisecond))
 	fmt.Printf("  expansion: %s\n", expansion)
 	fmt.Printf("  end to end (create -> status 3): %v, %.0f mails/s\n", elapsed.Round(time.Millisecond), float64(mails)/elapsed.Seconds())
@@ -260,18 +287,23 @@ func run(ctx context.Context, o options) error {
 		fmt.Printf("  webhook: %s\n", hookReport)
 	}
 	fmt.Printf("  CPU of the send (create -> status 3, and its webhook events posted): %v; per 1,000 mails %.1f ms, %.1f ms of the service's processes\n",
-		cpu, cpu.total()*1e6/float64(max(1, mails)), (cpu.total()-cpu.bench)*1e6/float64(max(1, mails)))
+		cpu, cpu.total()*1e6/float64(max(1, mails)), (cpu.total()-cpu.bench-cpu.sink)*1e6/float64(max(1, mails)))
 	if err := c.checkStats(made.UTR, send, mails); err != nil {
 		return err
 	}
 
 	// The bare client, same sink, same connection count, same size.
 	sink.Reset()
-	bare, err := bareClient(sink.Addr, o.conns*o.workers, int(mails), int(size), !o.noPipelining)
+	bareCPU0 := procCPU(sink.PID())
+	bare, err := bareClient(sink.Addr(), o.conns*o.workers, int(mails), int(size), !o.noPipelining)
 	if err != nil {
 		return err
 	}
 	fmt.Printf("  bare SMTP client, %d connections, %d mails: %.0f mails/s\n", o.conns*o.workers, mails, bare)
+	if sink.PID() != 0 {
+		fmt.Printf("  smtp-sink CPU per 1,000 mails: %.1f ms under the send, %.1f ms under the bare client\n",
+			cpu.sink*1e6/float64(max(1, mails)), (procCPU(sink.PID())-bareCPU0)*1e6/float64(max(1, mails)))
+	}
 	fmt.Printf("  ratio end to end / bare client: %.2f\n", float64(mails)/elapsed.Seconds()/bare)
 	fmt.Printf("  worker CPU profile: go tool pprof -top bin/worker %s\n", filepath.Join(dir, "worker.cpu"))
 	return nil
@@ -550,7 +582,7 @@ func logLevel() string {
 // runAutomation is -automation: the import of N contacts into a contact
 // type without, then with, a live welcome automation with an instant
 // mail, and the mails that follow.
-func runAutomation(ctx context.Context, o options, c *client, env []string, dir string, sink *smtptest.Sink) error {
+func runAutomation(ctx context.Context, o options, c *client, env []string, dir string, sink mailSink) error {
 	fmt.Printf("bench-automation: N=%d, workers=%d, conns=%d\n", o.n, o.workers, o.conns)
 	t0 := time.Now()
 	if _, err := c.listWithContacts(ctx, "baseline", 0, o.n); err != nil {
@@ -688,4 +720,29 @@ func (c *client) groupAndSender() (group, sender int64, err error) {
 	}
 	sender, err = c.LastID("/senders", "senders")
 	return group, sender, err
+}
+
+func (o options) sinkName() string {
+	if o.drill != "" || o.sink == "inproc" {
+		return "in-process"
+	}
+	return "Postfix's smtp-sink"
+}
+
+// oneMailSize is the bytes of one of the send's mails, built by render
+// from the send's template, subject, preheader and sender for one of its
+// recipients (no DKIM): the bare client sends mails of this size when the
+// sink (smtp-sink) does not count bytes.
+func oneMailSize(o options) (int64, error) {
+	tp, err := render.Compile("Hello ((first_name)), this week's picks", "Fresh picks for ((first_name))", mailHTML(o.trackedLinks))
+	if err != nil {
+		return 0, err
+	}
+	s := &mail.Sender{FromName: "Bench Shop", FromEmail: "news@bench.example", ReplyTo: "help@bench.example", Address: "Marienplatz 1"}
+	r := &mail.Recipient{Email: mail.Email(address(54321)), FirstName: "First54321", LastName: "Last54321", City: "Munich", PostalCode: "54321",
+		Tokens: mail.Tokens{Unsubscribe: strings.Repeat("t", 60), UnsubscribeURL: "http://" + o.addr + "/unsubscribe/" + strings.Repeat("t", 60),
+			OpenPixelURL: "http://" + o.addr + "/o/" + strings.Repeat("p", 80)}}
+	var b render.Buffer
+	f := render.NewForm(tp, s, render.FormOptions{SendID: 1, UnsubscribeMailto: "unsubscribe@localhost"})
+	return int64(len(f.Build(nil, &b, r, 54321))), nil
 }

@@ -1,0 +1,149 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/mailroom/mailroom/internal/smtp/smtptest"
+)
+
+// mailSink is where the send's mails go: Postfix's smtp-sink, a real
+// receiving MTA in its own process (the default), or the project's
+// in-process sink (-sink inproc, and the drills, which count the mails
+// each recipient got).
+type mailSink interface {
+	Addr() string
+	Mails() int64     // mails accepted since the last Reset
+	First() time.Time // when the first of them was accepted
+	Reset()
+	Close() error
+	PID() int // the sink's process; 0: this one
+}
+
+type inprocSink struct{ *smtptest.Sink }
+
+func (s inprocSink) Addr() string { return s.Sink.Addr }
+func (s inprocSink) PID() int     { return 0 }
+func (s inprocSink) Close() error { s.Sink.Close(); return nil }
+
+// postfixSink runs smtp-sink -c and reads its running counters
+// ("sess=1 quit=1 mesg=3\r"), which move at every message's end.
+type postfixSink struct {
+	cmd  *exec.Cmd
+	addr string
+
+	mu    sync.Mutex
+	mesg  int64 // as smtp-sink counts
+	base  int64 // mesg at the last Reset
+	first time.Time
+}
+
+// startPostfixSink starts smtp-sink on a free port, installing Debian's
+// postfix first when it is missing and this is root (as .ci/run installs
+// Chromium).
+func startPostfixSink(pipelining bool) (*postfixSink, error) {
+	if _, err := exec.LookPath("smtp-sink"); err != nil {
+		if os.Getuid() != 0 {
+			return nil, fmt.Errorf("no smtp-sink (Debian's postfix package): install it, or run with -sink inproc")
+		}
+		fmt.Println("bench-send: installing postfix for its smtp-sink …")
+		install := exec.Command("apt-get", "install", "-y", "-q", "postfix")
+		install.Env = append(os.Environ(), "DEBIAN_FRONTEND=noninteractive")
+		if out, err := install.CombinedOutput(); err != nil {
+			return nil, fmt.Errorf("installing postfix: %v\n%s", err, out)
+		}
+		exec.Command("sh", "-c", "systemctl stop postfix || service postfix stop").Run()
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, err
+	}
+	addr := l.Addr().String()
+	l.Close()
+	args := []string{"-c", "-u", "nobody", "-m", "1024"}
+	if !pipelining {
+		args = append(args, "-p")
+	}
+	s := &postfixSink{addr: addr, cmd: exec.Command("smtp-sink", append(args, addr, "1024")...)}
+	out, err := s.cmd.StdoutPipe()
+	if err != nil {
+		return nil, err
+	}
+	s.cmd.Stderr = os.Stderr
+	if err := s.cmd.Start(); err != nil {
+		return nil, fmt.Errorf("smtp-sink: %w", err)
+	}
+	go s.read(out)
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		if c, err := net.Dial("tcp", addr); err == nil {
+			c.Close()
+			return s, nil
+		}
+		if time.Now().After(deadline) {
+			s.Close()
+			return nil, fmt.Errorf("smtp-sink did not listen on %s", addr)
+		}
+	}
+}
+
+func (s *postfixSink) read(r interface{ Read([]byte) (int, error) }) {
+	sc := bufio.NewScanner(r)
+	sc.Split(func(data []byte, atEOF bool) (int, []byte, error) {
+		if i := bytes.IndexAny(data, "\r\n"); i >= 0 {
+			return i + 1, data[:i], nil
+		}
+		if atEOF && len(data) > 0 {
+			return len(data), data, nil
+		}
+		return 0, nil, nil
+	})
+	for sc.Scan() {
+		i := bytes.Index(sc.Bytes(), []byte("mesg="))
+		if i < 0 {
+			continue
+		}
+		n, err := strconv.ParseInt(string(bytes.TrimSpace(sc.Bytes()[i+5:])), 10, 64)
+		if err != nil {
+			continue
+		}
+		s.mu.Lock()
+		if s.first.IsZero() && n > s.base {
+			s.first = time.Now()
+		}
+		s.mesg = n
+		s.mu.Unlock()
+	}
+}
+
+func (s *postfixSink) Addr() string { return s.addr }
+func (s *postfixSink) PID() int     { return s.cmd.Process.Pid }
+
+func (s *postfixSink) Mails() int64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.mesg - s.base
+}
+
+func (s *postfixSink) First() time.Time {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.first
+}
+
+func (s *postfixSink) Reset() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.base, s.first = s.mesg, time.Time{}
+}
+
+func (s *postfixSink) Close() error {
+	s.cmd.Process.Kill()
+	return s.cmd.Wait()
+}
