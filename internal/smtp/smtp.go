@@ -138,7 +138,7 @@ type Config struct {
 	Username  string // AUTH PLAIN when set
 	Password  string
 	LocalName string        // EHLO name; "localhost" when empty
-	Size      int           // connections; 8 when 0
+	Size      int           // connections; 16 when 0
 	Timeout   time.Duration // per command and per message; 30 s when 0
 	// NoPipelining sends step by step even when the server offers
 	// PIPELINING (for comparison).
@@ -178,7 +178,10 @@ func (p *Pool) Stats() Stats {
 // NewPool makes a pool; it dials lazily.
 func NewPool(cfg Config) *Pool {
 	if cfg.Size <= 0 {
-		cfg.Size = 8
+		// 16: into Postfix's smtp-sink on 2 cores a send went at 9,391
+		// mails/s (median of 3) with 16 connections, 8,113 with 8
+		// (docs/performance.md).
+		cfg.Size = 16
 	}
 	if cfg.Timeout <= 0 {
 		cfg.Timeout = 30 * time.Second
