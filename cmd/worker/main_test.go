@@ -250,23 +250,7 @@ func TestWorkerMetrics(t *testing.T) {
 	env := map[string]string{"DATABASE_URL": testdb.DSN(t), "REDIS_URL": redisDB, "SMTP_URL": "smtp://" + s.Addr + "?pool=4",
 		"PUBLIC_URL": "https://m.example.test", "WORKER_CONCURRENCY": "4", "SEND_BATCH_SIZE": "25", "SEND_SWEEP_EVERY": "1s",
 		"WORKER_SHUTDOWN_TIMEOUT": "5s", "WORKER_METRICS_ADDR": "127.0.0.1:0", "DKIM_KEYS": "metrics.example=s1:" + rsaKeyFile(t)}
-	log := &logWatch{want: "metrics listening", found: make(chan map[string]any, 1)}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- run(ctx, func(k string) string { return env[k] }, log) }()
-	defer func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("worker: %v", err)
-		}
-	}()
-	var addr string
-	select {
-	case line := <-log.found:
-		addr, _ = line["addr"].(string)
-	case err := <-done:
-		t.Fatalf("the worker stopped: %v", err)
-	}
+	addr, _ := metricsWorker(t, env)["addr"].(string)
 	waitCompleted(t, d, send, 60*time.Second)
 
 	// The container health check asks the same listener.
@@ -328,28 +312,12 @@ func TestTwoWorkersDefaultMetrics(t *testing.T) {
 	env := map[string]string{"DATABASE_URL": testdb.DSN(t), "REDIS_URL": redisDB, "WORKER_SHUTDOWN_TIMEOUT": "5s"}
 	var addrs []string
 	for range 2 {
-		log := &logWatch{want: "metrics listening", found: make(chan map[string]any, 1)}
-		ctx, cancel := context.WithCancel(context.Background())
-		done := make(chan error, 1)
-		go func() { done <- run(ctx, func(k string) string { return env[k] }, log) }()
-		defer func() {
-			cancel()
-			if err := <-done; err != nil {
-				t.Errorf("worker: %v", err)
-			}
-		}()
-		select {
-		case line := <-log.found:
-			addr, _ := line["addr"].(string)
-			if len(addrs) == 1 && (line["taken"] == nil || addr == addrs[0]) {
-				t.Errorf("the second worker: %v", line)
-			}
-			addrs = append(addrs, addr)
-		case err := <-done:
-			t.Fatalf("worker %d stopped: %v", len(addrs)+1, err)
-		case <-time.After(30 * time.Second):
-			t.Fatalf("worker %d: no metrics listener", len(addrs)+1)
+		line := metricsWorker(t, env)
+		addr, _ := line["addr"].(string)
+		if len(addrs) == 1 && (line["taken"] == nil || addr == addrs[0]) {
+			t.Errorf("the second worker: %v", line)
 		}
+		addrs = append(addrs, addr)
 	}
 	for _, a := range addrs {
 		res, err := http.Get("http://" + a + "/healthz")
@@ -359,6 +327,32 @@ func TestTwoWorkersDefaultMetrics(t *testing.T) {
 		res.Body.Close()
 	}
 	t.Logf("metrics at %v", addrs)
+}
+
+// metricsWorker runs a worker in this process with env until the test
+// ends, and returns its log line "metrics listening".
+func metricsWorker(t *testing.T, env map[string]string) map[string]any {
+	t.Helper()
+	log := &logWatch{want: "metrics listening", found: make(chan map[string]any, 1)}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- run(ctx, func(k string) string { return env[k] }, log) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("worker: %v", err)
+		}
+	})
+	select {
+	case line := <-log.found:
+		return line
+	case err := <-done:
+		done <- err
+		t.Fatalf("the worker stopped: %v", err)
+	case <-time.After(30 * time.Second):
+		t.Fatal("the worker did not listen for metrics")
+	}
+	return nil
 }
 
 type logWatch struct {
