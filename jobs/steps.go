@@ -25,7 +25,7 @@ type stepQueue struct {
 	mu       sync.Mutex
 	ready    []stepItem // sent, not recorded yet
 	ranges   int        // ranges between open and finish
-	flushing bool       // a step is being recorded
+	flushing int        // steps being recorded (a recorder stopping and the next one may overlap)
 	flushed  *sync.Cond // signalled when a step ends
 	kick     chan struct{}
 	stop     chan struct{}
@@ -90,7 +90,9 @@ func (q *stepQueue) run(ctx context.Context, d Deps, sendID, userID int64, kick,
 		q.mu.Lock()
 		step := q.ready
 		q.ready = nil
-		q.flushing = len(step) > 0
+		if len(step) > 0 {
+			q.flushing++
+		}
 		q.mu.Unlock()
 		if len(step) == 0 {
 			continue
@@ -114,7 +116,7 @@ func (q *stepQueue) run(ctx context.Context, d Deps, sendID, userID int64, kick,
 				it.r.completed = it.r.completed || completed
 			}
 		}
-		q.flushing = false
+		q.flushing--
 		q.flushed.Broadcast()
 		q.mu.Unlock()
 	}
@@ -127,7 +129,7 @@ func (q *stepQueue) run(ctx context.Context, d Deps, sendID, userID int64, kick,
 func (r *stepRange) finish() ([]mail.Outcome, bool) {
 	q := r.q
 	q.mu.Lock()
-	for q.flushing {
+	for q.flushing > 0 {
 		q.flushed.Wait()
 	}
 	kept := q.ready[:0]
