@@ -112,10 +112,7 @@ func (d *drill) check(o options, c *client, sink *smtptest.Sink, delivered int64
 		}
 	}
 	got := sink.Recipients()
-	suppressed := map[string]bool{}
-	for _, a := range suppressedAddresses(o.n) {
-		suppressed[a] = true
-	}
+	suppressed := suppressedSet(o.n)
 	var missing, twice, toSuppressed, sum int
 	want := map[string]bool{}
 	for i := 0; i < o.n+o.n/10; i++ {
@@ -198,10 +195,7 @@ func (k *killDrill) watch(sink *smtptest.Sink) {
 
 func (k *killDrill) check(o options, sink *smtptest.Sink, delivered int64) error {
 	got := sink.Recipients()
-	suppressed := map[string]bool{}
-	for _, a := range suppressedAddresses(o.n) {
-		suppressed[a] = true
-	}
+	suppressed := suppressedSet(o.n)
 	var missing, twice, extra, toSuppressed int
 	for i := 0; i < o.n+o.n/10; i++ {
 		a := address(i)
@@ -227,4 +221,13 @@ func (k *killDrill) check(o options, sink *smtptest.Sink, delivered int64) error
 	}
 	fmt.Printf("  PASS (nothing lost)\n")
 	return nil
+}
+
+// suppressedSet is suppressedAddresses(n) as a set.
+func suppressedSet(n int) map[string]bool {
+	set := map[string]bool{}
+	for _, a := range suppressedAddresses(n) {
+		set[a] = true
+	}
+	return set
 }

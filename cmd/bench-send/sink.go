@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"os/exec"
@@ -93,7 +94,7 @@ func startPostfixSink(pipelining bool) (*postfixSink, error) {
 	}
 }
 
-func (s *postfixSink) read(r interface{ Read([]byte) (int, error) }) {
+func (s *postfixSink) read(r io.Reader) {
 	sc := bufio.NewScanner(r)
 	sc.Split(func(data []byte, atEOF bool) (int, []byte, error) {
 		if i := bytes.IndexAny(data, "\r\n"); i >= 0 {

@@ -10,7 +10,6 @@ import (
 	"io"
 	"log/slog"
 	"maps"
-	"net"
 	"os"
 	"os/signal"
 	"slices"
@@ -117,10 +116,11 @@ func run(ctx context.Context, getenv func(string) string, stderr io.Writer) erro
 	if err != nil {
 		return fmt.Errorf("DKIM_KEYS: %w", err)
 	}
-	if backend, why := keys.RSABackend(); why != nil {
+	rsaBackend, why := keys.RSABackend()
+	if why != nil {
 		log.Info("DKIM: RSA signatures by Go", "why_not_libcrypto", why.Error())
-	} else if backend != "" {
-		log.Info("DKIM: RSA signatures by libcrypto", "backend", backend)
+	} else if rsaBackend != "" {
+		log.Info("DKIM: RSA signatures by libcrypto", "backend", rsaBackend)
 	}
 	key, err := d.Secret(ctx, "unsubscribe_token")
 	if err != nil {
@@ -140,8 +140,8 @@ func run(ctx context.Context, getenv func(string) string, stderr io.Writer) erro
 	// WORKER_METRICS_ADDR.
 	reg := metrics.NewRegistry()
 	engineMetrics := jobs.NewMetrics(reg)
-	if backend, _ := keys.RSABackend(); backend != "" {
-		metrics.RSABackend(reg, strings.Fields(backend)[0])
+	if rsaBackend != "" {
+		metrics.RSABackend(reg, strings.Fields(rsaBackend)[0])
 	}
 	if cfg.WorkerMetricsAddr != "" {
 		if pool, ok := transport.(*smtp.Pool); ok {
@@ -155,9 +155,9 @@ func run(ctx context.Context, getenv func(string) string, stderr io.Writer) erro
 			return fmt.Errorf("WORKER_METRICS_ADDR: %w", err)
 		}
 		defer l.Close()
-		if _, port, _ := net.SplitHostPort(cfg.WorkerMetricsAddr); port != "0" && l.Addr.String() != cfg.WorkerMetricsAddr {
+		if first := cfg.WorkerMetricsAddrs[0]; l.Asked != first {
 			// Another worker on this host has the default port.
-			log.Info("metrics listening", "addr", l.Addr.String(), "taken", cfg.WorkerMetricsAddr)
+			log.Info("metrics listening", "addr", l.Addr.String(), "taken", first)
 		} else {
 			log.Info("metrics listening", "addr", l.Addr.String())
 		}

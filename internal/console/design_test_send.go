@@ -65,11 +65,7 @@ func (h *Handler) designTestSend(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	stateOf(r).target = rec.Name
-	addrs := make([]string, len(to))
-	for i, e := range to {
-		addrs[i] = string(e)
-	}
-	again(http.StatusOK, page{Notice: "A test mail is on its way to " + strings.Join(addrs, ", ") + "."})
+	again(http.StatusOK, page{Notice: "A test mail is on its way to " + strings.Join(mail.EmailStrings(to), ", ") + "."})
 }
 
 // testSender checks that rec's sender may send a test: a live sender of
@@ -96,12 +92,8 @@ func (h *Handler) testRecipients(r *http.Request, to []mail.Email) error {
 	if err != nil || len(out) == 0 {
 		return err
 	}
-	addrs := make([]string, len(out))
-	for i, e := range out {
-		addrs[i] = string(e)
-	}
 	return mail.Invalid("test_recipients", "Suppressed (unsubscribed from all mail or bounced), so no test mail goes to: "+
-		strings.Join(addrs, ", ")+".")
+		strings.Join(mail.EmailStrings(out), ", ")+".")
 }
 
 // allowTest takes one test mail of the account's allowance; when it is

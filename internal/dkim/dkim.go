@@ -13,7 +13,6 @@ import (
 	"encoding/pem"
 	"errors"
 	"fmt"
-	"math/big"
 	"strings"
 	"time"
 
@@ -159,9 +158,6 @@ func ParseKey(pemBytes []byte) (crypto.Signer, error) {
 	}
 	return nil, fmt.Errorf("unsupported key type %T", key)
 }
-
-// bigInt is e as a big.Int.
-func bigInt(e int) *big.Int { return big.NewInt(int64(e)) }
 
 // NewKey is a key for domain and selector.
 func NewKey(domain, selector string, signer crypto.Signer) *Key {

@@ -7,6 +7,7 @@ import (
 	"crypto/rsa"
 	"errors"
 	"io"
+	"math/big"
 	"sync"
 
 	"github.com/golang-fips/openssl/v2"
@@ -53,7 +54,7 @@ func fastRSA(k *rsa.PrivateKey) (crypto.Signer, string, error) {
 		return k, BackendGo, errors.New("a multi-prime RSA key")
 	}
 	p := k.Precomputed
-	ok, err := openssl.NewPrivateKeyRSA(bbig.Enc(k.N), bbig.Enc(bigInt(k.E)), bbig.Enc(k.D), bbig.Enc(k.Primes[0]),
+	ok, err := openssl.NewPrivateKeyRSA(bbig.Enc(k.N), bbig.Enc(big.NewInt(int64(k.E))), bbig.Enc(k.D), bbig.Enc(k.Primes[0]),
 		bbig.Enc(k.Primes[1]), bbig.Enc(p.Dp), bbig.Enc(p.Dq), bbig.Enc(p.Qinv))
 	if err != nil {
 		return k, BackendGo, err

@@ -187,6 +187,15 @@ func WithULabels(addrs []string) []string {
 	return append(append(make([]string, 0, len(addrs)+len(extra)), addrs...), extra...)
 }
 
+// EmailStrings are es as strings (a query's text[], a message's list).
+func EmailStrings(es []Email) []string {
+	out := make([]string, len(es))
+	for i, e := range es {
+		out[i] = string(e)
+	}
+	return out
+}
+
 // Lower is the address as compared.
 func (e Email) Lower() string { return strings.ToLower(string(e)) }
 

@@ -71,9 +71,10 @@ func (p slogPrinter) Println(v ...any) {
 // Listener is a small HTTP server answering GET /metrics and nothing
 // else: the worker's (WORKER_METRICS_ADDR).
 type Listener struct {
-	Addr net.Addr // where it listens (the port chosen when addr asked for 0)
-	srv  *http.Server
-	done chan struct{}
+	Addr  net.Addr // where it listens (the port chosen when addr asked for 0)
+	Asked string   // the address it was asked to listen on (ListenFirst: the one free)
+	srv   *http.Server
+	done  chan struct{}
 }
 
 // Listen opens addr at once, so that a taken port fails the start, and
@@ -87,7 +88,7 @@ func Listen(addr string, h http.Handler) (*Listener, error) {
 	mux.Handle("GET /metrics", h)
 	// The container health check of a worker (worker health).
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, "ok") })
-	l := &Listener{Addr: ln.Addr(), done: make(chan struct{}),
+	l := &Listener{Addr: ln.Addr(), Asked: addr, done: make(chan struct{}),
 		srv: &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second, ReadTimeout: 10 * time.Second,
 			WriteTimeout: 30 * time.Second, IdleTimeout: 2 * time.Minute}}
 	go func() {

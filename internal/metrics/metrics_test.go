@@ -27,8 +27,8 @@ func TestListenFirst(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer l.Close()
-	if l.Addr.String() == taken {
-		t.Fatalf("listening on the taken %s", taken)
+	if l.Addr.String() == taken || l.Asked != "127.0.0.1:0" {
+		t.Fatalf("listening on %s, asked for %s; %s was taken", l.Addr, l.Asked, taken)
 	}
 	res, err := http.Get("http://" + l.Addr.String() + "/healthz")
 	if err != nil {

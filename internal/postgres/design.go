@@ -101,16 +101,12 @@ func (d *DB) recipient(r db.ContactRecipientByIDRow) mail.Recipient {
 
 // CreateDesignTest stores a test mail for the worker and returns its id.
 func (d *DB) CreateDesignTest(ctx context.Context, t mail.DesignTest) (int64, error) {
-	to := make([]string, len(t.Recipients))
-	for i, e := range t.Recipients {
-		to[i] = string(e)
-	}
 	var contact *int64
 	if t.ContactID != 0 {
 		contact = &t.ContactID
 	}
 	return d.q.CreateDesignTest(ctx, db.CreateDesignTestParams{UserID: t.UserID, SenderID: t.SenderID, ContactID: contact,
-		Subject: t.Subject, Preheader: t.Preheader, Html: t.HTML, Recipients: to})
+		Subject: t.Subject, Preheader: t.Preheader, Html: t.HTML, Recipients: mail.EmailStrings(t.Recipients)})
 }
 
 // DesignTest returns a waiting test mail with its sender, or ENOTFOUND

@@ -23,10 +23,7 @@ func (d *DB) Unsubscribe(ctx context.Context, userID int64, groupID *int64, emai
 // each event's payload; with sendID, the send's unsubscribes statistic
 // grows by the addresses added, in the same transaction.
 func (d *DB) unsubscribe(ctx context.Context, userID int64, groupID *int64, emails []mail.Email, origin []byte, sendID int64) (int64, error) {
-	addresses := make([]string, len(emails))
-	for i, e := range emails {
-		addresses[i] = string(e)
-	}
+	addresses := mail.EmailStrings(emails)
 	arg := db.AddUnsubscribesParams{UserID: userID, GroupID: groupID, Addresses: addresses, Kind: mail.EventAddressUnsubscribed, Origin: origin}
 	if sendID > 0 {
 		arg.SendID = &sendID
@@ -213,11 +210,7 @@ func smallBool(b bool) int16 {
 // SuppressedAmong returns the addresses of emails that no mail of account
 // userID may reach: its global unsubscribes and hard bounces.
 func (d *DB) SuppressedAmong(ctx context.Context, userID int64, emails []mail.Email) ([]mail.Email, error) {
-	in := make([]string, len(emails))
-	for i, e := range emails {
-		in[i] = string(e)
-	}
-	got, err := d.q.SuppressedAmong(ctx, db.SuppressedAmongParams{UserID: userID, Emails: in})
+	got, err := d.q.SuppressedAmong(ctx, db.SuppressedAmongParams{UserID: userID, Emails: mail.EmailStrings(emails)})
 	out := make([]mail.Email, len(got))
 	for i, e := range got {
 		out[i] = mail.Email(e)
