@@ -29,10 +29,12 @@ import (
 // count-exact is the audience count itself (postgres.CountAudience: one
 // contact type, so its kept length less its removed addresses) of the
 // million-contact list less an exclude list, a group's and the global
-// unsubscribes and the bounces; count-two-lists the count of two lists
-// (the expansion's rows counted);
-// count-first is the fragment's answer to a selection not counted yet
-// (it waits at most 150 ms, then says it is counting); count-again the
+// unsubscribes and the bounces; count-two-lists the count of the large
+// list and a small one (the small one's rows not in the large one added);
+// count-list-and-segment of the list and a segment of a fifth of it (the
+// segment's rows probed in the list); count-first is the fragment's answer
+// to a selection not counted yet (the count, or after 150 ms a note that
+// it is counting); count-again the
 // answer once the count is kept. The data takes about a minute to make.
 func BenchmarkSendPages(b *testing.B) {
 	ctx := context.Background()
@@ -128,7 +130,7 @@ func BenchmarkSendPages(b *testing.B) {
 
 	jar, _ := cookiejar.New(nil)
 	c := &http.Client{Jar: jar, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
-	get := func(path string, want ...string) {
+	get := func(path string, want ...string) string {
 		res, err := c.Get(srv.URL + path)
 		if err != nil {
 			b.Fatal(err)
@@ -143,6 +145,7 @@ func BenchmarkSendPages(b *testing.B) {
 				b.Fatalf("GET %s lacks %q:\n%s", path, w, body)
 			}
 		}
+		return string(body)
 	}
 	res, err := c.Get(srv.URL + "/signin")
 	if err != nil {
@@ -170,9 +173,17 @@ func BenchmarkSendPages(b *testing.B) {
 		}
 	})
 	b.Run("count-two-lists", func(b *testing.B) {
-		two := append(lists, excluded...) // no longer one contact type: the expansion's rows counted
+		two := append(lists, excluded...) // the large list's count, and the small one's rows not in it
 		for b.Loop() {
 			if n, err := d.CountAudience(ctx, acct, two, nil, group); err != nil || n < 900000 {
+				b.Fatalf("%d %v", n, err)
+			}
+		}
+	})
+	b.Run("count-list-and-segment", func(b *testing.B) {
+		both := append(lists[:1:1], mail.ListRef{Table: mail.ListSegments, ID: seg}) // the segment's rows probed in the list
+		for b.Loop() {
+			if n, err := d.CountAudience(ctx, acct, both, nil, group); err != nil || n < 900000 {
 				b.Fatalf("%d %v", n, err)
 			}
 		}
@@ -181,7 +192,10 @@ func BenchmarkSendPages(b *testing.B) {
 		g := int64(1 << 40)
 		for b.Loop() {
 			g++ // a group of no one: a selection not counted yet
-			get(countPath(g), "Counting")
+			body := get(countPath(g))
+			if !strings.Contains(body, "Counting") && !strings.Contains(body, `data-count="`) {
+				b.Fatalf("neither a count nor Counting:\n%s", body)
+			}
 		}
 	})
 	get(countPath(group)) // starts the count; wait for it

@@ -112,31 +112,68 @@ func (d *DB) DispatchSend(ctx context.Context, id int64, version int32, batchSiz
 // CountAudience is how many recipients a send of account userID to lists,
 // less excluded, with unsubscribe group groupID, would have if it were
 // dispatched now: the rows the expansion would insert (send_audience, the
-// same function ExpandSend reads), counted. One contact type alone, the
-// common case, is its kept length less its removed addresses
-// (CountListAudience: milliseconds at a million contacts); any other
-// selection counts the expansion's rows, which at a million contacts reads
-// every one of them: seconds (docs/console.md).
+// same function ExpandSend reads), counted. Its largest contact type L is
+// counted as its kept length less its removed addresses
+// (CountListAudience: a probe per removed address, never the list's rows),
+// and the other lists as their send_audience rows whose address is not in
+// L (CountAudienceBeyondList: a probe per row): the audience is L's part
+// and the rest's, which share no address. So a selection of one large
+// list and smaller ones costs what the smaller ones hold. When the others
+// together hold more than L, or no contact type is selected, the
+// expansion's rows are counted as they are: at a million contacts,
+// seconds (docs/console.md).
 func (d *DB) CountAudience(ctx context.Context, userID int64, lists, excluded []mail.ListRef, groupID int64) (int64, error) {
 	types, segments := splitLists(lists)
 	exTypes, exSegments := splitLists(excluded)
 	var n int64
 	err := d.InTx(ctx, func(tx pgx.Tx, q *db.Queries) error {
+		// The two counts read one snapshot.
+		if _, err := tx.Exec(ctx, "SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY"); err != nil {
+			return err
+		}
 		// Compiling the plan costs more than it saves on one count.
 		if _, err := tx.Exec(ctx, "SET LOCAL jit = off"); err != nil {
 			return err
 		}
-		var err error
-		if len(types) == 1 && len(segments) == 0 {
-			n, err = q.CountListAudience(ctx, db.CountListAudienceParams{UserID: userID, TypeID: types[0], GroupID: groupID,
-				ExcludeTypeIds: exTypes, ExcludeSegmentIds: exSegments})
+		sizes, err := q.AudienceListSizes(ctx, db.AudienceListSizesParams{UserID: userID, TypeIds: types, SegmentIds: segments})
+		if err != nil {
 			return err
 		}
-		n, err = q.CountAudience(ctx, db.CountAudienceParams{UserID: userID, TypeIds: types, SegmentIds: segments,
-			GroupID: groupID, ExcludeTypeIds: exTypes, ExcludeSegmentIds: exSegments})
+		list, size, rest := largestList(sizes)
+		if list == 0 || rest > size {
+			n, err = q.CountAudience(ctx, db.CountAudienceParams{UserID: userID, TypeIds: types, SegmentIds: segments,
+				GroupID: groupID, ExcludeTypeIds: exTypes, ExcludeSegmentIds: exSegments})
+			return err
+		}
+		if n, err = q.CountListAudience(ctx, db.CountListAudienceParams{UserID: userID, TypeID: list, GroupID: groupID,
+			ExcludeTypeIds: exTypes, ExcludeSegmentIds: exSegments}); err != nil {
+			return err
+		}
+		others := slices.DeleteFunc(slices.Clone(types), func(t int64) bool { return t == list })
+		if len(others) == 0 && len(segments) == 0 {
+			return nil
+		}
+		beyond, err := q.CountAudienceBeyondList(ctx, db.CountAudienceBeyondListParams{UserID: userID, TypeIds: others,
+			SegmentIds: segments, GroupID: groupID, ExcludeTypeIds: exTypes, ExcludeSegmentIds: exSegments, ListTypeID: list})
+		n += beyond
 		return err
 	})
 	return n, err
+}
+
+// largestList is the contact type with the most contacts among sizes (0
+// when there is none), its size, and how many the other lists of sizes
+// hold together.
+func largestList(sizes []db.AudienceListSizesRow) (list, size, rest int64) {
+	var total int64
+	size = -1
+	for _, r := range sizes {
+		total += r.N
+		if r.Kind == "contact_type" && r.N > size {
+			list, size = r.Key, r.N
+		}
+	}
+	return list, size, total - max(size, 0)
 }
 
 // splitLists are lists' contact type ids and segment ids (empty, not nil).

@@ -49,6 +49,47 @@ func (q *Queries) AddBounces(ctx context.Context, arg AddBouncesParams) (int64, 
 	return result.RowsAffected(), nil
 }
 
+const audienceListSizes = `-- name: AudienceListSizes :many
+SELECT kind, key, COALESCE(sum(n), 0)::bigint AS n FROM list_counts
+WHERE user_id = $1::bigint AND (kind = 'contact_type' AND key = ANY($2::bigint[])
+    OR kind = 'segment' AND key = ANY($3::bigint[]))
+GROUP BY kind, key
+`
+
+type AudienceListSizesParams struct {
+	UserID     int64
+	TypeIds    []int64
+	SegmentIds []int64
+}
+
+type AudienceListSizesRow struct {
+	Kind string
+	Key  int64
+	N    int64
+}
+
+// The kept lengths of an account's contact types and segments among
+// these (list_counts); a list of another account has none.
+func (q *Queries) AudienceListSizes(ctx context.Context, arg AudienceListSizesParams) ([]AudienceListSizesRow, error) {
+	rows, err := q.db.Query(ctx, audienceListSizes, arg.UserID, arg.TypeIds, arg.SegmentIds)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []AudienceListSizesRow
+	for rows.Next() {
+		var i AudienceListSizesRow
+		if err := rows.Scan(&i.Kind, &i.Key, &i.N); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const bumpSendCounters = `-- name: BumpSendCounters :one
 WITH s AS (
     UPDATE single_sends ss
@@ -226,6 +267,43 @@ func (q *Queries) CountAudience(ctx context.Context, arg CountAudienceParams) (i
 	return column_1, err
 }
 
+const countAudienceBeyondList = `-- name: CountAudienceBeyondList :one
+SELECT count(*)::bigint FROM send_audience($1::bigint, $2::bigint[], $3::bigint[], $4::bigint,
+    $5::bigint[], $6::bigint[]) x
+WHERE NOT EXISTS (SELECT 1 FROM contacts c WHERE c.contact_type_id = $7::bigint AND c.email_lc = x.email_lc
+                  AND c.deleted_at IS NULL)
+`
+
+type CountAudienceBeyondListParams struct {
+	UserID            int64
+	TypeIds           []int64
+	SegmentIds        []int64
+	GroupID           int64
+	ExcludeTypeIds    []int64
+	ExcludeSegmentIds []int64
+	ListTypeID        int64
+}
+
+// The rows send_audience would give for these lists whose address is not
+// a live contact of contact type @type_id (the account's own: the caller
+// knows it from AudienceListSizes): added to CountListAudience of that
+// type, the audience of the type and these lists together. Each row
+// probes the type's index, index only.
+func (q *Queries) CountAudienceBeyondList(ctx context.Context, arg CountAudienceBeyondListParams) (int64, error) {
+	row := q.db.QueryRow(ctx, countAudienceBeyondList,
+		arg.UserID,
+		arg.TypeIds,
+		arg.SegmentIds,
+		arg.GroupID,
+		arg.ExcludeTypeIds,
+		arg.ExcludeSegmentIds,
+		arg.ListTypeID,
+	)
+	var column_1 int64
+	err := row.Scan(&column_1)
+	return column_1, err
+}
+
 const countListAudience = `-- name: CountListAudience :one
 WITH removed AS (
     SELECT u.email_lc FROM unsubscribes u
@@ -242,7 +320,7 @@ WITH removed AS (
 )
 SELECT CASE WHEN EXISTS (SELECT 1 FROM contact_types t WHERE t.id = $1::bigint AND t.user_id = $2::bigint) THEN
     (SELECT COALESCE(sum(n), 0) FROM list_counts WHERE user_id = $2::bigint AND kind = 'contact_type' AND key = $1::bigint)
-    - (SELECT count(*) FROM (SELECT r.email_lc FROM removed r ORDER BY r.email_lc) r,
+    - (SELECT count(*) FROM (SELECT r.email_lc FROM removed r ORDER BY r.email_lc COLLATE "C") r,
        -- LIMIT keeps the probe a nested loop: a hash join read all of the
        -- list's rows.
        LATERAL (SELECT 1 FROM contacts c WHERE c.contact_type_id = $1::bigint AND c.email_lc = r.email_lc AND c.deleted_at IS NULL
@@ -266,7 +344,10 @@ type CountListAudienceParams struct {
 // removed addresses and probes the list's index for each, in the index's
 // order, index only (a contact type's contacts are its account's, so the
 // account is checked once, on the type), never the list itself: at a
-// million contacts and 40,000 removed addresses, under 200 ms.
+// million contacts and 40,000 removed addresses, under 200 ms. The
+// addresses are sorted bytewise (COLLATE "C"): the order only keeps the
+// probes near each other in the index, and a byte compare costs a
+// fraction of the database collation's.
 func (q *Queries) CountListAudience(ctx context.Context, arg CountListAudienceParams) (int64, error) {
 	row := q.db.QueryRow(ctx, countListAudience,
 		arg.TypeID,

@@ -24,6 +24,25 @@ ORDER BY a.email_lc;
 SELECT count(*)::bigint FROM send_audience(@user_id::bigint, @type_ids::bigint[], @segment_ids::bigint[], @group_id::bigint,
     @exclude_type_ids::bigint[], @exclude_segment_ids::bigint[]);
 
+-- name: AudienceListSizes :many
+-- The kept lengths of an account's contact types and segments among
+-- these (list_counts); a list of another account has none.
+SELECT kind, key, COALESCE(sum(n), 0)::bigint AS n FROM list_counts
+WHERE user_id = @user_id::bigint AND (kind = 'contact_type' AND key = ANY(@type_ids::bigint[])
+    OR kind = 'segment' AND key = ANY(@segment_ids::bigint[]))
+GROUP BY kind, key;
+
+-- name: CountAudienceBeyondList :one
+-- The rows send_audience would give for these lists whose address is not
+-- a live contact of contact type @type_id (the account's own: the caller
+-- knows it from AudienceListSizes): added to CountListAudience of that
+-- type, the audience of the type and these lists together. Each row
+-- probes the type's index, index only.
+SELECT count(*)::bigint FROM send_audience(@user_id::bigint, @type_ids::bigint[], @segment_ids::bigint[], @group_id::bigint,
+    @exclude_type_ids::bigint[], @exclude_segment_ids::bigint[]) x
+WHERE NOT EXISTS (SELECT 1 FROM contacts c WHERE c.contact_type_id = @list_type_id::bigint AND c.email_lc = x.email_lc
+                  AND c.deleted_at IS NULL);
+
 -- name: CountListAudience :one
 -- CountAudience for one contact type with no segment: the list's kept
 -- length (list_counts) less its live contacts whose address is removed
@@ -33,7 +52,10 @@ SELECT count(*)::bigint FROM send_audience(@user_id::bigint, @type_ids::bigint[]
 -- removed addresses and probes the list's index for each, in the index's
 -- order, index only (a contact type's contacts are its account's, so the
 -- account is checked once, on the type), never the list itself: at a
--- million contacts and 40,000 removed addresses, under 200 ms.
+-- million contacts and 40,000 removed addresses, under 200 ms. The
+-- addresses are sorted bytewise (COLLATE "C"): the order only keeps the
+-- probes near each other in the index, and a byte compare costs a
+-- fraction of the database collation's.
 WITH removed AS (
     SELECT u.email_lc FROM unsubscribes u
     WHERE u.user_id = @user_id::bigint AND COALESCE(u.unsubscribe_groups_id, 0) IN (0, @group_id::bigint)
@@ -49,7 +71,7 @@ WITH removed AS (
 )
 SELECT CASE WHEN EXISTS (SELECT 1 FROM contact_types t WHERE t.id = @type_id::bigint AND t.user_id = @user_id::bigint) THEN
     (SELECT COALESCE(sum(n), 0) FROM list_counts WHERE user_id = @user_id::bigint AND kind = 'contact_type' AND key = @type_id::bigint)
-    - (SELECT count(*) FROM (SELECT r.email_lc FROM removed r ORDER BY r.email_lc) r,
+    - (SELECT count(*) FROM (SELECT r.email_lc FROM removed r ORDER BY r.email_lc COLLATE "C") r,
        -- LIMIT keeps the probe a nested loop: a hash join read all of the
        -- list's rows.
        LATERAL (SELECT 1 FROM contacts c WHERE c.contact_type_id = @type_id::bigint AND c.email_lc = r.email_lc AND c.deleted_at IS NULL
