@@ -7,17 +7,11 @@ import (
 	"time"
 
 	"github.com/hibiken/asynq"
-
-	"github.com/mailroom/mailroom/internal/mail"
-	"github.com/mailroom/mailroom/internal/postgres"
 )
 
 // TypeStepAutomations sends the automation mails that are due: the
 // scheduler queues it every 2 s (docs/automations.md).
 const TypeStepAutomations = "automations:step"
-
-// stepBatch is how many enrollments one stepping transaction takes.
-const stepBatch = 5000
 
 // NewStepAutomationsTask is the stepper's periodic task; Unique keeps one
 // queued.
@@ -26,43 +20,10 @@ func NewStepAutomationsTask() *asynq.Task {
 		asynq.MaxRetry(3), asynq.Timeout(5*time.Minute))
 }
 
-// StepAutomations handles TypeStepAutomations: passes of due enrollments
-// until none is left, each making runs whose batches are queued like a
-// single send's first window.
+// StepAutomations handles TypeStepAutomations
+// (delivery.Engine.StepAutomations).
 func StepAutomations(d Deps) asynq.HandlerFunc {
-	return func(ctx context.Context, _ *asynq.Task) error {
-		for {
-			start := time.Now()
-			pass, err := d.DB.StepAutomations(ctx, postgres.Step{Now: d.now(), Enrollments: stepBatch,
-				BatchSize: d.Engine.BatchSize, RunEvery: d.Engine.RunEvery, NewToken: mail.NewOpenToken,
-				AllowUnverified: d.AllowUnverifiedSenders})
-			if err != nil {
-				return err
-			}
-			if pass.Stepped > 0 { // most passes find nothing due: only the ones that stepped are timed
-				d.Metrics.step.Observe(time.Since(start).Seconds())
-				d.Metrics.stepped.Add(float64(pass.Stepped))
-			}
-			for _, r := range pass.Runs {
-				for k := int64(0); k < int64(d.Engine.Window) && r.First+k*int64(d.Engine.BatchSize) <= r.Last; k++ {
-					if err := d.enqueue(ctx, NewBatchTask(r.ID, k)); err != nil {
-						return err // the sweeper restarts the run
-					}
-				}
-			}
-			if !pass.More {
-				return nil
-			}
-		}
-	}
-}
-
-// now is the engine's clock (Deps.Now, time.Now when nil).
-func (d Deps) now() time.Time {
-	if d.Now != nil {
-		return d.Now()
-	}
-	return time.Now()
+	return func(ctx context.Context, _ *asynq.Task) error { return d.engine.StepAutomations(ctx) }
 }
 
 // TypeEnrollMembers enrolls a custom automation's current members; the
@@ -92,19 +53,13 @@ func enrollMembersTask(id int64, tag string) *asynq.Task {
 	return asynq.NewTask(TypeEnrollMembers, b, opts...)
 }
 
-// EnrollMembers handles TypeEnrollMembers: one statement (a welcome, paused
-// or deleted automation enrolls nobody); the stepper sends what is due.
+// EnrollMembers handles TypeEnrollMembers (delivery.Engine.EnrollMembers).
 func EnrollMembers(d Deps) asynq.HandlerFunc {
 	return func(ctx context.Context, t *asynq.Task) error {
 		var p EnrollPayload
 		if err := json.Unmarshal(t.Payload(), &p); err != nil {
 			return Permanent(err)
 		}
-		n, err := d.DB.EnrollMembers(ctx, p.AutomationID, d.now())
-		if err == nil && n > 0 {
-			d.Log.InfoContext(ctx, "automation members enrolled", "automation_id", p.AutomationID, "enrolled", n)
-			return d.enqueue(ctx, NewStepAutomationsTask())
-		}
-		return err
+		return d.engine.EnrollMembers(ctx, p.AutomationID)
 	}
 }

@@ -9,24 +9,14 @@ import (
 
 	"github.com/hibiken/asynq"
 
+	"github.com/mailroom/mailroom/internal/delivery"
 	"github.com/mailroom/mailroom/internal/logging"
-
 	"github.com/mailroom/mailroom/internal/mail"
 )
 
-// permanentError is a failure no retry can fix.
-type permanentError struct{ err error }
-
-func (e permanentError) Error() string { return e.err.Error() }
-func (e permanentError) Unwrap() error { return e.err }
-
-// Permanent marks err as one that running the task again cannot fix.
-func Permanent(err error) error {
-	if err == nil {
-		return nil
-	}
-	return permanentError{err}
-}
+// Permanent marks err as one that running the task again cannot fix
+// (delivery.Permanent).
+func Permanent(err error) error { return delivery.Permanent(err) }
 
 // IsPermanent reports whether err cannot be fixed by a retry: marked
 // Permanent, asynq.SkipRetry already, a payload that does not decode, or
@@ -34,7 +24,6 @@ func Permanent(err error) error {
 // (the database or Redis away, a timeout, a shutdown's cancellation, a
 // 4xx from SMTP, a conflict) may succeed later.
 func IsPermanent(err error) bool {
-	var p permanentError
 	var syntax *json.SyntaxError
 	var typ *json.UnmarshalTypeError
 	var me *mail.Error
@@ -43,7 +32,7 @@ func IsPermanent(err error) bool {
 		return false
 	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
 		return false
-	case errors.As(err, &p), errors.Is(err, asynq.SkipRetry), errors.As(err, &syntax), errors.As(err, &typ):
+	case delivery.IsMarkedPermanent(err), errors.Is(err, asynq.SkipRetry), errors.As(err, &syntax), errors.As(err, &typ):
 		return true
 	case errors.As(err, &me):
 		return me.Code == mail.EINVALID || me.Code == mail.ENOTFOUND

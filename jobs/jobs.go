@@ -1,6 +1,7 @@
 // Package jobs is the asynq edge of mailroom: task types and payloads, their
 // constructors, the enqueueing client and the worker's handler mux. Payloads
-// carry ids, never records; handlers are thin and idempotent.
+// carry ids, never records; handlers decode a payload and call the
+// delivery engine (internal/delivery) or a mailer, and are idempotent.
 package jobs
 
 import (
@@ -10,6 +11,7 @@ import (
 
 	"github.com/hibiken/asynq"
 
+	"github.com/mailroom/mailroom/internal/delivery"
 	"github.com/mailroom/mailroom/internal/dkim"
 	"github.com/mailroom/mailroom/internal/mail"
 	"github.com/mailroom/mailroom/internal/postgres"
@@ -58,9 +60,9 @@ type Deps struct {
 	// empty.
 	VERP mail.VERP
 
-	// The delivery engine's (send.go): the per-mail links, the
+	// The delivery engine's (internal/delivery): the per-mail links, the
 	// List-Unsubscribe mailto, how to enqueue follow-up tasks, and its
-	// tuning. The sends cache is made by NewMux when nil.
+	// tuning.
 	Links             mail.Links
 	UnsubscribeMailto string
 	Enqueue           func(context.Context, *asynq.Task) error
@@ -73,24 +75,18 @@ type Deps struct {
 	// Metrics counts the engine's work (NewMetrics); NewMux makes an
 	// unregistered set when nil.
 	Metrics *Metrics
-	sends   *sendCache
-	budget  *mailBudget // the memory of the mails in flight, one for the process (NewMux)
+	engine  *delivery.Engine // made by NewMux from the above
 }
 
 // NewMux returns the worker's handler mux. Each task type registers its
 // handler here, built from d.
 func NewMux(d Deps) *asynq.ServeMux {
 	mux := asynq.NewServeMux()
-	if d.sends == nil {
-		d.sends = newSendCache()
-	}
 	if d.Metrics == nil {
 		d.Metrics = NewMetrics(nil)
 	}
-	d.Engine = d.Engine.withDefaults()
-	if d.budget == nil {
-		d.budget = newMailBudget(d.Engine.MemoryBudget)
-	}
+	d.Engine = d.Engine.WithDefaults()
+	d.engine = newEngine(d)
 	d.Webhooks = d.Webhooks.withDefaults()
 	mux.Handle(TypeNotifyEvents, boundary(d.Log, NotifyEvents(d)))
 	mux.Handle(TypeVerifySenders, boundary(d.Log, VerifySenders(d)))
@@ -106,6 +102,21 @@ func NewMux(d Deps) *asynq.ServeMux {
 	mux.Handle(TypeSweepWebhooks, boundary(d.Log, SweepWebhooks(d)))
 	mux.Handle(TypeDropWebhookBatches, boundary(d.Log, DropWebhookBatches(d)))
 	return mux
+}
+
+// newEngine is the delivery engine over d: the database, the transport,
+// the limiters, and this package's queue as its scheduler.
+func newEngine(d Deps) *delivery.Engine {
+	e := delivery.Deps{Store: d.DB, Transport: d.Transport, Scheduler: scheduler{d}, Log: d.Log, DKIM: d.DKIM, VERP: d.VERP,
+		Links: d.Links, UnsubscribeMailto: d.UnsubscribeMailto, ClickTracking: d.ClickTracking,
+		AllowUnverifiedSenders: d.AllowUnverifiedSenders, Now: d.Now, Config: d.Engine, Metrics: d.Metrics}
+	if d.SendRate != nil {
+		e.Rates = delivery.LimiterFunc(d.SendRate)
+	}
+	if d.Domains != nil { // a nil *Domains is not a nil DomainLimiter
+		e.Domains = d.Domains
+	}
+	return delivery.New(e)
 }
 
 // Schedule registers the periodic tasks on a scheduler; the send sweeper

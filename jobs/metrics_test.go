@@ -13,7 +13,6 @@ import (
 	"github.com/hibiken/asynq"
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/mailroom/mailroom/internal/mail"
 	"github.com/mailroom/mailroom/internal/metrics"
 	"github.com/mailroom/mailroom/internal/metrics/metricstest"
 	"github.com/mailroom/mailroom/internal/smtp"
@@ -248,17 +247,4 @@ func TestQueueCollectorTimeout(t *testing.T) {
 	if got := scrape(t, reg).Value("mailroom_queue_up"); got != 0 {
 		t.Errorf("second scrape: up %v", got)
 	}
-}
-
-// Counting a mail costs an atomic add: no allocation, a few ns, next to
-// the ~125 µs a mail may cost in all (docs/performance.md).
-func BenchmarkCountMail(b *testing.B) {
-	m := jobs.NewMetrics(prometheus.NewRegistry())
-	o := mail.Outcome{Status: mail.DeliverySent}
-	b.ReportAllocs()
-	b.RunParallel(func(pb *testing.PB) {
-		for pb.Next() {
-			jobs.CountMail(m, &o)
-		}
-	})
 }

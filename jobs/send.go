@@ -3,11 +3,14 @@ package jobs
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strconv"
 	"time"
 
 	"github.com/hibiken/asynq"
+
+	"github.com/mailroom/mailroom/internal/delivery"
 )
 
 // The delivery engine's tasks (docs/deliveries.md). Payloads carry ids;
@@ -51,55 +54,8 @@ func dispatchTask(sendID int64, version int32, at time.Time, tag string) *asynq.
 		asynq.TaskID(id), asynq.MaxRetry(25), asynq.Timeout(10*time.Minute))
 }
 
-// Engine is the delivery engine's tuning (docs/deliveries.md).
-type Engine struct {
-	BatchSize   int           // deliveries per batch task (id range); 1000
-	Window      int           // batch tasks of one send queued at once; 4
-	Concurrency int           // mails of one batch in flight at once; 16
-	Lease       time.Duration // how long a batch holds its rows, renewed every third of it; 6 s
-	StallAfter  time.Duration // a running send idle this long is restarted by the sweeper; 5 s
-	Slice       time.Duration // how long one batch task goes on along its chain; 1 s
-	Retention   time.Duration // deliveries rows kept after their send completed; 0 keeps them
-	// RunEvery is how long an automation schedule that made a small run
-	// waits before its next one (docs/automations.md); 30 s.
-	RunEvery time.Duration
-	// MaxMailBytes is the longest mail sent (MAX_MAIL_BYTES): a recipient
-	// whose mail is longer fails, not sent (docs/limits.md); 0 is
-	// render.MaxMailBytes, 10 MB.
-	MaxMailBytes int
-	// MemoryBudget is the bytes the worker's mails in flight may hold
-	// together (MAIL_MEMORY_BUDGET, budget.go): each takes its share
-	// before it is built; 256 MB when 0.
-	MemoryBudget int64
-}
-
-func (e Engine) withDefaults() Engine {
-	if e.BatchSize <= 0 {
-		e.BatchSize = 1000
-	}
-	if e.Window <= 0 {
-		e.Window = 4
-	}
-	if e.Concurrency <= 0 {
-		e.Concurrency = 16
-	}
-	if e.Lease <= 0 {
-		e.Lease = 6 * time.Second
-	}
-	if e.StallAfter <= 0 {
-		e.StallAfter = 5 * time.Second
-	}
-	if e.Slice <= 0 {
-		e.Slice = time.Second
-	}
-	if e.RunEvery <= 0 {
-		e.RunEvery = 30 * time.Second
-	}
-	if e.MemoryBudget <= 0 {
-		e.MemoryBudget = 256 << 20
-	}
-	return e
-}
+// Engine is the delivery engine's tuning (delivery.Config).
+type Engine = delivery.Config
 
 // BatchPayload names batch K of a send: deliveries with ids in
 // [first + K*size, first + (K+1)*size), first and size fixed at dispatch.
@@ -155,18 +111,75 @@ func NewDropDeliveriesTask() *asynq.Task {
 		asynq.MaxRetry(3), asynq.Timeout(10*time.Minute))
 }
 
-// DropDeliveries handles TypeDropDeliveries: with Engine.Retention set,
-// the partitions whose sends all completed longer ago are dropped whole
-// (docs/deliveries.md).
+// DropDeliveries handles TypeDropDeliveries (delivery.Engine.DropExpired).
 func DropDeliveries(d Deps) asynq.HandlerFunc {
-	return func(ctx context.Context, _ *asynq.Task) error {
-		if d.Engine.Retention <= 0 {
-			return nil
+	return func(ctx context.Context, _ *asynq.Task) error { return d.engine.DropExpired(ctx) }
+}
+
+// SendBatch handles TypeSendBatch: the range's chain, or the range alone
+// for a revisit (delivery.Engine.RunChain).
+func SendBatch(d Deps) asynq.HandlerFunc {
+	return func(ctx context.Context, t *asynq.Task) error {
+		var p BatchPayload
+		if err := json.Unmarshal(t.Payload(), &p); err != nil {
+			return Permanent(err)
 		}
-		dropped, err := d.DB.DropExpiredDeliveries(ctx, d.Engine.Retention)
-		if len(dropped) > 0 {
-			d.Log.InfoContext(ctx, "deliveries partitions dropped", "partitions", dropped, "retention", d.Engine.Retention.String())
-		}
-		return err
+		return d.engine.RunChain(ctx, p.SendID, p.K, p.Once)
 	}
+}
+
+// DispatchSend handles TypeDispatchSend (delivery.Engine.Dispatch).
+func DispatchSend(d Deps) asynq.HandlerFunc {
+	return func(ctx context.Context, t *asynq.Task) error {
+		var p DispatchPayload
+		if err := json.Unmarshal(t.Payload(), &p); err != nil {
+			return Permanent(err)
+		}
+		return d.engine.Dispatch(ctx, p.SendID, p.Version)
+	}
+}
+
+// SweepSends handles TypeSweepSends (delivery.Engine.Sweep).
+func SweepSends(d Deps) asynq.HandlerFunc {
+	return func(ctx context.Context, _ *asynq.Task) error { return d.engine.Sweep(ctx) }
+}
+
+// scheduler is the engine's delivery.Scheduler: its work as tasks.
+type scheduler struct{ d Deps }
+
+func (s scheduler) Chain(ctx context.Context, sendID, k int64, at time.Time, tag string) error {
+	var opts []asynq.Option
+	if !at.IsZero() {
+		opts = append(opts, asynq.ProcessAt(at))
+	}
+	return s.d.enqueue(ctx, batchTask(sendID, k, tag, opts...))
+}
+
+func (s scheduler) Revisit(ctx context.Context, sendID, k int64, at time.Time) error {
+	return s.d.enqueue(ctx, revisitTask(sendID, k, at))
+}
+
+func (s scheduler) Dispatch(ctx context.Context, sendID int64, version int32, at time.Time, tag string) error {
+	return s.d.enqueue(ctx, dispatchTask(sendID, version, at, tag))
+}
+
+func (s scheduler) Enroll(ctx context.Context, automationID int64, tag string) error {
+	return s.d.enqueue(ctx, enrollMembersTask(automationID, tag))
+}
+
+func (s scheduler) Step(ctx context.Context) error { return s.d.enqueue(ctx, NewStepAutomationsTask()) }
+
+// enqueue queues t; a task with that id already queued is not an error.
+func (d Deps) enqueue(ctx context.Context, t *asynq.Task) error {
+	if d.Enqueue == nil {
+		return nil // no queue (a test running handlers itself): the sweeper's work
+	}
+	err := d.Enqueue(ctx, t)
+	if errors.Is(err, asynq.ErrTaskIDConflict) || errors.Is(err, asynq.ErrDuplicateTask) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("jobs: enqueue %s: %w", t.Type(), err)
+	}
+	return nil
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgtype"
 
+	"github.com/mailroom/mailroom/internal/delivery"
 	"github.com/mailroom/mailroom/internal/mail"
 	"github.com/mailroom/mailroom/internal/postgres/db"
 )
@@ -22,17 +23,8 @@ import (
 // (deliveries_p{n} holds sends [n*PartitionSends, (n+1)*PartitionSends)).
 const PartitionSends = 10000
 
-// Dispatch is what a dispatch did.
-type Dispatch struct {
-	Started   bool       // the send is now running (or completed, with no recipient)
-	Completed bool       // it had no recipient: completed at once
-	DueAt     *time.Time // set when the send is ready but not due yet
-	SendID    int64
-	First     int64 // first delivery id: batch k holds [First+k*BatchSize, First+(k+1)*BatchSize)
-	Last      int64 // last delivery id
-	BatchSize int
-	Triggered int64
-}
+// Dispatch is what a dispatch did (the engine's type).
+type Dispatch = delivery.Dispatch
 
 // DispatchSend expands send id, when it is still ready, of version and
 // due, into its deliveries in one set-based statement, and marks it
@@ -258,23 +250,8 @@ func completeSend(ctx context.Context, q *db.Queries, id int64) (bool, error) {
 		Payload: fmt.Appendf(nil, `{"triggered": %d, "delivered": %d, "bounces": %d}`, r.Triggered, r.Delivered, r.Bounces)})
 }
 
-// BatchSend is what a batch needs of a running send.
-type BatchSend struct {
-	ID, UserID      int64
-	Version         int32
-	Status          int16
-	TemplateID      int64
-	TemplateHTML    string // "" for a design template: the catalogue's html_code
-	Subject         string
-	Preheader       string
-	GroupID         int64
-	First           int64
-	BatchSize       int
-	ListTokens      map[string]string // unique_open_token
-	Sender          mail.Sender
-	SenderAvailable bool
-	SendRate        int // the account's mails a second across workers; 0: no limit
-}
+// BatchSend is what a batch needs of a running send (the engine's type).
+type BatchSend = delivery.Send
 
 // SendForBatch reads send id for its batches; ENOTFOUND when it is gone.
 func (d *DB) SendForBatch(ctx context.Context, id int64) (BatchSend, error) {
@@ -293,12 +270,8 @@ func (d *DB) SendForBatch(ctx context.Context, id int64) (BatchSend, error) {
 	return s, nil
 }
 
-// Lease is a batch run's hold on one range of a send: renewed while it
-// sends, given back when it records.
-type Lease struct {
-	SendID, K int64
-	owner     pgtype.UUID
-}
+// Lease is a batch run's hold on one range of a send (the engine's type).
+type Lease = delivery.Lease
 
 // ClaimDeliveries leases batch range k of send sendID (ids [from, to))
 // for lease and reads its pending, due rows with their recipients, in id
@@ -307,8 +280,8 @@ type Lease struct {
 // send's unsubscribe group) are skipped first, and the send completed
 // when that leaves nothing.
 func (d *DB) ClaimDeliveries(ctx context.Context, sendID, groupID, k, from, to int64, lease time.Duration) (*Lease, []mail.Claimed, error) {
-	l := &Lease{SendID: sendID, K: k, owner: pgtype.UUID{Bytes: uuid.New(), Valid: true}}
-	n, err := d.q.LeaseRange(ctx, db.LeaseRangeParams{SendID: sendID, K: k, LeaseSeconds: int32(lease / time.Second), Owner: l.owner})
+	l := &Lease{SendID: sendID, K: k, Owner: uuid.New()}
+	n, err := d.q.LeaseRange(ctx, db.LeaseRangeParams{SendID: sendID, K: k, LeaseSeconds: int32(lease / time.Second), Owner: pgtype.UUID{Bytes: l.Owner, Valid: true}})
 	if err != nil || n == 0 {
 		return nil, nil, err
 	}
@@ -327,11 +300,11 @@ func (d *DB) ClaimDeliveries(ctx context.Context, sendID, groupID, k, from, to i
 		return err
 	})
 	if err != nil {
-		return nil, nil, errors.Join(err, d.q.ReleaseRange(ctx, db.ReleaseRangeParams{SendID: sendID, K: k, Owner: l.owner}))
+		return nil, nil, errors.Join(err, d.q.ReleaseRange(ctx, db.ReleaseRangeParams{SendID: sendID, K: k, Owner: pgtype.UUID{Bytes: l.Owner, Valid: true}}))
 	}
 	rows, err := d.q.ClaimDeliveries(ctx, db.ClaimDeliveriesParams{SendID: sendID, FromID: from, ToID: to})
 	if err != nil || len(rows) == 0 { // nothing due here: give the range back at once
-		return nil, nil, errors.Join(err, d.q.ReleaseRange(ctx, db.ReleaseRangeParams{SendID: sendID, K: k, Owner: l.owner}))
+		return nil, nil, errors.Join(err, d.q.ReleaseRange(ctx, db.ReleaseRangeParams{SendID: sendID, K: k, Owner: pgtype.UUID{Bytes: l.Owner, Valid: true}}))
 	}
 	out := make([]mail.Claimed, len(rows))
 	for i, r := range rows {
@@ -353,7 +326,7 @@ func (d *DB) ClaimDeliveries(ctx context.Context, sendID, groupID, k, from, to i
 // RenewLease extends l for lease; false when the range is no longer l's
 // (it stalled past its lease and another batch took it over).
 func (d *DB) RenewLease(ctx context.Context, l *Lease, lease time.Duration) (bool, error) {
-	n, err := d.q.RenewRange(ctx, db.RenewRangeParams{SendID: l.SendID, K: l.K, Owner: l.owner, LeaseSeconds: int32(lease / time.Second)})
+	n, err := d.q.RenewRange(ctx, db.RenewRangeParams{SendID: l.SendID, K: l.K, Owner: pgtype.UUID{Bytes: l.Owner, Valid: true}, LeaseSeconds: int32(lease / time.Second)})
 	return n > 0, err
 }
 
@@ -432,7 +405,7 @@ func (d *DB) record(ctx context.Context, sendID int64, l *Lease, userID int64, o
 			}
 		}
 		if release {
-			if err := q.ReleaseRange(ctx, db.ReleaseRangeParams{SendID: sendID, K: l.K, Owner: l.owner}); err != nil {
+			if err := q.ReleaseRange(ctx, db.ReleaseRangeParams{SendID: sendID, K: l.K, Owner: pgtype.UUID{Bytes: l.Owner, Valid: true}}); err != nil {
 				return err
 			}
 		}
@@ -466,10 +439,7 @@ func (d *DB) LastDeliveryID(ctx context.Context, id int64) (int64, error) {
 }
 
 // DueSend is a ready send whose time has come.
-type DueSend struct {
-	ID      int64
-	Version int32
-}
+type DueSend = delivery.DueSend
 
 // DueSends are ready sends whose time has come, oldest due first.
 func (d *DB) DueSends(ctx context.Context) ([]DueSend, error) {
@@ -482,10 +452,7 @@ func (d *DB) DueSends(ctx context.Context) ([]DueSend, error) {
 }
 
 // StalledSend is a running send without progress for a while.
-type StalledSend struct {
-	ID, First int64
-	BatchSize int
-}
+type StalledSend = delivery.StalledSend
 
 // StalledSends are running sends that recorded nothing for idle.
 func (d *DB) StalledSends(ctx context.Context, idle time.Duration) ([]StalledSend, error) {

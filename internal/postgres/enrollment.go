@@ -7,6 +7,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/mailroom/mailroom/internal/delivery"
 	"github.com/mailroom/mailroom/internal/mail"
 	"github.com/mailroom/mailroom/internal/postgres/db"
 )
@@ -48,27 +49,10 @@ func (d *DB) MembersToEnroll(ctx context.Context) ([]int64, error) {
 
 // Run is a run a stepping pass made: a row of single_sends the batches
 // send (docs/automations.md).
-type Run struct {
-	ID, First, Last int64
-	Triggered       int64
-}
+type Run = delivery.Run
 
-// Step is one stepping pass's settings.
-type Step struct {
-	Now         time.Time // the stepper's clock
-	Enrollments int       // at most this many enrollments per transaction
-	BatchSize   int       // a run's batch ranges
-	// RunEvery is the longest a schedule that made a small run (fewer
-	// than Enrollments/5 enrollments) waits before its next: the hold
-	// starts at 2 s and doubles with each small run that follows closely
-	// on the last, so a steady trickle of joins makes a run per RunEvery,
-	// not one per pass, while a lone join goes at once.
-	RunEvery time.Duration
-	NewToken func() string // a run's open token
-	// AllowUnverified lets a run go from an unverified sender
-	// (ALLOW_UNVERIFIED_SENDERS, as the API's validation).
-	AllowUnverified bool
-}
+// Step is one stepping pass's settings (the engine's type).
+type Step = delivery.Step
 
 // StepAutomations takes up to st.Enrollments active enrollments of live
 // automations due at st.Now (FOR UPDATE SKIP LOCKED: steppers share the
@@ -210,12 +194,8 @@ func (d *DB) StepAutomations(ctx context.Context, st Step) (pass Pass, err error
 	return pass, bumpStats(ctx, d.q, time.Now(), triggered)
 }
 
-// Pass is what one stepping pass did.
-type Pass struct {
-	Runs    []Run // the runs made, with deliveries
-	Stepped int   // enrollments moved on (to their next schedule, done, or left)
-	More    bool  // the pass took a full batch: another would find work at once
-}
+// Pass is what one stepping pass did (the engine's type).
+type Pass = delivery.Pass
 
 // firstSchedule is f, automation a's first live schedule: where an
 // enrollment starts (EnrollMembersChunk in queries/enrollment.sql has it too;

@@ -72,6 +72,13 @@ func (d *Domains) Group(domain string) int {
 // Limit is group g's limit.
 func (d *Domains) Limit(g int) DomainLimit { return d.limits[g] }
 
+// Name is group g's first domain, its name in logs and metrics.
+func (d *Domains) Name(g int) string { return d.limits[g].Domains[0] }
+
+// MinHold is HoldMin: the hold of a group when the shared one cannot be
+// asked.
+func (d *Domains) MinHold() time.Duration { return d.HoldMin }
+
 // Len is the number of limited groups.
 func (d *Domains) Len() int { return len(d.limits) }
 

@@ -1,8 +1,7 @@
-package jobs
+package delivery
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"net/textproto"
 	"strconv"
@@ -12,75 +11,66 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/hibiken/asynq"
-
 	"github.com/mailroom/mailroom/internal/mail"
 	"github.com/mailroom/mailroom/internal/render"
 	"github.com/mailroom/mailroom/internal/smtp"
 )
 
-// SendBatch handles TypeSendBatch: it leases the open deliveries of its
-// id range with their recipients (one statement), makes each mail from
-// the send's compiled form, pushes them through the transport
-// Engine.Concurrency at a time, records every outcome in one transaction
-// (which completes the send when nothing is left), then goes on with the
-// next range of its chain (k + window) for up to Engine.Slice, and queues
-// the one after. Run twice, the second run finds the rows leased or
-// recorded and sends nothing.
-func SendBatch(d Deps) asynq.HandlerFunc {
-	return func(ctx context.Context, t *asynq.Task) error {
-		var p BatchPayload
-		if err := json.Unmarshal(t.Payload(), &p); err != nil {
-			return Permanent(err)
+// RunChain sends range k of send sendID: it leases the open deliveries
+// of the id range with their recipients (one statement), makes each mail
+// from the send's compiled form, pushes them through the transport
+// Config.Concurrency at a time, records every outcome (in steps while
+// they go, the rest in one transaction, which completes the send when
+// nothing is left), then goes on with the next range of its chain (k +
+// window) for up to Config.Slice, and schedules the one after. once runs
+// range k alone (a revisit of mails its domains put off). Run twice, the
+// second run finds the rows leased or recorded and sends nothing.
+func (e *Engine) RunChain(ctx context.Context, sendID, k int64, once bool) error {
+	cs, err := e.sends.get(ctx, e, sendID)
+	if mail.ErrorCode(err) == mail.ENOTFOUND {
+		return nil // deleted since
+	}
+	if err != nil || cs.send.Status != 2 || cs.send.BatchSize <= 0 {
+		return err // nil for a send no longer running
+	}
+	size := int64(cs.send.BatchSize)
+	// A task goes on with the next range of its chain (k + window) while
+	// it has run less than Config.Slice: a queue round trip per range
+	// costs more than a range's work when the worker polls. Past the slice
+	// it schedules the next range and ends, so other sends' batches get
+	// the worker slot.
+	start := time.Now()
+	for j := k; ; j += int64(e.Config.Window) {
+		from := cs.send.First + j*size
+		if from > cs.last {
+			return nil
 		}
-		cs, err := d.sends.get(ctx, d, p.SendID)
-		if IsPermanent(err) && mail.ErrorCode(err) != mail.ENOTFOUND {
+		if j != k && time.Since(start) >= e.Config.Slice {
+			return e.Scheduler.Chain(ctx, sendID, j, time.Time{}, "")
+		}
+		completed, err := e.runRange(ctx, cs, j, from, from+size)
+		var th *throttled
+		if errors.As(err, &th) {
+			// The account's sending rate is spent: the range's rest waits,
+			// and this chain with it (not the workers).
+			at := time.Now().Add(th.wait)
+			if once {
+				return e.Scheduler.Revisit(ctx, sendID, j, at)
+			}
+			return e.Scheduler.Chain(ctx, sendID, j, at, "rate"+strconv.FormatInt(time.Now().UnixNano(), 36))
+		}
+		if errors.Is(err, errRelayDown) {
+			// The chain stops: the sweeper tries again when the send has
+			// been idle for SEND_STALL_AFTER, a range per chain, until the
+			// relay takes mail again.
+			e.Log.WarnContext(ctx, "the SMTP server is not taking mail: the send waits", "send_id", sendID)
+			return nil
+		}
+		if err != nil || completed || once { // a revisit runs its range alone
 			return err
 		}
-		if err != nil || cs.send.Status != 2 || cs.send.BatchSize <= 0 {
-			if mail.ErrorCode(err) == mail.ENOTFOUND {
-				return nil // deleted since
-			}
-			return err // nil for a send no longer running
-		}
-		size := int64(cs.send.BatchSize)
-		// A task goes on with the next range of its chain (k + window)
-		// while it has run less than Engine.Slice: a queue round trip per
-		// range costs more than a range's work when the worker polls.
-		// Past the slice it queues the next range and ends, so other sends'
-		// batches get the worker slot.
-		start := time.Now()
-		for k := p.K; ; k += int64(d.Engine.Window) {
-			from := cs.send.First + k*size
-			if from > cs.last {
-				return nil
-			}
-			if k != p.K && time.Since(start) >= d.Engine.Slice {
-				return d.enqueue(ctx, NewBatchTask(p.SendID, k))
-			}
-			completed, err := d.runRange(ctx, cs, k, from, from+size)
-			var th *throttled
-			if errors.As(err, &th) {
-				// The account's sending rate is spent: the range's rest waits,
-				// and this chain with it (not the workers).
-				if p.Once {
-					return d.enqueue(ctx, revisitTask(p.SendID, k, time.Now().Add(th.wait)))
-				}
-				return d.enqueue(ctx, batchTask(p.SendID, k, "rate"+strconv.FormatInt(time.Now().UnixNano(), 36), asynq.ProcessIn(th.wait)))
-			}
-			if errors.Is(err, errRelayDown) {
-				// The chain stops: the sweeper tries again when the send has
-				// been idle for SEND_STALL_AFTER, a range per chain, until the
-				// relay takes mail again.
-				d.Log.WarnContext(ctx, "the SMTP server is not taking mail: the send waits", "send_id", p.SendID)
-				return nil
-			}
-			if err != nil || completed || p.Once { // a revisit runs its range alone
-				return err
-			}
-			if ctx.Err() != nil {
-				return nil // stopping: the chain resumes from the sweeper
-			}
+		if ctx.Err() != nil {
+			return nil // stopping: the chain resumes from the sweeper
 		}
 	}
 }
@@ -90,9 +80,9 @@ func SendBatch(d Deps) asynq.HandlerFunc {
 // third of Engine.Lease while its mails go out; when a renewal fails (the
 // lease was taken over, or the database is away) no further mail of the
 // range is handed out, so a slow batch is never sent again beside itself.
-func (d Deps) runRange(ctx context.Context, cs *compiledSend, k, from, to int64) (completed bool, err error) {
+func (e *Engine) runRange(ctx context.Context, cs *compiledSend, k, from, to int64) (completed bool, err error) {
 	t0 := time.Now()
-	lease, claimed, err := d.DB.ClaimDeliveries(ctx, cs.send.ID, cs.send.GroupID, k, from, to, d.Engine.Lease)
+	lease, claimed, err := e.Store.ClaimDeliveries(ctx, cs.send.ID, cs.send.GroupID, k, from, to, e.Config.Lease)
 	if err != nil || lease == nil {
 		return false, err
 	}
@@ -100,11 +90,11 @@ func (d Deps) runRange(ctx context.Context, cs *compiledSend, k, from, to int64)
 	// not tried (their attempt does not count), until it allows more.
 	var deferred []mail.Outcome
 	var wait time.Duration
-	if rate := cs.send.SendRate; rate > 0 && d.SendRate != nil {
-		got, retry, err := d.SendRate(ctx, cs.send.UserID, rate, len(claimed))
+	if rate := cs.send.SendRate; rate > 0 && e.Rates != nil {
+		got, retry, err := e.Rates.Take(ctx, cs.send.UserID, rate, len(claimed))
 		switch {
 		case err != nil:
-			d.Log.WarnContext(ctx, "sending rate not checked: the range goes", "send_id", cs.send.ID, "err", err)
+			e.Log.WarnContext(ctx, "sending rate not checked: the range goes", "send_id", cs.send.ID, "err", err)
 		case got < len(claimed):
 			wait = max(retry, 50*time.Millisecond)
 			next := time.Now().Add(wait)
@@ -116,7 +106,7 @@ func (d Deps) runRange(ctx context.Context, cs *compiledSend, k, from, to int64)
 	}
 	// The recipient domains' limits: mails of a domain on hold, past its
 	// rate or its cap wait untried; the rest of the range goes.
-	plan := d.planDomains(ctx, cs.send.ID, claimed)
+	plan := e.planDomains(ctx, cs.send.ID, claimed)
 	t1 := time.Now()
 	// The lease is renewed until the range's outcomes are recorded, its
 	// domain slots while its mails go out.
@@ -126,15 +116,15 @@ func (d Deps) runRange(ctx context.Context, cs *compiledSend, k, from, to int64)
 	renewed := make(chan struct{})
 	go func() {
 		defer close(renewed)
-		tick := time.NewTicker(d.Engine.Lease / 3)
+		tick := time.NewTicker(e.Config.Lease / 3)
 		defer tick.Stop()
 		for {
 			select {
 			case <-stop:
 				return
 			case <-tick.C:
-				if ok, err := d.DB.RenewLease(context.WithoutCancel(ctx), lease, d.Engine.Lease); !ok || err != nil {
-					d.Log.WarnContext(ctx, "range lease lost: the rest of the range waits", "send_id", cs.send.ID, "k", k, "err", err)
+				if ok, err := e.Store.RenewLease(context.WithoutCancel(ctx), lease, e.Config.Lease); !ok || err != nil {
+					e.Log.WarnContext(ctx, "range lease lost: the rest of the range waits", "send_id", cs.send.ID, "k", k, "err", err)
 					lost.Store(true)
 					return
 				}
@@ -150,8 +140,8 @@ func (d Deps) runRange(ctx context.Context, cs *compiledSend, k, from, to int64)
 	}()
 	var down atomic.Bool
 	out := make([]mail.Outcome, len(claimed))
-	steps := cs.steps.open(ctx, d, cs.send.ID, cs.send.UserID, out)
-	d.deliver(ctx, cs, claimed, out, plan, steps, &lost, &down)
+	steps := cs.steps.open(ctx, e, cs.send.ID, cs.send.UserID, out)
+	e.deliver(ctx, cs, claimed, out, plan, steps, &lost, &down)
 	sending.Store(false)
 	rest, stepCompleted := steps.finish()
 	outcomes := append(rest, deferred...)
@@ -166,12 +156,12 @@ func (d Deps) runRange(ctx context.Context, cs *compiledSend, k, from, to int64)
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 	defer cancel()
 	for backoff := 100 * time.Millisecond; ; backoff = min(2*backoff, 2*time.Second) {
-		completed, err = d.DB.RecordBatch(rctx, lease, cs.send.UserID, outcomes)
+		completed, err = e.Store.RecordBatch(rctx, lease, cs.send.UserID, outcomes)
 		var domain *mail.Error
 		if err == nil || rctx.Err() != nil || errors.As(err, &domain) {
 			break // done, out of time, or a refusal no retry changes
 		}
-		d.Log.WarnContext(ctx, "recording a range failed; trying again", "send_id", cs.send.ID, "k", k, "err", err)
+		e.Log.WarnContext(ctx, "recording a range failed; trying again", "send_id", cs.send.ID, "k", k, "err", err)
 		select {
 		case <-rctx.Done():
 		case <-time.After(backoff):
@@ -179,23 +169,23 @@ func (d Deps) runRange(ctx context.Context, cs *compiledSend, k, from, to int64)
 	}
 	completed = completed || stepCompleted
 	if completed {
-		d.Log.InfoContext(ctx, "send completed", "send_id", cs.send.ID)
+		e.Log.InfoContext(ctx, "send completed", "send_id", cs.send.ID)
 	}
 	// Mails put off for their domain come back with their range alone,
 	// when they are due (the sweeper would, once the send is idle).
 	for _, at := range plan.revisits(outcomes) {
-		if err := d.enqueue(ctx, revisitTask(cs.send.ID, k, at)); err != nil {
-			d.Log.WarnContext(ctx, "range revisit not queued: the sweeper will", "send_id", cs.send.ID, "k", k, "err", err)
+		if err := e.Scheduler.Revisit(ctx, cs.send.ID, k, at); err != nil {
+			e.Log.WarnContext(ctx, "range revisit not queued: the sweeper will", "send_id", cs.send.ID, "k", k, "err", err)
 		}
 	}
 	t3 := time.Now()
-	m := d.Metrics
+	m := e.Metrics
 	m.batchSize.Observe(float64(len(claimed)))
 	m.batchPhase[phaseClaim].Observe(t1.Sub(t0).Seconds())
 	m.batchPhase[phaseSend].Observe(t2.Sub(t1).Seconds())
 	m.batchPhase[phaseRecord].Observe(t3.Sub(t2).Seconds())
 	m.batch.Observe(t3.Sub(t0).Seconds())
-	d.Log.DebugContext(ctx, "range", "send_id", cs.send.ID, "from", from, "mails", len(claimed),
+	e.Log.DebugContext(ctx, "range", "send_id", cs.send.ID, "from", from, "mails", len(claimed),
 		"claim_ms", t1.Sub(t0).Milliseconds(), "send_ms", t2.Sub(t1).Milliseconds(), "record_ms", t3.Sub(t2).Milliseconds())
 	if err == nil && down.Load() {
 		err = errRelayDown
@@ -211,7 +201,7 @@ func (d Deps) runRange(ctx context.Context, cs *compiledSend, k, from, to int64)
 type throttled struct{ wait time.Duration }
 
 func (t *throttled) Error() string {
-	return "jobs: the account's sending rate is spent for " + t.wait.String()
+	return "delivery: the account's sending rate is spent for " + t.wait.String()
 }
 
 // deliver makes and sends the claimed mails, Engine.Concurrency at a
@@ -220,21 +210,21 @@ func (t *throttled) Error() string {
 // handed out yet are left for later, untried. plan (nil: no limited
 // domain in the range) says which mails wait for their domain and how
 // many of a domain go at once.
-func (d Deps) deliver(ctx context.Context, cs *compiledSend, claimed []mail.Claimed, out []mail.Outcome, plan *domainPlan,
+func (e *Engine) deliver(ctx context.Context, cs *compiledSend, claimed []mail.Claimed, out []mail.Outcome, plan *domainPlan,
 	steps *stepRange, lost, down *atomic.Bool) {
 	var failing atomic.Int32 // connection-level failures in a row
 	plan.fill(out)
 	sender := cs.send.Sender.FromEmail.Wire() // the envelope's and the DKIM key's form
-	key := d.DKIM.For(sender)
+	key := e.DKIM.For(sender)
 	var next atomic.Int64
 	var wg sync.WaitGroup
-	for range min(d.Engine.Concurrency, plan.sending(len(claimed))) {
+	for range min(e.Config.Concurrency, plan.sending(len(claimed))) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			var b render.Buffer
 			var data, signed, link []byte
-			share := budgetShare{b: d.budget}
+			share := budgetShare{b: e.budget}
 			defer share.release()
 			drop := func() { data, signed = nil, nil }
 			// settle ends a mail built: a big mail's buffers are not kept
@@ -254,18 +244,18 @@ func (d Deps) deliver(ctx context.Context, cs *compiledSend, claimed []mail.Clai
 				r := &c.Recipient
 				if ctx.Err() != nil || lost.Load() || down.Load() { // stopping, the lease gone, the relay down: not tried, again soon
 					out[i] = notTriedNow(c)
-					d.Metrics.mail(&out[i])
+					e.Metrics.mail(&out[i])
 					run.free()
 					continue
 				}
 				if run.held(c, &out[i]) { // its domain answered try-later in this range: not tried, until the hold ends
-					d.Metrics.mail(&out[i])
+					e.Metrics.mail(&out[i])
 					run.free()
 					continue
 				}
-				d.Links.Fill(r, mail.UnsubscribeToken{UserID: cs.send.UserID, Email: r.Email, GroupID: cs.send.GroupID, SendID: cs.send.ID})
-				if lt := cs.send.ListTokens[c.ListKey]; lt != "" && d.Links.Signer != nil {
-					link = d.Links.Pixel(link[:0], lt, cs.send.ID, c.ID)
+				e.Links.Fill(r, mail.UnsubscribeToken{UserID: cs.send.UserID, Email: r.Email, GroupID: cs.send.GroupID, SendID: cs.send.ID})
+				if lt := cs.send.ListTokens[c.ListKey]; lt != "" && e.Links.Signer != nil {
+					link = e.Links.Pixel(link[:0], lt, cs.send.ID, c.ID)
 					r.Tokens.OpenPixelURL = string(link)
 				}
 				// The mail's memory is taken from the worker's budget before it
@@ -276,7 +266,7 @@ func (d Deps) deliver(ctx context.Context, cs *compiledSend, claimed []mail.Clai
 				if bounds.Min <= cs.form.MaxBytes() && !share.cover(ctx, mailNeed(bounds.Max, key != nil), drop) {
 					// Stopping while waiting for the budget: not tried, again soon.
 					out[i] = notTriedNow(c)
-					d.Metrics.mail(&out[i])
+					e.Metrics.mail(&out[i])
 					run.free()
 					continue
 				}
@@ -286,7 +276,7 @@ func (d Deps) deliver(ctx context.Context, cs *compiledSend, claimed []mail.Clai
 					// recipient's fails for good, untried (no attempt counts);
 					// the range goes on.
 					out[i] = mail.Outcome{ID: c.ID, Email: r.Email, Status: mail.DeliveryFailed, Error: errText(err), NotTried: true}
-					d.Metrics.mail(&out[i])
+					e.Metrics.mail(&out[i])
 					run.free()
 					settle()
 					continue
@@ -298,13 +288,13 @@ func (d Deps) deliver(ctx context.Context, cs *compiledSend, claimed []mail.Clai
 					}
 				}
 				from := sender
-				if d.VERP.On() { // the return path names the delivery (docs/bounces.md)
-					from = d.VERP.Address(cs.send.ID, c.ID)
+				if e.VERP.On() { // the return path names the delivery (docs/bounces.md)
+					from = e.VERP.Address(cs.send.ID, c.ID)
 				}
-				res := d.Transport.Send(ctx, &smtp.Message{From: from, To: r.Email.Wire(), Data: msg})
+				res := e.Transport.Send(ctx, &smtp.Message{From: from, To: r.Email.Wire(), Data: msg})
 				out[i] = outcome(c, res)
 				run.done(ctx, res, &out[i])
-				d.Metrics.mail(&out[i])
+				e.Metrics.mail(&out[i])
 				steps.sent(i)
 				// A breaker: when the connection or the sender keeps being
 				// refused, the rest of the range is not tried (each try would
@@ -334,7 +324,7 @@ func notTriedNow(c *mail.Claimed) mail.Outcome {
 	return mail.Outcome{ID: c.ID, Email: c.Recipient.Email, Status: mail.DeliveryPending, NextAt: new(time.Now()), NotTried: true}
 }
 
-var errRelayDown = errors.New("jobs: the SMTP server is not taking mail")
+var errRelayDown = errors.New("delivery: the SMTP server is not taking mail")
 
 // outcome is what a send's result makes of a delivery. Only a 5xx to RCPT
 // TO is a hard bounce (the address is suppressed), unless its enhanced

@@ -1,4 +1,4 @@
-package jobs
+package delivery
 
 import (
 	"context"
@@ -6,14 +6,13 @@ import (
 	"sync"
 
 	"github.com/mailroom/mailroom/internal/design"
-	"github.com/mailroom/mailroom/internal/postgres"
 	"github.com/mailroom/mailroom/internal/render"
 )
 
 // compiledSend is a running send as a worker's batches use it: compiled
 // once per worker and version.
 type compiledSend struct {
-	send postgres.BatchSend
+	send Send
 	tmpl *render.Template
 	form *render.Form
 	last int64 // highest delivery id
@@ -35,8 +34,8 @@ func newSendCache() *sendCache { return &sendCache{m: map[int64]*compiledSend{}}
 // get is send id compiled, from the cache when its version is the one the
 // database holds. The send's row is read every time (one query per batch):
 // that read also says whether it is still running.
-func (c *sendCache) get(ctx context.Context, d Deps, id int64) (*compiledSend, error) {
-	s, err := d.DB.SendForBatch(ctx, id)
+func (c *sendCache) get(ctx context.Context, e *Engine, id int64) (*compiledSend, error) {
+	s, err := e.Store.SendForBatch(ctx, id)
 	if err != nil {
 		return nil, err
 	}
@@ -64,14 +63,14 @@ func (c *sendCache) get(ctx context.Context, d Deps, id int64) (*compiledSend, e
 	}
 	tmpl, err := render.Compile(s.Subject, s.Preheader, html)
 	if err != nil {
-		return nil, Permanent(fmt.Errorf("jobs: send %d template: %w", id, err))
+		return nil, Permanent(fmt.Errorf("delivery: send %d template: %w", id, err))
 	}
-	last, err := d.DB.LastDeliveryID(ctx, id)
+	last, err := e.Store.LastDeliveryID(ctx, id)
 	if err != nil {
 		return nil, err
 	}
-	opts := render.FormOptions{SendID: id, Signer: d.Links.Signer, UnsubscribeMailto: d.UnsubscribeMailto, MaxBytes: d.Engine.MaxMailBytes}
-	if err := d.trackClicks(ctx, id, tmpl, &opts); err != nil {
+	opts := render.FormOptions{SendID: id, Signer: e.Links.Signer, UnsubscribeMailto: e.UnsubscribeMailto, MaxBytes: e.Config.MaxMailBytes}
+	if err := e.trackClicks(ctx, id, tmpl, &opts); err != nil {
 		return nil, err
 	}
 	cs = &compiledSend{send: s, tmpl: tmpl, last: last, form: render.NewForm(tmpl, &s.Sender, opts), steps: &stepQueue{}}
@@ -91,21 +90,21 @@ func (c *sendCache) get(ctx context.Context, d Deps, id int64) (*compiledSend, e
 // numbers they already have kept, new ones after them) and sets opts to
 // rewrite them to tracked links (docs/tracking.md), unless click tracking
 // is off. Links to mailroom's own pages stay as written.
-func (d Deps) trackClicks(ctx context.Context, id int64, tmpl *render.Template, opts *render.FormOptions) error {
+func (e *Engine) trackClicks(ctx context.Context, id int64, tmpl *render.Template, opts *render.FormOptions) error {
 	links := tmpl.Links()
-	if !d.ClickTracking || d.Links.Signer == nil || len(links) == 0 {
+	if !e.ClickTracking || e.Links.Signer == nil || len(links) == 0 {
 		return nil
 	}
 	var urls []string
 	for _, u := range links {
-		if d.Links.Tracks(u) {
+		if e.Links.Tracks(u) {
 			urls = append(urls, u)
 		}
 	}
 	if len(urls) == 0 {
 		return nil
 	}
-	table, err := d.DB.NumberLinks(ctx, id, urls)
+	table, err := e.Store.NumberLinks(ctx, id, urls)
 	if err != nil {
 		return err
 	}
@@ -116,11 +115,11 @@ func (d Deps) trackClicks(ctx context.Context, id int64, tmpl *render.Template, 
 	opts.LinkNumbers = make([]int, len(links))
 	for k, u := range links {
 		n, ok := number[u]
-		if !ok || !d.Links.Tracks(u) {
+		if !ok || !e.Links.Tracks(u) {
 			n = -1
 		}
 		opts.LinkNumbers[k] = n
 	}
-	opts.Clicks = d.Links.Clicks(id)
+	opts.Clicks = e.Links.Clicks(id)
 	return nil
 }

@@ -1,4 +1,4 @@
-package jobs
+package delivery
 
 import (
 	"context"

@@ -1,4 +1,4 @@
-package jobs
+package delivery
 
 import (
 	"context"
@@ -47,7 +47,7 @@ type stepRange struct {
 
 // open starts a range's part in the send's steps; the first range starts
 // the recorder.
-func (q *stepQueue) open(ctx context.Context, d Deps, sendID, userID int64, out []mail.Outcome) *stepRange {
+func (q *stepQueue) open(ctx context.Context, e *Engine, sendID, userID int64, out []mail.Outcome) *stepRange {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	if q.flushed == nil {
@@ -55,7 +55,7 @@ func (q *stepQueue) open(ctx context.Context, d Deps, sendID, userID int64, out 
 	}
 	if q.ranges == 0 {
 		q.kick, q.stop, q.done = make(chan struct{}, 1), make(chan struct{}), make(chan struct{})
-		go q.run(context.WithoutCancel(ctx), d, sendID, userID, q.kick, q.stop, q.done)
+		go q.run(context.WithoutCancel(ctx), e, sendID, userID, q.kick, q.stop, q.done)
 	}
 	q.ranges++
 	return &stepRange{q: q, out: out, recorded: make([]bool, len(out))}
@@ -76,7 +76,7 @@ func (r *stepRange) sent(i int) {
 	}
 }
 
-func (q *stepQueue) run(ctx context.Context, d Deps, sendID, userID int64, kick, stop, done chan struct{}) {
+func (q *stepQueue) run(ctx context.Context, e *Engine, sendID, userID int64, kick, stop, done chan struct{}) {
 	defer close(done)
 	tick := time.NewTicker(recordEvery)
 	defer tick.Stop()
@@ -104,10 +104,10 @@ func (q *stepQueue) run(ctx context.Context, d Deps, sendID, userID int64, kick,
 		// A step not recorded (the database away) is recorded with the
 		// rest of its ranges, which wait for the database.
 		rctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-		completed, err := d.DB.RecordStep(rctx, sendID, userID, outs)
+		completed, err := e.Store.RecordStep(rctx, sendID, userID, outs)
 		cancel()
 		if err != nil {
-			d.Log.WarnContext(ctx, "a step of a send not recorded: it is recorded with its ranges", "send_id", sendID, "err", err)
+			e.Log.WarnContext(ctx, "a step of a send not recorded: it is recorded with its ranges", "send_id", sendID, "err", err)
 		}
 		q.mu.Lock()
 		if err == nil {

@@ -1,4 +1,4 @@
-package jobs
+package delivery
 
 import (
 	"context"
@@ -30,7 +30,7 @@ import (
 // domainPlan is how one range's mails go under the domain limits; nil
 // when none of them is limited (the range goes as it would without).
 type domainPlan struct {
-	d      Deps
+	e      *Engine
 	holder string       // the range's name for its in-flight slots
 	runs   []*domainRun // the limited groups of the range
 	capped []*domainRun // those with an in-flight cap, picked from first
@@ -96,15 +96,15 @@ var (
 // without a limited mail in the range, it answers nil at the cost of a
 // map lookup per mail. With Redis away the range goes unthrottled (a
 // try-later answer still holds the rest of its group in the range).
-func (d Deps) planDomains(ctx context.Context, sendID int64, claimed []mail.Claimed) *domainPlan {
-	if d.Domains == nil {
+func (e *Engine) planDomains(ctx context.Context, sendID int64, claimed []mail.Claimed) *domainPlan {
+	if e.Domains == nil {
 		return nil
 	}
 	var groups []int32 // per mail: its group's run, -1 none; made at the first limited mail
 	var byGroup []int32
 	var runs []*domainRun
 	for i := range claimed {
-		g := d.Domains.Group(domainOf(claimed[i].Recipient.Email))
+		g := e.Domains.Group(domainOf(claimed[i].Recipient.Email))
 		if g < 0 {
 			if groups != nil {
 				groups[i] = -1
@@ -116,7 +116,7 @@ func (d Deps) planDomains(ctx context.Context, sendID int64, claimed []mail.Clai
 			for j := range i {
 				groups[j] = -1
 			}
-			byGroup = make([]int32, d.Domains.Len())
+			byGroup = make([]int32, e.Domains.Len())
 			for j := range byGroup {
 				byGroup[j] = -1
 			}
@@ -131,16 +131,16 @@ func (d Deps) planDomains(ctx context.Context, sendID int64, claimed []mail.Clai
 	if groups == nil {
 		return nil
 	}
-	p := &domainPlan{d: d, holder: holderPrefix + strconv.FormatInt(holderSeq.Add(1), 36), runs: runs,
+	p := &domainPlan{e: e, holder: holderPrefix + strconv.FormatInt(holderSeq.Add(1), 36), runs: runs,
 		of: make([]*domainRun, len(claimed)), general: make([]int32, 0, len(claimed))}
 	asks := make([]ratelimit.Ask, len(runs))
 	for i, r := range runs {
 		r.p = p
-		asks[i] = ratelimit.Ask{Group: r.group, Mails: r.n, InFlight: min(r.n, d.Engine.Concurrency)}
+		asks[i] = ratelimit.Ask{Group: r.group, Mails: r.n, InFlight: min(r.n, e.Config.Concurrency)}
 	}
-	grants, err := d.Domains.Take(ctx, p.holder, d.Engine.Lease, asks)
+	grants, err := e.Domains.Take(ctx, p.holder, e.Config.Lease, asks)
 	if err != nil {
-		d.Log.WarnContext(ctx, "domain limits not checked: the range goes", "send_id", sendID, "err", err)
+		e.Log.WarnContext(ctx, "domain limits not checked: the range goes", "send_id", sendID, "err", err)
 		grants = make([]ratelimit.Grant, len(runs))
 		for i, r := range runs {
 			grants[i] = ratelimit.Grant{Mails: r.n}
@@ -198,7 +198,7 @@ func (p *domainPlan) fill(out []mail.Outcome) {
 	}
 	for _, w := range p.putOff {
 		out[w.i] = w.o
-		p.d.Metrics.mail(&out[w.i])
+		p.e.Metrics.mail(&out[w.i])
 	}
 }
 
@@ -292,16 +292,16 @@ func (r *domainRun) hold(ctx context.Context) time.Time {
 		return r.until
 	}
 	r.holding.Store(true)
-	d := r.p.d
-	wait, err := d.Domains.Hold(ctx, r.group)
+	e := r.p.e
+	name := e.Domains.Name(r.group)
+	wait, err := e.Domains.Hold(ctx, r.group)
 	if err != nil {
-		wait = d.Domains.HoldMin
-		d.Log.WarnContext(ctx, "domain hold not shared: this range holds it alone", "domain", d.Domains.Limit(r.group).Domains[0], "err", err)
+		wait = e.Domains.MinHold()
+		e.Log.WarnContext(ctx, "domain hold not shared: this range holds it alone", "domain", name, "err", err)
 	}
 	r.until = time.Now().Add(wait)
-	name := d.Domains.Limit(r.group).Domains[0]
-	d.Metrics.domainHolds.WithLabelValues(name).Inc()
-	d.Log.InfoContext(ctx, "domain answered try-later: its mails wait", "domain", name, "for", wait.String())
+	e.Metrics.domainHolds.WithLabelValues(name).Inc()
+	e.Log.InfoContext(ctx, "domain answered try-later: its mails wait", "domain", name, "for", wait.String())
 	return r.until
 }
 
@@ -319,8 +319,8 @@ func (p *domainPlan) renew(ctx context.Context) {
 	if p == nil || len(p.capped) == 0 {
 		return
 	}
-	if err := p.d.Domains.Renew(ctx, p.holder, p.d.Engine.Lease, p.slotted()); err != nil {
-		p.d.Log.WarnContext(ctx, "domain slots not renewed", "err", err)
+	if err := p.e.Domains.Renew(ctx, p.holder, p.e.Config.Lease, p.slotted()); err != nil {
+		p.e.Log.WarnContext(ctx, "domain slots not renewed", "err", err)
 	}
 }
 
@@ -336,8 +336,8 @@ func (p *domainPlan) release(ctx context.Context) {
 			reset = append(reset, r.group)
 		}
 	}
-	if err := p.d.Domains.Release(ctx, p.holder, p.slotted(), reset); err != nil {
-		p.d.Log.WarnContext(ctx, "domain slots not given back: they lapse", "err", err)
+	if err := p.e.Domains.Release(ctx, p.holder, p.slotted(), reset); err != nil {
+		p.e.Log.WarnContext(ctx, "domain slots not given back: they lapse", "err", err)
 	}
 }
 
