@@ -155,8 +155,9 @@ func (e *Engine) runRange(ctx context.Context, cs *compiledSend, k, from, to int
 	// through counts nothing twice.
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 	defer cancel()
+	rec := NewRecord(cs.send.ID, outcomes, time.Now())
 	for backoff := 100 * time.Millisecond; ; backoff = min(2*backoff, 2*time.Second) {
-		completed, err = e.Store.RecordBatch(rctx, lease, cs.send.UserID, outcomes)
+		completed, err = e.Store.RecordBatch(rctx, lease, cs.send.UserID, rec)
 		var domain *mail.Error
 		if err == nil || rctx.Err() != nil || errors.As(err, &domain) {
 			break // done, out of time, or a refusal no retry changes

@@ -44,11 +44,13 @@ type Store interface {
 	ClaimDeliveries(ctx context.Context, sendID, groupID, k, from, to int64, lease time.Duration) (*Lease, []mail.Claimed, error)
 	// RenewLease extends a lease; false when it was taken over.
 	RenewLease(ctx context.Context, l *Lease, lease time.Duration) (bool, error)
-	// RecordBatch records a range's outcomes and ends its lease; true when
-	// that completed the send.
-	RecordBatch(ctx context.Context, l *Lease, userID int64, outcomes []mail.Outcome) (bool, error)
-	// RecordStep records sent mails of a send's ranges still running.
-	RecordStep(ctx context.Context, sendID, userID int64, outcomes []mail.Outcome) (bool, error)
+	// RecordBatch writes what a range's outcomes make (NewRecord) and ends
+	// its lease; true when that completed the send. Only rows still
+	// pending change, so writing it twice counts nothing twice.
+	RecordBatch(ctx context.Context, l *Lease, userID int64, rec *Record) (bool, error)
+	// RecordStep writes what sent mails of a send's ranges still running
+	// make.
+	RecordStep(ctx context.Context, sendID, userID int64, rec *Record) (bool, error)
 	// DueSends are ready sends whose time has come.
 	DueSends(ctx context.Context) ([]DueSend, error)
 	// StalledSends are running sends that recorded nothing for idle.

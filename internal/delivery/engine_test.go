@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/textproto"
+	"os/exec"
 	"slices"
 	"strings"
 	"sync"
@@ -204,6 +205,27 @@ func TestAnswersRecorded(t *testing.T) {
 	if f.store.status(3) != 2 {
 		t.Errorf("send status %d with a retry pending, want running", f.store.status(3))
 	}
+	// Only the hard bounce suppresses its address; each outcome makes its
+	// webhook event.
+	f.store.mu.Lock()
+	suppressed, events := f.store.suppressed, f.store.events
+	f.store.mu.Unlock()
+	if !slices.Equal(suppressed, []string{"user000@x.example"}) {
+		t.Errorf("suppressed %q", suppressed)
+	}
+	var got []string
+	for _, e := range events {
+		got = append(got, fmt.Sprintf("%d %s %s %d", e.Kind, e.Email, e.Type, e.DeliveryID-1000))
+	}
+	slices.Sort(got)
+	want2 := []string{
+		fmt.Sprintf("%d  %s %d", mail.HookDelivered, "", 3), fmt.Sprintf("%d  %s %d", mail.HookDelivered, "", 4),
+		fmt.Sprintf("%d user000@x.example bounce 0", mail.HookBounce), fmt.Sprintf("%d user001@x.example blocked 1", mail.HookBounce),
+		fmt.Sprintf("%d user002@x.example  2", mail.HookDeferred)}
+	slices.Sort(want2)
+	if !slices.Equal(got, want2) {
+		t.Errorf("events\n%q, want\n%q", got, want2)
+	}
 }
 
 // A relay that refuses every connection fails nobody: after a few mails
@@ -330,5 +352,25 @@ func TestDeletedSendEndsTheChain(t *testing.T) {
 	}
 	if len(f.tr.accepted()) != 0 || len(f.sched.take()) != 0 {
 		t.Error("work done for a send that is gone")
+	}
+}
+
+// The engine reaches the queue, the database and the web only through its
+// interfaces: neither it nor anything it imports is asynq, pgx, gin or the
+// packages built on them.
+func TestEngineImportsNoQueueDriverOrFramework(t *testing.T) {
+	t.Parallel()
+	out, err := exec.Command("go", "list", "-deps", ".").Output()
+	if err != nil {
+		t.Fatalf("go list: %v", err)
+	}
+	for _, p := range strings.Fields(string(out)) {
+		for _, banned := range []string{"github.com/hibiken/asynq", "github.com/jackc/pgx", "github.com/gin-gonic/gin",
+			"github.com/mailroom/mailroom/internal/postgres", "github.com/mailroom/mailroom/jobs",
+			"github.com/mailroom/mailroom/internal/httpapi"} {
+			if p == banned || strings.HasPrefix(p, banned+"/") {
+				t.Errorf("internal/delivery depends on %s", p)
+			}
+		}
 	}
 }

@@ -45,10 +45,12 @@ type leaseHold struct {
 }
 
 type memStore struct {
-	mu      sync.Mutex
-	sends   map[int64]*memSend
-	nextID  int64
-	records int // RecordBatch and RecordStep calls
+	mu         sync.Mutex
+	sends      map[int64]*memSend
+	nextID     int64
+	records    int              // RecordBatch and RecordStep calls
+	suppressed []string         // addresses hard bounces suppressed
+	events     []mail.HookEvent // webhook events the records made
 }
 
 func newMemStore() *memStore { return &memStore{sends: map[int64]*memSend{}, nextID: 1000} }
@@ -140,26 +142,28 @@ func (m *memStore) RenewLease(_ context.Context, l *delivery.Lease, lease time.D
 	return true, nil
 }
 
-// record applies outcomes to rows still pending, as RecordBatch's SQL
-// does; a mail not tried gives its attempt back.
-func (m *memStore) record(s *memSend, outcomes []mail.Outcome) bool {
+// record writes rec to rows still pending, as RecordDeliveries' SQL
+// does: a mail not tried gives its attempt back, a hard bounce suppresses
+// its address.
+func (m *memStore) record(s *memSend, rec *delivery.Record) bool {
 	m.records++
-	for _, o := range outcomes {
-		r := s.rows[o.ID-s.send.First]
+	for i, id := range rec.IDs {
+		r := s.rows[id-s.send.First]
 		if r.status != mail.DeliveryPending {
 			continue
 		}
-		r.status, r.errText = o.Status, o.Error
-		if o.Status == mail.DeliverySent {
+		r.status, r.errText, r.nextAt = mail.DeliveryStatus(rec.Statuses[i]), rec.Errors[i], rec.NextAts[i]
+		if r.status == mail.DeliverySent {
 			r.sent++
 		}
-		if o.NextAt != nil {
-			r.nextAt = *o.NextAt
-		}
-		if o.NotTried {
+		if rec.Tried[i] == 0 {
 			r.attempts--
 		}
 	}
+	for _, b := range rec.Bounced {
+		m.suppressed = append(m.suppressed, string(b.Email))
+	}
+	m.events = append(m.events, rec.Events...)
 	s.touched = time.Now()
 	if s.send.Status == 2 && !slices.ContainsFunc(s.rows, func(r *memRow) bool { return r.status == mail.DeliveryPending }) {
 		s.send.Status = 3
@@ -168,20 +172,20 @@ func (m *memStore) record(s *memSend, outcomes []mail.Outcome) bool {
 	return false
 }
 
-func (m *memStore) RecordBatch(_ context.Context, l *delivery.Lease, _ int64, outcomes []mail.Outcome) (bool, error) {
+func (m *memStore) RecordBatch(_ context.Context, l *delivery.Lease, _ int64, rec *delivery.Record) (bool, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	s := m.sends[l.SendID]
 	if s.leases[l.K].owner == l.Owner {
 		delete(s.leases, l.K)
 	}
-	return m.record(s, outcomes), nil
+	return m.record(s, rec), nil
 }
 
-func (m *memStore) RecordStep(_ context.Context, sendID, _ int64, outcomes []mail.Outcome) (bool, error) {
+func (m *memStore) RecordStep(_ context.Context, sendID, _ int64, rec *delivery.Record) (bool, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	return m.record(m.sends[sendID], outcomes), nil
+	return m.record(m.sends[sendID], rec), nil
 }
 
 func (m *memStore) DueSends(context.Context) ([]delivery.DueSend, error) {

@@ -104,7 +104,7 @@ func (q *stepQueue) run(ctx context.Context, e *Engine, sendID, userID int64, ki
 		// A step not recorded (the database away) is recorded with the
 		// rest of its ranges, which wait for the database.
 		rctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-		completed, err := e.Store.RecordStep(rctx, sendID, userID, outs)
+		completed, err := e.Store.RecordStep(rctx, sendID, userID, NewRecord(sendID, outs, time.Now()))
 		cancel()
 		if err != nil {
 			e.Log.WarnContext(ctx, "a step of a send not recorded: it is recorded with its ranges", "send_id", sendID, "err", err)

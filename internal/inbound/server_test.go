@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mailroom/mailroom/internal/delivery"
 	"github.com/mailroom/mailroom/internal/mail"
 	"github.com/mailroom/mailroom/internal/postgres"
 	"github.com/mailroom/mailroom/internal/smtp/smtptest"
@@ -79,7 +80,7 @@ func newFixture(t testing.TB, d *postgres.DB, emails ...string) *fixture {
 		f.ids[string(c.Recipient.Email)] = c.ID
 		outcomes = append(outcomes, mail.Outcome{ID: c.ID, Email: c.Recipient.Email, Status: mail.DeliverySent})
 	}
-	if _, err := d.RecordBatch(ctx, lease, user, outcomes); err != nil {
+	if _, err := d.RecordBatch(ctx, lease, user, delivery.NewRecord(lease.SendID, outcomes, time.Now())); err != nil {
 		t.Fatal(err)
 	}
 	key, err := d.Secret(ctx, "unsubscribe_token")

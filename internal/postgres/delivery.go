@@ -330,53 +330,36 @@ func (d *DB) RenewLease(ctx context.Context, l *Lease, lease time.Duration) (boo
 	return n > 0, err
 }
 
-// RecordBatch records the outcomes of a leased range in one transaction
-// (even when the lease was lost: the mails went out): the rows (one
-// statement; only rows still pending change),
-// the send's counters and deliveries left (once), hard bounces suppressed
-// with address.bounced, the webhooks' events (one outbox row naming the
-// rows), the range's lease given back, and the send
+// RecordBatch writes what the outcomes of a leased range make
+// (delivery.NewRecord) in one transaction (even when the lease was lost:
+// the mails went out): the rows (one statement; only rows still pending
+// change), the send's counters and deliveries left (once), the hard
+// bounces' suppressions with address.bounced, the webhooks' events (one
+// outbox row naming the rows), the range's lease given back, and the send
 // completed when no delivery is left. It answers whether this batch
 // completed the send.
-func (d *DB) RecordBatch(ctx context.Context, l *Lease, userID int64, outcomes []mail.Outcome) (completed bool, err error) {
-	return d.record(ctx, l.SendID, l, userID, outcomes)
+func (d *DB) RecordBatch(ctx context.Context, l *Lease, userID int64, rec *delivery.Record) (completed bool, err error) {
+	return d.record(ctx, l.SendID, l, userID, rec)
 }
 
 // RecordStep is RecordBatch for outcomes of send sendID's leased ranges
 // while the rest of their mails still go out: everything but giving a
 // lease back. A worker records the mails that went in steps, so one that
 // dies mid-range leaves few mails sent and not recorded (sent again).
-func (d *DB) RecordStep(ctx context.Context, sendID, userID int64, outcomes []mail.Outcome) (completed bool, err error) {
-	return d.record(ctx, sendID, nil, userID, outcomes)
+func (d *DB) RecordStep(ctx context.Context, sendID, userID int64, rec *delivery.Record) (completed bool, err error) {
+	return d.record(ctx, sendID, nil, userID, rec)
 }
 
-// record records outcomes of send sendID, and gives lease l back (nil: a
-// step).
-func (d *DB) record(ctx context.Context, sendID int64, l *Lease, userID int64, outcomes []mail.Outcome) (completed bool, err error) {
+// record writes rec of send sendID, and gives lease l back (nil: a step).
+func (d *DB) record(ctx context.Context, sendID int64, l *Lease, userID int64, rec *delivery.Record) (completed bool, err error) {
 	release := l != nil
-	n := len(outcomes)
-	ids, statuses, nextAts, errs, tried, deferred := make([]int64, n), make([]int16, n), make([]time.Time, n), make([]string, n), make([]int16, n), make([]int16, n)
-	var bounceEmails, bounceReasons []string
-	now := time.Now()
-	for i, o := range outcomes {
-		ids[i], statuses[i], errs[i], nextAts[i] = o.ID, int16(o.Status), o.Error, now
-		if !o.NotTried {
-			tried[i] = 1
-		}
-		if o.Status == mail.DeliveryPending && (o.Deferred || !o.NotTried) {
-			deferred[i] = 1
-		}
-		if o.NextAt != nil {
-			nextAts[i] = *o.NextAt
-		}
-		if o.Status == mail.DeliveryBounced {
-			bounceEmails = append(bounceEmails, string(o.Email))
-			bounceReasons = append(bounceReasons, strings.ToValidUTF8(o.Error, ""))
-		}
-	}
 	var lo, hi int64 // the ids' span (none: an empty span)
-	if len(ids) > 0 {
-		lo, hi = slices.Min(ids), slices.Max(ids)
+	if len(rec.IDs) > 0 {
+		lo, hi = slices.Min(rec.IDs), slices.Max(rec.IDs)
+	}
+	bounceEmails, bounceReasons := make([]string, len(rec.Bounced)), make([]string, len(rec.Bounced))
+	for i, b := range rec.Bounced {
+		bounceEmails[i], bounceReasons[i] = string(b.Email), b.Reason
 	}
 	err = d.InTx(ctx, func(tx pgx.Tx, q *db.Queries) error {
 		completed = false
@@ -388,15 +371,15 @@ func (d *DB) record(ctx context.Context, sendID int64, l *Lease, userID int64, o
 				return err
 			}
 		}
-		r, err := q.RecordDeliveries(ctx, db.RecordDeliveriesParams{Statuses: statuses, Tried: tried, NextAts: nextAts, Errors: errs,
-			SendID: sendID, Ids: ids, Deferred: deferred, MinID: lo, MaxID: hi})
+		r, err := q.RecordDeliveries(ctx, db.RecordDeliveriesParams{Statuses: rec.Statuses, Tried: rec.Tried, NextAts: rec.NextAts,
+			Errors: rec.Errors, SendID: sendID, Ids: rec.IDs, Deferred: rec.Deferred, MinID: lo, MaxID: hi})
 		if err != nil {
 			return err
 		}
 		if err := bumpSend(ctx, q, sendID, mail.Counts{Delivered: r.Delivered, Bounces: r.Bounced, SoftBounces: r.Failed, Deferred: r.Deferred}); err != nil {
 			return err
 		}
-		if err := d.emitOutcomes(ctx, q, userID, sendID, outcomes, r.Finals > 0); err != nil {
+		if err := d.emitOutcomes(ctx, q, userID, sendID, rec.Events, r.Finals > 0); err != nil {
 			return err
 		}
 		if len(bounceEmails) > 0 {

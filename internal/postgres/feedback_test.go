@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mailroom/mailroom/internal/delivery"
 	"github.com/mailroom/mailroom/internal/mail"
 	"github.com/mailroom/mailroom/internal/postgres"
 	"github.com/mailroom/mailroom/internal/testdb"
@@ -86,7 +87,7 @@ func TestRecordFeedback(t *testing.T) {
 		}
 		outcomes = append(outcomes, o)
 	}
-	completed, err := d.RecordBatch(ctx, lease, user, outcomes)
+	completed, err := d.RecordBatch(ctx, lease, user, delivery.NewRecord(lease.SendID, outcomes, time.Now()))
 	if err != nil || !completed {
 		t.Fatalf("record: completed %v, %v", completed, err)
 	}
@@ -296,7 +297,7 @@ func TestRecordFeedbackIDN(t *testing.T) {
 	if err != nil || len(claimed) != 1 {
 		t.Fatalf("claim: %d %v", len(claimed), err)
 	}
-	if _, err := d.RecordBatch(ctx, lease, user, []mail.Outcome{{ID: claimed[0].ID, Email: claimed[0].Recipient.Email, Status: mail.DeliverySent}}); err != nil {
+	if _, err := d.RecordBatch(ctx, lease, user, delivery.NewRecord(lease.SendID, []mail.Outcome{{ID: claimed[0].ID, Email: claimed[0].Recipient.Email, Status: mail.DeliverySent}}, time.Now())); err != nil {
 		t.Fatal(err)
 	}
 	r, err := d.RecordFeedback(ctx, mail.Feedback{Kind: mail.Complaint, SendID: send, DeliveryID: claimed[0].ID, Reason: "abuse", Via: "arf",

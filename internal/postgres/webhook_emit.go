@@ -142,15 +142,15 @@ func (d *DB) emitWebhookEvents(ctx context.Context, q *db.Queries, userID int64,
 	return nil
 }
 
-// emitOutcomes puts a recorded batch's events (delivered, deferred,
-// bounce) in the outbox of the account's webhooks that want them, one row:
-// the delivered mails named by id runs (final rows: the POST reads their
-// addresses and sent times), the bounces and deferrals carried whole
-// (their reasons, and a deferred row changes again). finals is whether
-// the record moved rows to a final state: a batch recorded a second time
-// (its first commit's answer lost) moves none, and only its deferred
-// rows, recorded again, are emitted again.
-func (d *DB) emitOutcomes(ctx context.Context, q *db.Queries, userID, sendID int64, outcomes []mail.Outcome, finals bool) error {
+// emitOutcomes puts a recorded batch's events (delivery.NewRecord's:
+// delivered, deferred, bounce) in the outbox of the account's webhooks
+// that want them, one row: the delivered mails named by id runs (final
+// rows: the POST reads their addresses and sent times), the bounces and
+// deferrals carried whole (their reasons, and a deferred row changes
+// again). finals is whether the record moved rows to a final state: a
+// batch recorded a second time (its first commit's answer lost) moves
+// none, and only its deferred rows, recorded again, are emitted again.
+func (d *DB) emitOutcomes(ctx context.Context, q *db.Queries, userID, sendID int64, events []mail.HookEvent, finals bool) error {
 	wanted, err := d.hookKinds(ctx, q, userID)
 	if err != nil || wanted&(mail.HookDelivered|mail.HookDeferred|mail.HookBounce) == 0 {
 		return err
@@ -158,42 +158,19 @@ func (d *DB) emitOutcomes(ctx context.Context, q *db.Queries, userID, sendID int
 	var delivered []int64
 	var carried []mail.HookEvent
 	var present mail.HookKinds
-	at := time.Now().Unix()
-	for i := range outcomes {
-		o := &outcomes[i]
-		var k mail.HookKinds
-		switch {
-		case o.Status == mail.DeliverySent:
-			k = mail.HookDelivered
-		case o.Status == mail.DeliveryBounced || o.Status == mail.DeliveryFailed:
-			k = mail.HookBounce
-		case o.Status == mail.DeliveryPending && (o.Deferred || !o.NotTried):
-			k = mail.HookDeferred
-		}
-		if k == 0 || wanted&k == 0 || (!finals && k != mail.HookDeferred) {
+	for i := range events {
+		e := &events[i]
+		if wanted&e.Kind == 0 || (!finals && e.Kind != mail.HookDeferred) {
 			continue
 		}
-		present |= k
-		switch k {
-		case mail.HookDelivered:
+		present |= e.Kind
+		if e.Kind == mail.HookDelivered {
 			if delivered == nil {
-				delivered = make([]int64, 0, len(outcomes)-i)
+				delivered = make([]int64, 0, len(events)-i)
 			}
-			delivered = append(delivered, o.ID)
-		case mail.HookBounce:
-			typ := "bounce"
-			if o.Status == mail.DeliveryFailed {
-				typ = "blocked"
-			}
-			carried = append(carried, mail.HookEvent{Kind: k, At: at, Email: string(o.Email), SendID: sendID, DeliveryID: o.ID,
-				Type: typ, Reason: o.Error})
-		default:
-			reason := o.Error
-			if reason == "" && o.NotTried {
-				reason = mail.HeldReason // put off untried by its domain's limits
-			}
-			carried = append(carried, mail.HookEvent{Kind: k, At: at, Email: string(o.Email), SendID: sendID, DeliveryID: o.ID,
-				Reason: reason})
+			delivered = append(delivered, e.DeliveryID)
+		} else {
+			carried = append(carried, *e)
 		}
 	}
 	if present == 0 {
