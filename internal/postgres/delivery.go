@@ -363,6 +363,12 @@ func (d *DB) record(ctx context.Context, sendID int64, l *Lease, userID int64, r
 	}
 	err = d.InTx(ctx, func(tx pgx.Tx, q *db.Queries) error {
 		completed = false
+		// Planned with this record's ids: a generic plan, made once the
+		// statement has run a few times, joins every row of the ids' span
+		// with every outcome (a nested loop over the span).
+		if _, err := tx.Exec(ctx, "SET LOCAL plan_cache_mode = force_custom_plan"); err != nil {
+			return err
+		}
 		if !release {
 			// A step's commit does not wait for the disk: a step lost with
 			// a PostgreSQL crash leaves its mails to be sent again, as
