@@ -14,8 +14,6 @@ import (
 	"strings"
 	"sync"
 	"time"
-
-	"github.com/mailroom/mailroom/internal/smtp/smtptest"
 )
 
 // drill is a fault made mid-send (-drill): PostgreSQL restarted, or Redis
@@ -36,7 +34,21 @@ func (d *drill) note(format string, args ...any) {
 	d.mu.Unlock()
 }
 
-func startDrill(o options, c *client, base string, listC, group, sender int64) *drill {
+// flowed notes how long after back the sink took its next mail (the
+// fault over: mail flows again), waiting up to two minutes.
+func (d *drill) flowed(sink mailSink, back time.Time) {
+	at := sink.Mails()
+	for time.Since(back) < 2*time.Minute {
+		if sink.Mails() > at {
+			d.note("mail flowed again %.1f s after that", time.Since(back).Seconds())
+			return
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	d.note("no mail in the two minutes after that")
+}
+
+func startDrill(o options, c *client, sink mailSink, base string, listC, group, sender int64) *drill {
 	d := &drill{kind: o.drill, done: make(chan struct{})}
 	go func() {
 		defer close(d.done)
@@ -49,6 +61,7 @@ func startDrill(o options, c *client, base string, listC, group, sender int64) *
 				return
 			}
 			d.note("PostgreSQL restarted in %v", time.Since(t0).Round(time.Millisecond))
+			d.flowed(sink, time.Now())
 		case "redis":
 			exec.Command("redis-cli", "-h", "127.0.0.1", "-p", "6379", "shutdown", "nosave").Run()
 			d.note("Redis stopped")
@@ -83,6 +96,7 @@ func startDrill(o options, c *client, base string, listC, group, sender int64) *
 				return
 			}
 			d.note("Redis started again after %v (empty: every queued task lost)", time.Since(t0).Round(time.Millisecond))
+			d.flowed(sink, time.Now())
 		}
 	}()
 	return d
@@ -91,7 +105,7 @@ func startDrill(o options, c *client, base string, listC, group, sender int64) *
 // check waits for the drill's own send, then holds the sink to the
 // counters: every expected address exactly once, no suppressed address,
 // the delivered counters equal to what the sink took.
-func (d *drill) check(o options, c *client, sink *smtptest.Sink, delivered int64) error {
+func (d *drill) check(o options, c *client, sink mailSink, delivered int64) error {
 	<-d.done
 	if d.err != nil {
 		return d.err
@@ -171,7 +185,7 @@ type killDrill struct {
 	resumed   time.Time // the first mail after that
 }
 
-func killWorkers(ctx context.Context, o options, env []string, dir string, workers []*exec.Cmd, sink *smtptest.Sink) (*killDrill, error) {
+func killWorkers(ctx context.Context, o options, env []string, dir string, workers []*exec.Cmd, sink mailSink) (*killDrill, error) {
 	for _, w := range workers {
 		w.Process.Kill()
 		w.Wait()
@@ -187,13 +201,13 @@ func killWorkers(ctx context.Context, o options, env []string, dir string, worke
 }
 
 // watch notes the first mail after the restart.
-func (k *killDrill) watch(sink *smtptest.Sink) {
+func (k *killDrill) watch(sink mailSink) {
 	if k.resumed.IsZero() && sink.Mails() > k.atKill {
 		k.resumed = time.Now()
 	}
 }
 
-func (k *killDrill) check(o options, sink *smtptest.Sink, delivered int64) error {
+func (k *killDrill) check(o options, sink mailSink, delivered int64) error {
 	got := sink.Recipients()
 	suppressed := suppressedSet(o.n)
 	var missing, twice, extra, toSuppressed int

@@ -57,7 +57,7 @@ func main() {
 	flag.StringVar(&o.redis, "redis", "redis://127.0.0.1:6379/15", "Redis database to flush and use")
 	flag.StringVar(&o.addr, "addr", "127.0.0.1:18099", "the API's address")
 	flag.BoolVar(&o.noPipelining, "no-pipelining", false, "the sink hides PIPELINING (the engine must still work)")
-	flag.StringVar(&o.sink, "sink", "postfix", "where the mails go: postfix (Postfix's smtp-sink, a real MTA in its own process; installed when missing) or inproc (the project's sink in this process; the drills always use it)")
+	flag.StringVar(&o.sink, "sink", "postfix", "where the mails go: postfix (Postfix's smtp-sink, a real MTA in its own process; installed when missing; the drills count its dump) or inproc (the project's sink in this process)")
 	flag.BoolVar(&o.automation, "automation", false, "instead of a single send: N contacts imported into a live welcome automation with an instant mail")
 	flag.StringVar(&o.drill, "drill", "", "a fault mid-send (docs/operations.md): pg (restart PostgreSQL), redis (stop Redis for 30 s) or kill (SIGKILL the workers at 28 % and start them again)")
 	flag.BoolVar(&o.trackedLinks, "tracked-links", false, "the template's four links are plain addresses (tracked unless CLICK_TRACKING=off) rather than ones holding ((postal_code)) (never tracked)")
@@ -74,11 +74,12 @@ func run(ctx context.Context, o options) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
-	// The drills count each recipient's mails: the in-process sink.
+	// The drills count each recipient's mails: the in-process sink keeps
+	// them, smtp-sink dumps every transaction to a file.
 	var sink mailSink
 	var inproc *smtptest.Sink
-	switch {
-	case o.drill != "" || o.sink == "inproc":
+	switch o.sink {
+	case "inproc":
 		s, err := smtptest.StartSink("127.0.0.1:0", o.noPipelining)
 		if err != nil {
 			return err
@@ -87,8 +88,18 @@ func run(ctx context.Context, o options) error {
 			s.KeepRecipients()
 		}
 		sink, inproc = inprocSink{s}, s
-	case o.sink == "postfix":
-		s, err := startPostfixSink(!o.noPipelining)
+	case "postfix":
+		var dump string
+		if o.drill != "" {
+			abs, err := filepath.Abs(filepath.Join(dir, "sink-dump"))
+			if err != nil {
+				return err
+			}
+			dump = abs
+			os.RemoveAll(dump)
+			defer os.RemoveAll(dump)
+		}
+		s, err := startPostfixSink(!o.noPipelining, dump)
 		if err != nil {
 			return err
 		}
@@ -225,16 +236,16 @@ func run(ctx context.Context, o options) error {
 		time.Sleep(20 * time.Millisecond)
 		if o.drill == "kill" {
 			if kill == nil && sink.Mails() >= int64(o.n*28/100) {
-				if kill, err = killWorkers(ctx, o, env, dir, workers, inproc); err != nil {
+				if kill, err = killWorkers(ctx, o, env, dir, workers, sink); err != nil {
 					return err
 				}
 				workers = kill.restarted
 			}
 			if kill != nil {
-				kill.watch(inproc)
+				kill.watch(sink)
 			}
 		} else if o.drill != "" && fault == nil && sink.Mails() >= int64(o.n/3) {
-			fault = startDrill(o, c, base, listC, group, sender)
+			fault = startDrill(o, c, sink, base, listC, group, sender)
 		}
 		now, err := c.sendState(made.UTR)
 		if err != nil && fault != nil {
@@ -247,10 +258,10 @@ func run(ctx context.Context, o options) error {
 	}
 	done := time.Now()
 	if fault != nil {
-		return fault.check(o, c, inproc, send.Delivered)
+		return fault.check(o, c, sink, send.Delivered)
 	}
 	if kill != nil {
-		return kill.check(o, inproc, send.Delivered)
+		return kill.check(o, sink, send.Delivered)
 	}
 	mails := sink.Mails()
 	size, sizeFrom := int64(0), "on average"
@@ -723,7 +734,7 @@ func (c *client) groupAndSender() (group, sender int64, err error) {
 }
 
 func (o options) sinkName() string {
-	if o.drill != "" || o.sink == "inproc" {
+	if o.sink == "inproc" {
 		return "in-process"
 	}
 	return "Postfix's smtp-sink"

@@ -8,7 +8,9 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -17,8 +19,7 @@ import (
 
 // mailSink is where the send's mails go: Postfix's smtp-sink, a real
 // receiving MTA in its own process (the default), or the project's
-// in-process sink (-sink inproc, and the drills, which count the mails
-// each recipient got).
+// in-process sink (-sink inproc).
 type mailSink interface {
 	Addr() string
 	Mails() int64     // mails accepted since the last Reset
@@ -26,6 +27,9 @@ type mailSink interface {
 	Reset()
 	Close() error
 	PID() int // the sink's process; 0: this one
+	// Recipients counts the mails each address got, when the sink was
+	// started to keep them (the drills).
+	Recipients() map[string]int
 }
 
 type inprocSink struct{ *smtptest.Sink }
@@ -39,6 +43,7 @@ func (s inprocSink) Close() error { s.Sink.Close(); return nil }
 type postfixSink struct {
 	cmd  *exec.Cmd
 	addr string
+	dump string // the folder of the dump files (-D) the drills count recipients in; "" none
 
 	mu    sync.Mutex
 	mesg  int64 // as smtp-sink counts
@@ -48,8 +53,9 @@ type postfixSink struct {
 
 // startPostfixSink starts smtp-sink on a free port, installing Debian's
 // postfix first when it is missing and this is root (as .ci/run installs
-// Chromium).
-func startPostfixSink(pipelining bool) (*postfixSink, error) {
+// Chromium). With dump set, every mail transaction is appended to a file
+// in that folder (-D; smtp-sink names its files), which Recipients reads.
+func startPostfixSink(pipelining bool, dump string) (*postfixSink, error) {
 	if _, err := exec.LookPath("smtp-sink"); err != nil {
 		if os.Getuid() != 0 {
 			return nil, fmt.Errorf("no smtp-sink (Debian's postfix package): install it, or run with -sink inproc")
@@ -72,7 +78,17 @@ func startPostfixSink(pipelining bool) (*postfixSink, error) {
 	if !pipelining {
 		args = append(args, "-p")
 	}
-	s := &postfixSink{addr: addr, cmd: exec.Command("smtp-sink", append(args, addr, "1024")...)}
+	if dump != "" {
+		// smtp-sink writes as nobody: a folder it may write in.
+		if err := os.MkdirAll(dump, 0o777); err != nil {
+			return nil, err
+		}
+		if err := os.Chmod(dump, 0o777); err != nil {
+			return nil, err
+		}
+		args = append(args, "-D", filepath.Join(dump, "mails"))
+	}
+	s := &postfixSink{addr: addr, dump: dump, cmd: exec.Command("smtp-sink", append(args, addr, "1024")...)}
 	out, err := s.cmd.StdoutPipe()
 	if err != nil {
 		return nil, err
@@ -147,4 +163,39 @@ func (s *postfixSink) Reset() {
 func (s *postfixSink) Close() error {
 	s.cmd.Process.Kill()
 	return s.cmd.Wait()
+}
+
+// Recipients counts the X-Rcpt-Args records of the dump files: one per
+// RCPT TO of a mail transaction smtp-sink completed.
+func (s *postfixSink) Recipients() map[string]int {
+	got := map[string]int{}
+	if s.dump == "" {
+		return got
+	}
+	files, _ := filepath.Glob(filepath.Join(s.dump, "mails*"))
+	for _, name := range files {
+		f, err := os.Open(name)
+		if err != nil {
+			continue
+		}
+		sc := bufio.NewScanner(f)
+		sc.Buffer(make([]byte, 64<<10), 16<<20)
+		for sc.Scan() {
+			if rest, ok := bytes.CutPrefix(sc.Bytes(), []byte("X-Rcpt-Args: ")); ok {
+				got[rcptAddress(string(rest))]++
+			}
+		}
+		f.Close()
+	}
+	return got
+}
+
+// rcptAddress is the address of RCPT TO's arguments ("TO:<a@b> …").
+func rcptAddress(args string) string {
+	if i := strings.IndexByte(args, '<'); i >= 0 {
+		if j := strings.IndexByte(args[i:], '>'); j > 0 {
+			return args[i+1 : i+j]
+		}
+	}
+	return args
 }
