@@ -94,6 +94,7 @@ func NewMux(d Deps) *asynq.ServeMux {
 	mux.Handle(TypeDesignTestSend, boundary(d.Log, DesignTestSend(d)))
 	mux.Handle(TypeDispatchSend, boundary(d.Log, DispatchSend(d)))
 	mux.Handle(TypeSendBatch, boundary(d.Log, SendBatch(d)))
+	mux.Handle(TypeExpandSend, boundary(d.Log, ExpandSend(d)))
 	mux.Handle(TypeSweepSends, boundary(d.Log, SweepSends(d)))
 	mux.Handle(TypeDropDeliveries, boundary(d.Log, DropDeliveries(d)))
 	mux.Handle(TypeStepAutomations, boundary(d.Log, StepAutomations(d)))

@@ -26,7 +26,26 @@ const (
 	TypeSweepSends = "send:sweep"
 	// TypeDropDeliveries drops the deliveries partitions past retention.
 	TypeDropDeliveries = "deliveries:retention"
+	// TypeExpandSend expands the rest of a large send's audience.
+	TypeExpandSend = "send:expand"
 )
+
+// ExpandPayload names the send whose rest is to expand.
+type ExpandPayload struct {
+	SendID int64 `json:"send_id"`
+}
+
+// expandTask is the expansion of the rest of send sendID; its TaskID (with
+// tag, the sweeper's) makes it one task.
+func expandTask(sendID int64, tag string) *asynq.Task {
+	b, _ := json.Marshal(ExpandPayload{SendID: sendID})
+	id := fmt.Sprintf("expand:%d", sendID)
+	if tag != "" {
+		id += ":" + tag
+	}
+	return asynq.NewTask(TypeExpandSend, b, asynq.Queue(QueueDefault), asynq.TaskID(id), asynq.MaxRetry(25),
+		asynq.Timeout(10*time.Minute))
+}
 
 // DispatchPayload names a send and the version of it the task was made
 // for: an update bumps the version, so a stale task finds nothing to do.
@@ -139,6 +158,17 @@ func DispatchSend(d Deps) asynq.HandlerFunc {
 	}
 }
 
+// ExpandSend handles TypeExpandSend (delivery.Engine.ExpandRest).
+func ExpandSend(d Deps) asynq.HandlerFunc {
+	return func(ctx context.Context, t *asynq.Task) error {
+		var p ExpandPayload
+		if err := json.Unmarshal(t.Payload(), &p); err != nil {
+			return Permanent(err)
+		}
+		return d.engine.ExpandRest(ctx, p.SendID)
+	}
+}
+
 // SweepSends handles TypeSweepSends (delivery.Engine.Sweep).
 func SweepSends(d Deps) asynq.HandlerFunc {
 	return func(ctx context.Context, _ *asynq.Task) error { return d.engine.Sweep(ctx) }
@@ -161,6 +191,10 @@ func (s scheduler) Revisit(ctx context.Context, sendID, k int64, at time.Time) e
 
 func (s scheduler) Dispatch(ctx context.Context, sendID int64, version int32, at time.Time, tag string) error {
 	return s.d.enqueue(ctx, dispatchTask(sendID, version, at, tag))
+}
+
+func (s scheduler) Expand(ctx context.Context, sendID int64, tag string) error {
+	return s.d.enqueue(ctx, expandTask(sendID, tag))
 }
 
 func (s scheduler) Enroll(ctx context.Context, automationID int64, tag string) error {

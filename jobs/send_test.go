@@ -14,6 +14,7 @@ import (
 	netmail "net/mail"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -426,6 +427,58 @@ func TestSmallSendNotBehindBigOne(t *testing.T) {
 	q.drain(t, mux)
 	if c := sendCounters(t, d, big.send); c.Status != 3 || c.Delivered < 2000 {
 		t.Errorf("big send at the end %+v", c)
+	}
+}
+
+// A large send's audience comes in two steps through the real queue
+// handlers: the dispatch inserts the first step and queues its chains and
+// the expansion of the rest; the first mails go before the rest is in;
+// in the end every address got one mail, the counters hold the whole
+// audience, and single_send.started was recorded once, with it.
+func TestLargeSendInTwoSteps(t *testing.T) {
+	// Not parallel: see TestSingleSendEndToEnd.
+	ctx := context.Background()
+	d := testdb.New(t)
+	s := smtptest.New(t, smtptest.Options{})
+	pool := smtp.NewPool(smtp.Config{Addr: s.Addr, Size: 4, Timeout: 5 * time.Second})
+	defer pool.Close()
+	mux, q, _ := engine(t, d, pool, jobs.Engine{BatchSize: 20, Window: 2, ExpandStep: 50})
+	f := newSendFixture(t, d, "<p>Hi ((first_name))</p>")
+	exec(t, d, `INSERT INTO contacts (user_id, contact_type_id, email) SELECT $1, $2, 'm' || lpad(i::text, 3, '0') || '@example.com'
+		FROM generate_series(1, 300) i`, f.user, f.typeA)
+	if err := d.Recount(ctx, f.user); err != nil {
+		t.Fatal(err)
+	}
+	// Contact types alone (a segment's audience is expanded in one step).
+	exec(t, d, `UPDATE single_sends SET status = 1, recipient_id = jsonb_build_array(jsonb_build_object('id', $2::text, 'table', 'contacts_'),
+		jsonb_build_object('id', $3::text, 'table', 'contacts_')) WHERE id = $1`, f.send, strconv.FormatInt(f.typeA, 10), strconv.FormatInt(f.typeB, 10))
+	q.enqueue(ctx, jobs.NewDispatchTask(f.send, 1, time.Now()))
+	q.step(t, mux) // the dispatch: the first step
+	first := sendCounters(t, d, f.send)
+	if first.Status != 2 || first.Triggered < 30 || first.Triggered > 100 { // about 50, less the suppressed and excluded
+		t.Fatalf("after the first step %+v", first)
+	}
+	q.step(t, mux) // a chain of the first step (the expansion is queued after them)
+	if len(s.Messages()) == 0 {
+		t.Fatal("no mail before the rest of the audience was expanded")
+	}
+	q.drain(t, mux)
+	got := sendCounters(t, d, f.send)
+	var to []string
+	for _, m := range s.Messages() {
+		to = append(to, strings.ToLower(m.To[0]))
+	}
+	slices.Sort(to)
+	if got.Status != 3 || got.Triggered <= first.Triggered || got.Delivered != got.Triggered || int64(len(to)) != got.Triggered ||
+		len(slices.Compact(slices.Clone(to))) != len(to) {
+		t.Fatalf("at the end %+v; %d mails (%d addresses)", got, len(to), len(slices.Compact(slices.Clone(to))))
+	}
+	if n := scalar[int64](t, d, "SELECT count(*) FROM deliveries WHERE send_id = $1", f.send); n != got.Triggered {
+		t.Errorf("%d deliveries, triggered %d", n, got.Triggered)
+	}
+	started := scalar[[]string](t, d, "SELECT array_agg(payload->>'triggered') FROM events WHERE subject_id = $1 AND kind = 'single_send.started'", f.send)
+	if want := []string{strconv.FormatInt(got.Triggered, 10)}; !slices.Equal(started, want) {
+		t.Errorf("started events %v, want %v", started, want)
 	}
 }
 

@@ -475,20 +475,31 @@ func vmHWM(pid int) int64 {
 
 // expansionMS reads the "send started" line of the worker logs.
 func expansionMS(_ string, workers int, dir string) string {
+	var steps []string
 	for i := range workers {
 		b, _ := os.ReadFile(filepath.Join(dir, fmt.Sprintf("worker%d.log", i)))
 		for line := range bytes.Lines(b) {
 			var l struct {
-				Msg string `json:"msg"`
-				MS  int64  `json:"expansion_ms"`
-				N   int64  `json:"triggered"`
+				Msg   string `json:"msg"`
+				MS    int64  `json:"expansion_ms"`
+				N     int64  `json:"triggered"`
+				Added int64  `json:"added"`
 			}
-			if json.Unmarshal(line, &l) == nil && l.Msg == "send started" {
-				return fmt.Sprintf("%d ms for %d recipients (one INSERT … SELECT)", l.MS, l.N)
+			if json.Unmarshal(line, &l) != nil {
+				continue
+			}
+			switch l.Msg {
+			case "send started":
+				steps = append(steps, fmt.Sprintf("%d ms for %d recipients", l.MS, l.N))
+			case "send expanded":
+				steps = append(steps, fmt.Sprintf("then %d ms for %d more", l.MS, l.Added))
 			}
 		}
 	}
-	return "not logged"
+	if len(steps) == 0 {
+		return "not logged"
+	}
+	return strings.Join(steps, ", ")
 }
 
 // bareClient sends mails of size bytes over conns connections with a

@@ -184,7 +184,8 @@ func run(ctx context.Context, getenv func(string) string, stderr io.Writer) erro
 		},
 		Engine: jobs.Engine{BatchSize: cfg.SendBatchSize, Window: cfg.SendWindow, Concurrency: cfg.SendConcurrency, Lease: cfg.SendLease,
 			StallAfter: cfg.SendStallAfter, Slice: cfg.SendSlice, Retention: cfg.DeliveryRetention,
-			RunEvery: cfg.AutomationRunEvery, MaxMailBytes: int(cfg.MaxMailBytes), MemoryBudget: cfg.MailMemoryBudget},
+			RunEvery: cfg.AutomationRunEvery, MaxMailBytes: int(cfg.MaxMailBytes), MemoryBudget: cfg.MailMemoryBudget,
+			ExpandStep: expandStep(cfg.SendExpandStep)},
 		Webhooks: hooks,
 		Metrics:  engineMetrics,
 	})
@@ -278,4 +279,13 @@ func health(ctx context.Context, getenv func(string) string) error {
 		return fmt.Errorf("WORKER_METRICS_ADDR %s: %w", cfg.WorkerMetricsAddr, err)
 	}
 	return nil
+}
+
+// expandStep is SEND_EXPAND_STEP as the engine takes it: 0 (or less)
+// expands every send in one step.
+func expandStep(n int) int {
+	if n <= 0 {
+		return -1
+	}
+	return n
 }

@@ -53,6 +53,7 @@ type Config struct {
 	WorkerConcurrency      int           // WORKER_CONCURRENCY
 	SendBatchSize          int           // SEND_BATCH_SIZE: deliveries per batch task
 	SendWindow             int           // SEND_WINDOW: batch tasks of one send queued at once
+	SendExpandStep         int           // SEND_EXPAND_STEP: recipients in a large send's first expansion step (0: one step)
 	SendConcurrency        int           // SEND_CONCURRENCY: mails of one batch in flight at once
 	SendLease              time.Duration // SEND_LEASE: how long a batch holds its deliveries
 	SendStallAfter         time.Duration // SEND_STALL_AFTER: a running send idle this long is restarted
@@ -168,6 +169,7 @@ func Load(getenv func(string) string) (Config, error) {
 		WorkerConcurrency:    integer("WORKER_CONCURRENCY", 20),
 		SendBatchSize:        integer("SEND_BATCH_SIZE", 1000),
 		SendWindow:           integer("SEND_WINDOW", 4),
+		SendExpandStep:       integer("SEND_EXPAND_STEP", 20000),
 		SendConcurrency:      integer("SEND_CONCURRENCY", 16),
 		MaxImports:           integer("MAX_CONCURRENT_IMPORTS", 4),
 		WebhookConcurrency:   integer("WEBHOOK_CONCURRENCY", 4),

@@ -8,11 +8,13 @@ import (
 
 // Dispatch expands version of send sendID into its deliveries in one
 // set-based statement (Store.DispatchSend), then schedules the first
-// Config.Window ranges. A send not due yet is scheduled again for its
-// time; a stale or repeated dispatch does nothing.
+// Config.Window ranges. A large audience goes in two steps: the first
+// Config.ExpandStep or so recipients here, whose mails start at once, and
+// the rest by ExpandRest, scheduled now. A send not due yet is scheduled
+// again for its time; a stale or repeated dispatch does nothing.
 func (e *Engine) Dispatch(ctx context.Context, sendID int64, version int32) error {
 	start := time.Now()
-	res, err := e.Store.DispatchSend(ctx, sendID, version, e.Config.BatchSize)
+	res, err := e.Store.DispatchSend(ctx, sendID, version, e.Config.BatchSize, max(e.Config.ExpandStep, 0))
 	if err != nil {
 		return err
 	}
@@ -29,15 +31,42 @@ func (e *Engine) Dispatch(ctx context.Context, sendID int64, version int32) erro
 	if !res.Started || res.Completed {
 		return nil
 	}
-	e.Log.InfoContext(ctx, "send started", "send_id", sendID, "triggered", res.Triggered, "expansion_ms", took.Milliseconds())
-	return e.startWindow(ctx, sendID, res.First, res.Last, res.BatchSize)
+	e.Log.InfoContext(ctx, "send started", "send_id", sendID, "triggered", res.Triggered, "expansion_ms", took.Milliseconds(),
+		"expanding", res.Expanding)
+	if err := e.startWindow(ctx, sendID, res.First, res.From, res.Last, res.BatchSize); err != nil {
+		return err
+	}
+	if res.Expanding { // after the first chains: their mails go first
+		return e.Scheduler.Expand(ctx, sendID, "") // if lost, the sweeper schedules it
+	}
+	return nil
 }
 
-// startWindow schedules the first Config.Window ranges of a send whose
-// deliveries are ids first..last in ranges of size; the sweeper restarts
-// the chains if this is lost.
-func (e *Engine) startWindow(ctx context.Context, sendID, first, last int64, size int) error {
-	for k := int64(0); k < int64(e.Config.Window) && first+k*int64(size) <= last; k++ {
+// ExpandRest expands the rest of a send dispatched in two steps and
+// schedules Config.Window chains from the first range of what it added
+// (the first step's chains may be done by then).
+func (e *Engine) ExpandRest(ctx context.Context, sendID int64) error {
+	start := time.Now()
+	res, err := e.Store.ExpandRest(ctx, sendID)
+	if err != nil || !res.Started {
+		return err
+	}
+	took := time.Since(start)
+	e.Metrics.expansion.Observe(took.Seconds())
+	e.Metrics.expanded.Add(float64(res.Triggered))
+	e.Log.InfoContext(ctx, "send expanded", "send_id", sendID, "added", res.Triggered, "expansion_ms", took.Milliseconds())
+	if res.Completed || res.Triggered == 0 || res.BatchSize <= 0 {
+		return nil
+	}
+	return e.startWindow(ctx, sendID, res.First, res.From, res.Last, res.BatchSize)
+}
+
+// startWindow schedules Config.Window chains of a send whose deliveries
+// are ids first..last in ranges of size, from the range of id from; the
+// sweeper restarts the chains if this is lost.
+func (e *Engine) startWindow(ctx context.Context, sendID, first, from, last int64, size int) error {
+	k0 := max(from-first, 0) / int64(size)
+	for k := k0; k < k0+int64(e.Config.Window) && first+k*int64(size) <= last; k++ {
 		if err := e.Scheduler.Chain(ctx, sendID, k, time.Time{}, ""); err != nil {
 			return err
 		}

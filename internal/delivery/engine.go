@@ -29,8 +29,13 @@ import (
 // transaction, with no rule of its own (internal/postgres implements it).
 type Store interface {
 	// DispatchSend expands version of send id, when it is still ready and
-	// due, into its deliveries of batch ranges of batchSize.
-	DispatchSend(ctx context.Context, id int64, version int32, batchSize int) (Dispatch, error)
+	// due, into its deliveries of batch ranges of batchSize: a large
+	// audience in two steps, the first of about step recipients.
+	DispatchSend(ctx context.Context, id int64, version int32, batchSize, step int) (Dispatch, error)
+	// ExpandRest expands the rest of a send dispatched in two steps.
+	ExpandRest(ctx context.Context, id int64) (Dispatch, error)
+	// SendsToExpand are running sends whose rest is still to expand.
+	SendsToExpand(ctx context.Context) ([]int64, error)
 	// SendForBatch reads a send for its batches; ENOTFOUND when gone.
 	SendForBatch(ctx context.Context, id int64) (Send, error)
 	// LastDeliveryID is the highest delivery id of a send.
@@ -118,6 +123,8 @@ type Scheduler interface {
 	Revisit(ctx context.Context, sendID, k int64, at time.Time) error
 	// Dispatch dispatches version of a send at at.
 	Dispatch(ctx context.Context, sendID int64, version int32, at time.Time, tag string) error
+	// Expand expands the rest of a send's audience.
+	Expand(ctx context.Context, sendID int64, tag string) error
 	// Enroll enrolls an automation's members.
 	Enroll(ctx context.Context, automationID int64, tag string) error
 	// Step steps the automations soon.
@@ -144,6 +151,12 @@ type Config struct {
 	// together (MAIL_MEMORY_BUDGET, budget.go): each takes its share
 	// before it is built; 256 MB when 0.
 	MemoryBudget int64
+	// ExpandStep is about how many recipients the first step of a large
+	// send's expansion inserts (SEND_EXPAND_STEP): a send to contact types
+	// whose largest holds more than twice this many starts with those and
+	// expands the rest meanwhile (docs/deliveries.md); 20,000 when 0,
+	// negative: every send in one step.
+	ExpandStep int
 }
 
 // WithDefaults is c with every unset value at its default.
@@ -171,6 +184,9 @@ func (c Config) WithDefaults() Config {
 	}
 	if c.MemoryBudget <= 0 {
 		c.MemoryBudget = 256 << 20
+	}
+	if c.ExpandStep == 0 {
+		c.ExpandStep = 20000
 	}
 	return c
 }

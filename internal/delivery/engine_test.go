@@ -58,6 +58,8 @@ func (f *fixture) drain(t *testing.T, rounds int) []scheduled {
 				err = f.e.RunChain(context.Background(), w.sendID, w.k, true)
 			case "dispatch":
 				err = f.e.Dispatch(context.Background(), w.sendID, w.version)
+			case "expand":
+				err = f.e.ExpandRest(context.Background(), w.sendID)
 			}
 			if err != nil {
 				t.Fatalf("%+v: %v", w, err)
@@ -132,6 +134,53 @@ func TestSendGoesOutOnceEach(t *testing.T) {
 	// Dispatched again (a repeated task), nothing more happens.
 	if err := f.e.Dispatch(context.Background(), 1, 1); err != nil || len(f.sched.take()) != 0 {
 		t.Errorf("a repeated dispatch scheduled work (%v)", err)
+	}
+}
+
+// A large audience goes in two steps: the first ExpandStep recipients at
+// dispatch, their chains at once, the rest by an expansion scheduled
+// beside them. The first step's mails all recorded, the send still runs
+// (its audience is not whole); the rest, whose ids come after other
+// sends', gets chains from its own first range, and every recipient one
+// mail; the expansion run again does nothing.
+func TestLargeSendExpandsInTwoSteps(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, delivery.Config{BatchSize: 10, Window: 2, ExpandStep: 30, Slice: time.Nanosecond})
+	to := addresses(100)
+	f.store.add(9, to...)
+	if err := f.e.Dispatch(context.Background(), 9, 1); err != nil {
+		t.Fatal(err)
+	}
+	var expand []scheduled
+	for _, w := range f.sched.take() {
+		if w.kind == "expand" {
+			expand = append(expand, w)
+		} else {
+			f.sched.add(w)
+		}
+	}
+	if len(expand) != 1 {
+		t.Fatalf("expansions scheduled: %+v", expand)
+	}
+	f.drain(t, 20) // the first step's chains alone
+	if n := len(f.tr.accepted()); n != 30 || f.store.status(9) != 2 {
+		t.Fatalf("after the first step: %d mails, status %d; want 30, still running", n, f.store.status(9))
+	}
+	f.sched.add(expand[0])
+	seen := f.drain(t, 20)
+	if seen[1].kind != "chain" || seen[1].k != 3 {
+		t.Errorf("the rest's first chain: %+v (its ids start after a gap, in range 3)", seen[1])
+	}
+	var rcpts []string
+	for _, m := range f.tr.accepted() {
+		rcpts = append(rcpts, m.To)
+	}
+	slices.Sort(rcpts)
+	if !slices.Equal(rcpts, to) || f.store.status(9) != 3 {
+		t.Fatalf("%d mails, status %d; want one to each of %d, completed", len(rcpts), f.store.status(9), len(to))
+	}
+	if err := f.e.ExpandRest(context.Background(), 9); err != nil || len(f.sched.take()) != 0 {
+		t.Errorf("a second expansion did something (%v)", err)
 	}
 }
 

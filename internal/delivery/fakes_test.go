@@ -23,6 +23,7 @@ import (
 type memSend struct {
 	send       delivery.Send
 	recipients []string
+	rest       []string  // still to expand
 	rows       []*memRow // by id - send.First
 	leases     map[int64]leaseHold
 	touched    time.Time
@@ -36,7 +37,8 @@ type memRow struct {
 	attempts int
 	nextAt   time.Time
 	errText  string
-	sent     int // times recorded sent: more than one is a mail sent twice
+	sent     int  // times recorded sent: more than one is a mail sent twice
+	gap      bool // an id of another send's
 }
 
 type leaseHold struct {
@@ -66,25 +68,68 @@ func (m *memStore) add(id int64, recipients ...string) {
 			City: "Berlin", Country: "Germany"}}}
 }
 
-func (m *memStore) DispatchSend(_ context.Context, id int64, version int32, batchSize int) (delivery.Dispatch, error) {
+// DispatchSend inserts the send's rows, all of them, or with step > 0
+// and more than 2*step recipients the first step of them (the rest by
+// ExpandRest), as the SQL does.
+func (m *memStore) DispatchSend(_ context.Context, id int64, version int32, batchSize, step int) (delivery.Dispatch, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	s := m.sends[id]
 	if s == nil || s.send.Status != 1 || s.send.Version != version {
 		return delivery.Dispatch{}, nil
 	}
+	head := s.recipients
+	if step > 0 && len(head) > 2*step {
+		head, s.rest = head[:step], head[step:]
+		s.send.Expanding = true
+	}
 	s.send.Status, s.send.First, s.send.BatchSize = 2, m.nextID, batchSize
-	for _, r := range s.recipients {
+	for _, r := range head {
 		s.rows = append(s.rows, &memRow{id: m.nextID, email: r, status: mail.DeliveryPending})
 		m.nextID++
 	}
 	s.dispatched, s.touched = true, time.Now()
-	out := delivery.Dispatch{Started: true, SendID: id, First: s.send.First, Last: m.nextID - 1, BatchSize: batchSize,
-		Triggered: int64(len(s.rows))}
-	if len(s.rows) == 0 {
+	out := delivery.Dispatch{Started: true, SendID: id, First: s.send.First, From: s.send.First, Last: m.nextID - 1,
+		BatchSize: batchSize, Triggered: int64(len(s.rows)), Expanding: s.send.Expanding}
+	if len(s.rows) == 0 && !s.send.Expanding {
 		s.send.Status, out.Completed = 3, true
 	}
 	return out, nil
+}
+
+// ExpandRest inserts the rest of a send dispatched in two steps, after
+// other sends' rows (ids are not contiguous), as the SQL does.
+func (m *memStore) ExpandRest(_ context.Context, id int64) (delivery.Dispatch, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	s := m.sends[id]
+	if s == nil || !s.send.Expanding {
+		return delivery.Dispatch{}, nil
+	}
+	for range 7 { // another send's rows went in meanwhile: ids of none of this send's
+		s.rows = append(s.rows, &memRow{id: m.nextID, status: mail.DeliverySent, gap: true})
+		m.nextID++
+	}
+	from := m.nextID
+	for _, r := range s.rest {
+		s.rows = append(s.rows, &memRow{id: m.nextID, email: r, status: mail.DeliveryPending})
+		m.nextID++
+	}
+	s.send.Expanding = false
+	return delivery.Dispatch{Started: true, SendID: id, First: s.send.First, From: from, Last: m.nextID - 1,
+		BatchSize: s.send.BatchSize, Triggered: int64(len(s.rest))}, nil
+}
+
+func (m *memStore) SendsToExpand(context.Context) ([]int64, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var ids []int64
+	for id, s := range m.sends {
+		if s.send.Status == 2 && s.send.Expanding {
+			ids = append(ids, id)
+		}
+	}
+	return ids, nil
 }
 
 func (m *memStore) SendForBatch(_ context.Context, id int64) (delivery.Send, error) {
@@ -165,7 +210,7 @@ func (m *memStore) record(s *memSend, rec *delivery.Record) bool {
 	}
 	m.events = append(m.events, rec.Events...)
 	s.touched = time.Now()
-	if s.send.Status == 2 && !slices.ContainsFunc(s.rows, func(r *memRow) bool { return r.status == mail.DeliveryPending }) {
+	if s.send.Status == 2 && !s.send.Expanding && !slices.ContainsFunc(s.rows, func(r *memRow) bool { return r.status == mail.DeliveryPending }) {
 		s.send.Status = 3
 		return true
 	}
@@ -232,7 +277,7 @@ func (m *memStore) CompleteSend(_ context.Context, id int64) (bool, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	s := m.sends[id]
-	if s.send.Status != 2 || slices.ContainsFunc(s.rows, func(r *memRow) bool { return r.status == mail.DeliveryPending }) {
+	if s.send.Status != 2 || s.send.Expanding || slices.ContainsFunc(s.rows, func(r *memRow) bool { return r.status == mail.DeliveryPending }) {
 		return false, nil
 	}
 	s.send.Status = 3
@@ -261,7 +306,9 @@ func (m *memStore) rows(id int64) []memRow {
 	defer m.mu.Unlock()
 	var out []memRow
 	for _, r := range m.sends[id].rows {
-		out = append(out, *r)
+		if !r.gap {
+			out = append(out, *r)
+		}
 	}
 	return out
 }
@@ -341,6 +388,10 @@ func (s *memScheduler) Revisit(_ context.Context, sendID, k int64, at time.Time)
 
 func (s *memScheduler) Dispatch(_ context.Context, sendID int64, version int32, at time.Time, tag string) error {
 	return s.add(scheduled{kind: "dispatch", sendID: sendID, version: version, at: at, tag: tag})
+}
+
+func (s *memScheduler) Expand(_ context.Context, sendID int64, tag string) error {
+	return s.add(scheduled{kind: "expand", sendID: sendID, tag: tag})
 }
 
 func (s *memScheduler) Enroll(_ context.Context, id int64, tag string) error {

@@ -43,9 +43,14 @@ func (c *sendCache) get(ctx context.Context, e *Engine, id int64) (*compiledSend
 	cs := c.m[id]
 	c.mu.Unlock()
 	if cs != nil && cs.send.Version == s.Version && cs.send.First == s.First {
-		if cs.send.Status != s.Status { // a shared entry is never written: a new one
+		if cs.send.Status != s.Status || cs.send.Expanding != s.Expanding { // a shared entry is never written: a new one
 			fresh := *cs
-			fresh.send.Status = s.Status
+			fresh.send.Status, fresh.send.Expanding = s.Status, s.Expanding
+			if cs.send.Expanding && !s.Expanding { // the rest of its audience came: its ranges go further
+				if fresh.last, err = e.Store.LastDeliveryID(ctx, id); err != nil {
+					return nil, err
+				}
+			}
 			cs = &fresh
 			c.mu.Lock()
 			c.m[id] = cs

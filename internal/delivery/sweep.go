@@ -12,8 +12,8 @@ import (
 // running sends idle for Config.StallAfter get their window restarted at
 // their lowest open ranges (a flushed Redis, a killed worker whose leases
 // ran out, retries come due), or are completed when nothing is left open.
-// A custom automation whose members' enrollment did not finish gets it
-// scheduled again.
+// A send whose rest was not expanded, and a custom automation whose
+// members' enrollment did not finish, get it scheduled again.
 func (e *Engine) Sweep(ctx context.Context) error {
 	due, err := e.Store.DueSends(ctx)
 	if err != nil {
@@ -24,6 +24,18 @@ func (e *Engine) Sweep(ctx context.Context) error {
 	tag := "sweep" + strconv.FormatInt(time.Now().Unix()/60, 36)
 	for _, s := range due {
 		if err := e.Scheduler.Dispatch(ctx, s.ID, s.Version, time.Now(), tag); err != nil {
+			return err
+		}
+	}
+	// Sends whose rest was never expanded (a lost task, a worker stopped
+	// mid-way): one expansion of a send runs at a time, the others find
+	// it done.
+	expand, err := e.Store.SendsToExpand(ctx)
+	if err != nil {
+		return err
+	}
+	for _, id := range expand {
+		if err := e.Scheduler.Expand(ctx, id, tag); err != nil {
 			return err
 		}
 	}

@@ -15,9 +15,13 @@ type Dispatch struct {
 	DueAt     *time.Time // set when the send is ready but not due yet
 	SendID    int64
 	First     int64 // first delivery id: batch k holds [First+k*BatchSize, First+(k+1)*BatchSize)
+	From      int64 // the first id this step inserted (its first range's)
 	Last      int64 // last delivery id
 	BatchSize int
-	Triggered int64
+	Triggered int64 // the recipients this step inserted
+	// Expanding: the first step of a large send's expansion; the rest is
+	// to come (Engine.ExpandRest).
+	Expanding bool
 }
 
 // Send is what a batch needs of a running send.
@@ -35,7 +39,8 @@ type Send struct {
 	ListTokens      map[string]string // unique_open_token
 	Sender          mail.Sender
 	SenderAvailable bool
-	SendRate        int // the account's mails a second across workers; 0: no limit
+	SendRate        int  // the account's mails a second across workers; 0: no limit
+	Expanding       bool // the rest of its audience is still to be expanded
 }
 
 // Lease is a batch run's hold on one range of a send: renewed while it

@@ -67,7 +67,7 @@ func newFixture(t testing.TB, d *postgres.DB, emails ...string) *fixture {
 	var version int32
 	row(`SELECT version FROM single_sends WHERE id = $1`, []any{f.send}, &version)
 	size := max(1000, len(emails)) // one batch
-	disp, err := d.DispatchSend(ctx, f.send, version, size)
+	disp, err := d.DispatchSend(ctx, f.send, version, size, 0)
 	if err != nil || disp.Triggered != int64(len(emails)) {
 		t.Fatalf("dispatch %+v %v", disp, err)
 	}

@@ -2,6 +2,8 @@ package postgres_test
 
 import (
 	"context"
+	"fmt"
+	"slices"
 	"testing"
 
 	"github.com/mailroom/mailroom/internal/mail"
@@ -67,7 +69,7 @@ func TestCountAudienceIsTheExpansion(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	out, err := d.DispatchSend(ctx, q.ID, q.Version, 500)
+	out, err := d.DispatchSend(ctx, q.ID, q.Version, 500, 0)
 	if err != nil || !out.Started {
 		t.Fatalf("dispatch: %+v %v", out, err)
 	}
@@ -209,4 +211,87 @@ func newAudience(t *testing.T, name string) *audience {
 		return ty
 	}
 	return f
+}
+
+// A large send expanded in two steps gets exactly the deliveries of one
+// step, in address order: the first step the addresses up to the one the
+// step places into its largest list, the rest after. Until the rest is in
+// the send cannot complete, even with every first-step row recorded; the
+// rest's count is added, single_send.started is recorded once with the
+// whole count, and expanding again does nothing.
+func TestDispatchInTwoSteps(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	f := newAudience(t, "two-steps")
+	d, user, id, exec := f.d, f.user, f.id, f.exec
+	var a, b []string
+	for i := range 60 {
+		a = append(a, fmt.Sprintf("a%02d@x.example", i))
+		if i%3 == 0 {
+			b = append(b, fmt.Sprintf("A%02d@x.example", i), fmt.Sprintf("b%02d@x.example", i))
+		}
+	}
+	ta, tb := f.typ(user, "A", a...), f.typ(user, "B", b...)
+	exec("INSERT INTO unsubscribes (user_id, unsubscribe_groups_id, email_address) VALUES ($1, NULL, 'a05@x.example'), ($1, NULL, 'b45@x.example')", user)
+	if err := d.Recount(ctx, user); err != nil {
+		t.Fatal(err)
+	}
+	lists := []mail.ListRef{{Table: mail.ListContacts, ID: ta}, {Table: mail.ListContacts, ID: tb}}
+	send := func() mail.Queued {
+		q, err := d.CreateSingleSend(ctx, user, mail.SingleSendInput{TemplateID: 1, SenderID: 1, Name: "n", Subject: "s", Preheader: "p",
+			Recipients: lists})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return q
+	}
+	emails := func(sendID int64) string {
+		var s string
+		if err := d.Pool.QueryRow(ctx, "SELECT string_agg(lower(email), ' ' ORDER BY id) FROM deliveries WHERE send_id = $1", sendID).Scan(&s); err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	whole := send()
+	one, err := d.DispatchSend(ctx, whole.ID, whole.Version, 10, 0)
+	if err != nil || one.Expanding || one.Triggered != 78 {
+		t.Fatalf("one step: %+v %v", one, err)
+	}
+
+	q := send()
+	head, err := d.DispatchSend(ctx, q.ID, q.Version, 10, 20) // A has 60 > 2*20
+	if err != nil || !head.Started || !head.Expanding || head.Completed {
+		t.Fatalf("first step: %+v %v", head, err)
+	}
+	// Up to a20 (the 21st of A): a00-a20 less a05; B's A00-A18 are the
+	// same addresses (once), its b's come after.
+	if head.Triggered != 20 {
+		t.Errorf("first step inserted %d, want 20", head.Triggered)
+	}
+	exec("UPDATE deliveries SET status = 2 WHERE send_id = $1", q.ID)
+	exec("UPDATE single_sends SET remaining = 0 WHERE id = $1", q.ID)
+	if done, err := d.CompleteSend(ctx, q.ID); err != nil || done {
+		t.Fatalf("completed before its audience was whole: %v %v", done, err)
+	}
+	exec("UPDATE deliveries SET status = 0 WHERE send_id = $1", q.ID)
+	exec("UPDATE single_sends SET remaining = triggered WHERE id = $1", q.ID)
+	rest, err := d.ExpandRest(ctx, q.ID)
+	if err != nil || !rest.Started || rest.Triggered != 78-20 || rest.From <= head.Last || rest.First != head.First {
+		t.Fatalf("rest: %+v %v (first step %+v)", rest, err, head)
+	}
+	if got, want := emails(q.ID), emails(whole.ID); got != want {
+		t.Errorf("two steps made\n%s\none step\n%s", got, want)
+	}
+	if n := id("SELECT triggered FROM single_sends WHERE id = $1", q.ID); n != 78 {
+		t.Errorf("triggered %d, want 78", n)
+	}
+	if n := id("SELECT count(*) FROM events WHERE subject_id = $1 AND kind = 'single_send.started' AND payload->>'triggered' = '78'", q.ID); n != 1 {
+		t.Errorf("%d started events with the whole count", n)
+	}
+	if again, err := d.ExpandRest(ctx, q.ID); err != nil || again.Started {
+		t.Errorf("expanded again: %+v %v", again, err)
+	}
+	if ids, err := d.SendsToExpand(ctx); err != nil || slices.Contains(ids, q.ID) {
+		t.Errorf("still to expand: %v %v", ids, err)
+	}
 }

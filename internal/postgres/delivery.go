@@ -31,7 +31,14 @@ type Dispatch = delivery.Dispatch
 // running (single_send.started recorded), all in one transaction: run
 // twice, the second finds it running and does nothing. A send with no
 // recipient is completed at once.
-func (d *DB) DispatchSend(ctx context.Context, id int64, version int32, batchSize int) (Dispatch, error) {
+//
+// A send to contact types alone whose largest holds more than 2*step
+// contacts is expanded in two steps (step > 0): here the addresses up to
+// the one step places into that list (its first mails go at once), and
+// the rest by ExpandRest; Dispatch.Expanding says the rest is to come,
+// the send cannot complete before, and single_send.started is recorded
+// then, with the whole count.
+func (d *DB) DispatchSend(ctx context.Context, id int64, version int32, batchSize, step int) (Dispatch, error) {
 	out := Dispatch{SendID: id, BatchSize: batchSize}
 	if err := d.ensurePartition(ctx, id); err != nil {
 		return out, err
@@ -68,11 +75,18 @@ func (d *DB) DispatchSend(ctx context.Context, id int64, version int32, batchSiz
 		}
 		audience := db.ExpandSendParams{SendID: id, UserID: s.UserID, TypeIds: types, SegmentIds: segments,
 			GroupID: s.UnsubscribeGroupID, ExcludeTypeIds: exTypes, ExcludeSegmentIds: exSegments}
-		n, err := q.ExpandSend(ctx, audience)
+		until, err := expandBoundary(ctx, q, s.UserID, types, segments, step)
 		if err != nil {
 			return err
 		}
-		if err := d.emitDroppedAudience(ctx, q, id, audience, n); err != nil {
+		var n int64
+		if until != "" {
+			n, err = q.ExpandSendUpTo(ctx, db.ExpandSendUpToParams{SendID: id, UserID: s.UserID, TypeIds: types, SegmentIds: segments,
+				GroupID: s.UnsubscribeGroupID, ExcludeTypeIds: exTypes, ExcludeSegmentIds: exSegments, Until: until})
+		} else {
+			n, err = q.ExpandSend(ctx, audience)
+		}
+		if err != nil {
 			return err
 		}
 		bs := int32(batchSize)
@@ -83,8 +97,11 @@ func (d *DB) DispatchSend(ctx context.Context, id int64, version int32, batchSiz
 		if err != nil {
 			return err
 		}
-		if err := q.RecordSendEvent(ctx, db.RecordSendEventParams{UserID: s.UserID, Kind: mail.EventSingleSendStarted,
-			SendID: &id, Payload: fmt.Appendf(nil, `{"triggered": %d}`, n)}); err != nil {
+		if until != "" {
+			if err := q.SetExpandAfter(ctx, db.SetExpandAfterParams{After: until, ID: id}); err != nil {
+				return err
+			}
+		} else if err := d.started(ctx, q, s.UserID, id, audience, n); err != nil {
 			return err
 		}
 		// Ids are not contiguous when dispatches overlap: the last is read.
@@ -92,13 +109,112 @@ func (d *DB) DispatchSend(ctx context.Context, id int64, version int32, batchSiz
 		if err != nil {
 			return err
 		}
-		out.Started, out.First, out.Last, out.Triggered = true, first, last, n
-		if n == 0 {
+		out.Started, out.First, out.From, out.Last, out.Triggered, out.Expanding = true, first, first, last, n, until != ""
+		if n == 0 && until == "" {
 			out.Completed, err = completeSend(ctx, q, id)
 		}
 		return err
 	})
 	return out, err
+}
+
+// expandBoundary is where the first step of a large send's expansion ends
+// ("": in one step): the address step places into its largest contact
+// type, when the send goes to contact types alone and that list holds
+// more than 2*step contacts.
+func expandBoundary(ctx context.Context, q *db.Queries, userID int64, types, segments []int64, step int) (string, error) {
+	if step <= 0 || len(types) == 0 || len(segments) > 0 {
+		return "", nil
+	}
+	sizes, err := q.AudienceListSizes(ctx, db.AudienceListSizesParams{UserID: userID, TypeIds: types, SegmentIds: segments})
+	if err != nil {
+		return "", err
+	}
+	list, size, _ := largestList(sizes)
+	if list == 0 || size <= 2*int64(step) {
+		return "", nil
+	}
+	at, err := q.ExpandBoundary(ctx, db.ExpandBoundaryParams{TypeID: list, N: int64(step)})
+	if err != nil || len(at) == 0 {
+		return "", err
+	}
+	return at[0], nil
+}
+
+// started records single_send.started with the send's whole count, and
+// the dropped events of the addresses its audience left out.
+func (d *DB) started(ctx context.Context, q *db.Queries, userID, id int64, audience db.ExpandSendParams, triggered int64) error {
+	if err := d.emitDroppedAudience(ctx, q, id, audience, triggered); err != nil {
+		return err
+	}
+	return q.RecordSendEvent(ctx, db.RecordSendEventParams{UserID: userID, Kind: mail.EventSingleSendStarted,
+		SendID: &id, Payload: fmt.Appendf(nil, `{"triggered": %d}`, triggered)})
+}
+
+// ExpandRest expands the rest of a send DispatchSend started in two steps:
+// the addresses after its first step's boundary, counted, the send's
+// audience then whole (single_send.started recorded), in one transaction
+// that does not hold the send's row while it inserts (the first step's
+// batches record meanwhile). Run twice, or for a send whose audience is
+// whole, it does nothing. Dispatch.From is the first id it inserted.
+func (d *DB) ExpandRest(ctx context.Context, id int64) (Dispatch, error) {
+	out := Dispatch{SendID: id}
+	err := d.InTx(ctx, func(tx pgx.Tx, q *db.Queries) error {
+		out = Dispatch{SendID: id}
+		// One expansion of a send at a time; the second finds it done.
+		if _, err := tx.Exec(ctx, "SELECT pg_advisory_xact_lock(1954115687, ($1::bigint % 2147483647)::int)", id); err != nil {
+			return err
+		}
+		s, err := q.SendToExpand(ctx, id)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return nil // deleted
+		}
+		if err != nil || s.Status != 2 || s.ExpandAfter == "" {
+			return err
+		}
+		types, segments, err := listIDs(s.RecipientID)
+		if err != nil {
+			return err
+		}
+		exTypes, exSegments, err := listIDs(s.ExcludeSpecificRecipientID)
+		if err != nil {
+			return err
+		}
+		audience := db.ExpandSendParams{SendID: id, UserID: s.UserID, TypeIds: types, SegmentIds: segments,
+			GroupID: s.UnsubscribeGroupID, ExcludeTypeIds: exTypes, ExcludeSegmentIds: exSegments}
+		rest, err := q.ExpandSendAfter(ctx, db.ExpandSendAfterParams{SendID: id, UserID: s.UserID, TypeIds: types,
+			SegmentIds: segments, GroupID: s.UnsubscribeGroupID, ExcludeTypeIds: exTypes, ExcludeSegmentIds: exSegments,
+			After: s.ExpandAfter})
+		if err != nil {
+			return err
+		}
+		if err := bumpSend(ctx, q, id, mail.Counts{Triggered: rest.N}); err != nil {
+			return err
+		}
+		whole, err := q.FinishExpansion(ctx, db.FinishExpansionParams{N: rest.N, FirstID: rest.FirstID, ID: id, After: s.ExpandAfter})
+		if err != nil {
+			return err
+		}
+		if err := d.started(ctx, q, s.UserID, id, audience, whole.Triggered); err != nil {
+			return err
+		}
+		last, err := q.LastDeliveryID(ctx, id)
+		if err != nil {
+			return err
+		}
+		out.Started, out.First, out.From, out.Last, out.Triggered = true, whole.FirstDeliveryID, rest.FirstID, last, rest.N
+		out.BatchSize = int(s.BatchSize)
+		if whole.Remaining <= 0 {
+			out.Completed, err = completeSend(ctx, q, id)
+		}
+		return err
+	})
+	return out, err
+}
+
+// SendsToExpand are running sends whose rest is still to expand.
+func (d *DB) SendsToExpand(ctx context.Context) ([]int64, error) {
+	return d.q.SendsToExpand(ctx)
 }
 
 // CountAudience is how many recipients a send of account userID to lists,
@@ -261,7 +377,7 @@ func (d *DB) SendForBatch(ctx context.Context, id int64) (BatchSend, error) {
 	}
 	s := BatchSend{ID: r.ID, UserID: r.UserID, Version: r.Version, Status: r.Status, TemplateID: r.TemplateID,
 		TemplateHTML: r.TemplateHtml, Subject: r.Subject, Preheader: r.Preheader, GroupID: r.UnsubscribeGroupID,
-		First: r.FirstDeliveryID, BatchSize: int(r.BatchSize), SenderAvailable: r.FromEmail != "", SendRate: int(r.SendRate),
+		First: r.FirstDeliveryID, BatchSize: int(r.BatchSize), SenderAvailable: r.FromEmail != "", SendRate: int(r.SendRate), Expanding: r.Expanding,
 		Sender: mail.Sender{FromName: r.FromName, FromEmail: mail.Email(r.FromEmail), ReplyTo: mail.Email(r.ReplyToEmail),
 			Address: r.CompanyAddress, City: r.City, State: r.State, Country: r.Country}}
 	if err := json.Unmarshal([]byte(r.UniqueOpenToken), &s.ListTokens); err != nil {

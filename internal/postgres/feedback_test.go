@@ -52,7 +52,7 @@ func TestRecordFeedback(t *testing.T) {
 		[]any{user, sender, fmt.Sprintf(`[{"id":"%d","table":"contacts_"}]`, typ)}, &send, &utr)
 	var version int32
 	row(`SELECT version FROM single_sends WHERE id = $1`, []any{send}, &version)
-	disp, err := d.DispatchSend(ctx, send, version, 10)
+	disp, err := d.DispatchSend(ctx, send, version, 10, 0)
 	if err != nil || !disp.Started || disp.Triggered != 5 {
 		t.Fatalf("dispatch %+v %v", disp, err)
 	}
@@ -289,7 +289,7 @@ func TestRecordFeedbackIDN(t *testing.T) {
 		[]any{user, sender, fmt.Sprintf(`[{"id":"%d","table":"contacts_"}]`, typ)}, &send)
 	var version int32
 	row(`SELECT version FROM single_sends WHERE id = $1`, []any{send}, &version)
-	disp, err := d.DispatchSend(ctx, send, version, 10)
+	disp, err := d.DispatchSend(ctx, send, version, 10, 0)
 	if err != nil || disp.Triggered != 1 {
 		t.Fatalf("dispatch %+v %v", disp, err)
 	}

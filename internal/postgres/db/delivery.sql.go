@@ -210,7 +210,7 @@ func (q *Queries) ClaimDeliveries(ctx context.Context, arg ClaimDeliveriesParams
 const completeSend = `-- name: CompleteSend :one
 UPDATE single_sends s
 SET status = 3, sent_at = now(), updated_at = now()
-WHERE s.id = $1 AND s.status = 2 AND s.remaining <= 0
+WHERE s.id = $1 AND s.status = 2 AND s.remaining <= 0 AND s.expand_after IS NULL
 RETURNING s.user_id, s.triggered, s.delivered, s.bounces, s.automation_id
 `
 
@@ -222,8 +222,9 @@ type CompleteSendRow struct {
 	AutomationID *int64
 }
 
-// Marks the send completed when no delivery is left: a guarded update, so
-// of all the batches that try, exactly one succeeds.
+// Marks the send completed when no delivery is left and its audience is
+// whole: a guarded update, so of all the batches that try, exactly one
+// succeeds.
 func (q *Queries) CompleteSend(ctx context.Context, id int64) (CompleteSendRow, error) {
 	row := q.db.QueryRow(ctx, completeSend, id)
 	var i CompleteSendRow
@@ -414,6 +415,40 @@ func (q *Queries) DueSends(ctx context.Context) ([]DueSendsRow, error) {
 	return items, nil
 }
 
+const expandBoundary = `-- name: ExpandBoundary :many
+SELECT c.email_lc::text FROM contacts c
+WHERE c.contact_type_id = $1::bigint AND c.deleted_at IS NULL
+ORDER BY c.email_lc
+OFFSET $2::bigint LIMIT 1
+`
+
+type ExpandBoundaryParams struct {
+	TypeID int64
+	N      int64
+}
+
+// The address @n places into a contact type's live contacts (index only):
+// a large send's first step ends there. None when the type is shorter.
+func (q *Queries) ExpandBoundary(ctx context.Context, arg ExpandBoundaryParams) ([]string, error) {
+	rows, err := q.db.Query(ctx, expandBoundary, arg.TypeID, arg.N)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []string
+	for rows.Next() {
+		var c_email_lc string
+		if err := rows.Scan(&c_email_lc); err != nil {
+			return nil, err
+		}
+		items = append(items, c_email_lc)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const expandSend = `-- name: ExpandSend :execrows
 INSERT INTO deliveries (send_id, user_id, contact_id, segment_recipient_id, email, list_key)
 SELECT $1::bigint, $2::bigint, a.contact_id, a.segment_recipient_id, a.email, a.list_key
@@ -450,6 +485,128 @@ func (q *Queries) ExpandSend(ctx context.Context, arg ExpandSendParams) (int64, 
 		return 0, err
 	}
 	return result.RowsAffected(), nil
+}
+
+const expandSendAfter = `-- name: ExpandSendAfter :one
+WITH ins AS (
+    INSERT INTO deliveries (send_id, user_id, contact_id, segment_recipient_id, email, list_key)
+    SELECT $1::bigint, $2::bigint, a.contact_id, a.segment_recipient_id, a.email, a.list_key
+    FROM send_audience($2::bigint, $3::bigint[], $4::bigint[], $5::bigint,
+        $6::bigint[], $7::bigint[]) a
+    WHERE a.email_lc > $8::text
+    ORDER BY a.email_lc
+    RETURNING id
+)
+SELECT count(*)::bigint AS n, COALESCE(min(id), 0)::bigint AS first_id FROM ins
+`
+
+type ExpandSendAfterParams struct {
+	SendID            int64
+	UserID            int64
+	TypeIds           []int64
+	SegmentIds        []int64
+	GroupID           int64
+	ExcludeTypeIds    []int64
+	ExcludeSegmentIds []int64
+	After             string
+}
+
+type ExpandSendAfterRow struct {
+	N       int64
+	FirstID int64
+}
+
+// ExpandSend for the addresses after @after (the rest of a large send):
+// how many went in, and the first of their ids.
+func (q *Queries) ExpandSendAfter(ctx context.Context, arg ExpandSendAfterParams) (ExpandSendAfterRow, error) {
+	row := q.db.QueryRow(ctx, expandSendAfter,
+		arg.SendID,
+		arg.UserID,
+		arg.TypeIds,
+		arg.SegmentIds,
+		arg.GroupID,
+		arg.ExcludeTypeIds,
+		arg.ExcludeSegmentIds,
+		arg.After,
+	)
+	var i ExpandSendAfterRow
+	err := row.Scan(&i.N, &i.FirstID)
+	return i, err
+}
+
+const expandSendUpTo = `-- name: ExpandSendUpTo :execrows
+INSERT INTO deliveries (send_id, user_id, contact_id, segment_recipient_id, email, list_key)
+SELECT $1::bigint, $2::bigint, a.contact_id, a.segment_recipient_id, a.email, a.list_key
+FROM send_audience($2::bigint, $3::bigint[], $4::bigint[], $5::bigint,
+    $6::bigint[], $7::bigint[]) a
+WHERE a.email_lc <= $8::text
+ORDER BY a.email_lc
+`
+
+type ExpandSendUpToParams struct {
+	SendID            int64
+	UserID            int64
+	TypeIds           []int64
+	SegmentIds        []int64
+	GroupID           int64
+	ExcludeTypeIds    []int64
+	ExcludeSegmentIds []int64
+	Until             string
+}
+
+// ExpandSend for the addresses up to @until (a large send's first step):
+// the bound goes down into each list's index, so the step reads about the
+// rows it inserts.
+func (q *Queries) ExpandSendUpTo(ctx context.Context, arg ExpandSendUpToParams) (int64, error) {
+	result, err := q.db.Exec(ctx, expandSendUpTo,
+		arg.SendID,
+		arg.UserID,
+		arg.TypeIds,
+		arg.SegmentIds,
+		arg.GroupID,
+		arg.ExcludeTypeIds,
+		arg.ExcludeSegmentIds,
+		arg.Until,
+	)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
+}
+
+const finishExpansion = `-- name: FinishExpansion :one
+UPDATE single_sends
+SET triggered = triggered + $1::bigint, remaining = remaining + $1::bigint, expand_after = NULL, progress_at = now(), updated_at = now(),
+    first_delivery_id = COALESCE(first_delivery_id, NULLIF($2::bigint, 0))
+WHERE id = $3 AND expand_after = $4::text
+RETURNING triggered, remaining, COALESCE(first_delivery_id, 0)::bigint AS first_delivery_id
+`
+
+type FinishExpansionParams struct {
+	N       int64
+	FirstID int64
+	ID      int64
+	After   string
+}
+
+type FinishExpansionRow struct {
+	Triggered       int64
+	Remaining       int64
+	FirstDeliveryID int64
+}
+
+// The rest of the audience is in: counted, and the send may complete. (A
+// first step that inserted nothing left no first id: the rest's is it.)
+func (q *Queries) FinishExpansion(ctx context.Context, arg FinishExpansionParams) (FinishExpansionRow, error) {
+	row := q.db.QueryRow(ctx, finishExpansion,
+		arg.N,
+		arg.FirstID,
+		arg.ID,
+		arg.After,
+	)
+	var i FinishExpansionRow
+	err := row.Scan(&i.Triggered, &i.Remaining, &i.FirstDeliveryID)
+	return i, err
 }
 
 const lastDeliveryID = `-- name: LastDeliveryID :one
@@ -733,7 +890,8 @@ SELECT s.id, s.user_id, s.version, s.status, s.template_id, COALESCE(s.template_
     COALESCE(se.reply_to_email, '')::text AS reply_to_email,
     TRIM(BOTH ' ' FROM COALESCE(se.company_address, '') || ' ' || COALESCE(se.company_address2, ''))::text AS company_address,
     COALESCE(ci.name, '')::text AS city, COALESCE(st.name, '')::text AS state, COALESCE(co.name, '')::text AS country,
-    COALESCE((SELECT ac.send_rate FROM accounts ac WHERE ac.id = s.user_id), 0)::int AS send_rate
+    COALESCE((SELECT ac.send_rate FROM accounts ac WHERE ac.id = s.user_id), 0)::int AS send_rate,
+    (s.expand_after IS NOT NULL)::bool AS expanding
 FROM single_sends s
 LEFT JOIN automation_schedules sc ON sc.id = s.automation_schedule_id -- a run's template is its schedule's
 LEFT JOIN senders se ON se.id = s.sender_id
@@ -764,6 +922,7 @@ type SendForBatchRow struct {
 	State              string
 	Country            string
 	SendRate           int32
+	Expanding          bool
 }
 
 // What a batch needs of a running send to make its mails: the template
@@ -793,8 +952,89 @@ func (q *Queries) SendForBatch(ctx context.Context, id int64) (SendForBatchRow, 
 		&i.State,
 		&i.Country,
 		&i.SendRate,
+		&i.Expanding,
 	)
 	return i, err
+}
+
+const sendToExpand = `-- name: SendToExpand :one
+SELECT id, user_id, status, unsubscribe_group_id, recipient_id::text AS recipient_id,
+    exclude_specific_recipient_id::text AS exclude_specific_recipient_id, COALESCE(expand_after, '')::text AS expand_after,
+    COALESCE(first_delivery_id, 0)::bigint AS first_delivery_id, COALESCE(batch_size, 0)::int AS batch_size
+FROM single_sends
+WHERE id = $1 AND deleted_at IS NULL
+`
+
+type SendToExpandRow struct {
+	ID                         int64
+	UserID                     int64
+	Status                     int16
+	UnsubscribeGroupID         int64
+	RecipientID                string
+	ExcludeSpecificRecipientID string
+	ExpandAfter                string
+	FirstDeliveryID            int64
+	BatchSize                  int32
+}
+
+// A running send whose rest is still to expand, with its lists.
+func (q *Queries) SendToExpand(ctx context.Context, id int64) (SendToExpandRow, error) {
+	row := q.db.QueryRow(ctx, sendToExpand, id)
+	var i SendToExpandRow
+	err := row.Scan(
+		&i.ID,
+		&i.UserID,
+		&i.Status,
+		&i.UnsubscribeGroupID,
+		&i.RecipientID,
+		&i.ExcludeSpecificRecipientID,
+		&i.ExpandAfter,
+		&i.FirstDeliveryID,
+		&i.BatchSize,
+	)
+	return i, err
+}
+
+const sendsToExpand = `-- name: SendsToExpand :many
+SELECT id FROM single_sends WHERE status = 2 AND expand_after IS NOT NULL AND deleted_at IS NULL
+ORDER BY id
+LIMIT 500
+`
+
+// Running sends whose rest was not expanded yet (the sweeper schedules it
+// again: a lost task, a worker stopped mid-way).
+func (q *Queries) SendsToExpand(ctx context.Context) ([]int64, error) {
+	rows, err := q.db.Query(ctx, sendsToExpand)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []int64
+	for rows.Next() {
+		var id int64
+		if err := rows.Scan(&id); err != nil {
+			return nil, err
+		}
+		items = append(items, id)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const setExpandAfter = `-- name: SetExpandAfter :exec
+UPDATE single_sends SET expand_after = $1::text WHERE id = $2
+`
+
+type SetExpandAfterParams struct {
+	After string
+	ID    int64
+}
+
+func (q *Queries) SetExpandAfter(ctx context.Context, arg SetExpandAfterParams) error {
+	_, err := q.db.Exec(ctx, setExpandAfter, arg.After, arg.ID)
+	return err
 }
 
 const skipSuppressed = `-- name: SkipSuppressed :many

@@ -437,6 +437,7 @@ type SingleSend struct {
 	Remaining                  int64
 	AutomationID               *int64
 	AutomationScheduleID       *int64
+	ExpandAfter                *string
 }
 
 type State struct {

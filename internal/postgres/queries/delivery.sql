@@ -18,6 +18,66 @@ FROM send_audience(@user_id::bigint, @type_ids::bigint[], @segment_ids::bigint[]
     @exclude_type_ids::bigint[], @exclude_segment_ids::bigint[]) a
 ORDER BY a.email_lc;
 
+-- name: ExpandSendUpTo :execrows
+-- ExpandSend for the addresses up to @until (a large send's first step):
+-- the bound goes down into each list's index, so the step reads about the
+-- rows it inserts.
+INSERT INTO deliveries (send_id, user_id, contact_id, segment_recipient_id, email, list_key)
+SELECT @send_id::bigint, @user_id::bigint, a.contact_id, a.segment_recipient_id, a.email, a.list_key
+FROM send_audience(@user_id::bigint, @type_ids::bigint[], @segment_ids::bigint[], @group_id::bigint,
+    @exclude_type_ids::bigint[], @exclude_segment_ids::bigint[]) a
+WHERE a.email_lc <= @until::text
+ORDER BY a.email_lc;
+
+-- name: ExpandSendAfter :one
+-- ExpandSend for the addresses after @after (the rest of a large send):
+-- how many went in, and the first of their ids.
+WITH ins AS (
+    INSERT INTO deliveries (send_id, user_id, contact_id, segment_recipient_id, email, list_key)
+    SELECT @send_id::bigint, @user_id::bigint, a.contact_id, a.segment_recipient_id, a.email, a.list_key
+    FROM send_audience(@user_id::bigint, @type_ids::bigint[], @segment_ids::bigint[], @group_id::bigint,
+        @exclude_type_ids::bigint[], @exclude_segment_ids::bigint[]) a
+    WHERE a.email_lc > @after::text
+    ORDER BY a.email_lc
+    RETURNING id
+)
+SELECT count(*)::bigint AS n, COALESCE(min(id), 0)::bigint AS first_id FROM ins;
+
+-- name: ExpandBoundary :many
+-- The address @n places into a contact type's live contacts (index only):
+-- a large send's first step ends there. None when the type is shorter.
+SELECT c.email_lc::text FROM contacts c
+WHERE c.contact_type_id = @type_id::bigint AND c.deleted_at IS NULL
+ORDER BY c.email_lc
+OFFSET @n::bigint LIMIT 1;
+
+-- name: SetExpandAfter :exec
+UPDATE single_sends SET expand_after = @after::text WHERE id = @id;
+
+-- name: SendToExpand :one
+-- A running send whose rest is still to expand, with its lists.
+SELECT id, user_id, status, unsubscribe_group_id, recipient_id::text AS recipient_id,
+    exclude_specific_recipient_id::text AS exclude_specific_recipient_id, COALESCE(expand_after, '')::text AS expand_after,
+    COALESCE(first_delivery_id, 0)::bigint AS first_delivery_id, COALESCE(batch_size, 0)::int AS batch_size
+FROM single_sends
+WHERE id = @id AND deleted_at IS NULL;
+
+-- name: FinishExpansion :one
+-- The rest of the audience is in: counted, and the send may complete. (A
+-- first step that inserted nothing left no first id: the rest's is it.)
+UPDATE single_sends
+SET triggered = triggered + @n::bigint, remaining = remaining + @n::bigint, expand_after = NULL, progress_at = now(), updated_at = now(),
+    first_delivery_id = COALESCE(first_delivery_id, NULLIF(@first_id::bigint, 0))
+WHERE id = @id AND expand_after = @after::text
+RETURNING triggered, remaining, COALESCE(first_delivery_id, 0)::bigint AS first_delivery_id;
+
+-- name: SendsToExpand :many
+-- Running sends whose rest was not expanded yet (the sweeper schedules it
+-- again: a lost task, a worker stopped mid-way).
+SELECT id FROM single_sends WHERE status = 2 AND expand_after IS NOT NULL AND deleted_at IS NULL
+ORDER BY id
+LIMIT 500;
+
 -- name: CountAudience :one
 -- How many recipients a send of these lists would have if it were
 -- expanded now: the rows ExpandSend would insert, counted.
@@ -107,7 +167,8 @@ SELECT s.id, s.user_id, s.version, s.status, s.template_id, COALESCE(s.template_
     COALESCE(se.reply_to_email, '')::text AS reply_to_email,
     TRIM(BOTH ' ' FROM COALESCE(se.company_address, '') || ' ' || COALESCE(se.company_address2, ''))::text AS company_address,
     COALESCE(ci.name, '')::text AS city, COALESCE(st.name, '')::text AS state, COALESCE(co.name, '')::text AS country,
-    COALESCE((SELECT ac.send_rate FROM accounts ac WHERE ac.id = s.user_id), 0)::int AS send_rate
+    COALESCE((SELECT ac.send_rate FROM accounts ac WHERE ac.id = s.user_id), 0)::int AS send_rate,
+    (s.expand_after IS NOT NULL)::bool AS expanding
 FROM single_sends s
 LEFT JOIN automation_schedules sc ON sc.id = s.automation_schedule_id -- a run's template is its schedule's
 LEFT JOIN senders se ON se.id = s.sender_id
@@ -230,11 +291,12 @@ SELECT @user_id::bigint, 'address.bounced', 'single_send', @send_id::bigint,
 FROM added a;
 
 -- name: CompleteSend :one
--- Marks the send completed when no delivery is left: a guarded update, so
--- of all the batches that try, exactly one succeeds.
+-- Marks the send completed when no delivery is left and its audience is
+-- whole: a guarded update, so of all the batches that try, exactly one
+-- succeeds.
 UPDATE single_sends s
 SET status = 3, sent_at = now(), updated_at = now()
-WHERE s.id = @id AND s.status = 2 AND s.remaining <= 0
+WHERE s.id = @id AND s.status = 2 AND s.remaining <= 0 AND s.expand_after IS NULL
 RETURNING s.user_id, s.triggered, s.delivered, s.bounces, s.automation_id;
 
 -- name: LastDeliveryID :one
