@@ -169,11 +169,19 @@ func Load(getenv func(string) string) (Config, error) {
 		WorkerConcurrency:    integer("WORKER_CONCURRENCY", 20),
 		SendBatchSize:        integer("SEND_BATCH_SIZE", 1000),
 		SendWindow:           integer("SEND_WINDOW", 4),
-		SendExpandStep:       integer("SEND_EXPAND_STEP", 20000),
 		SendConcurrency:      integer("SEND_CONCURRENCY", 16),
 		MaxImports:           integer("MAX_CONCURRENT_IMPORTS", 4),
 		WebhookConcurrency:   integer("WEBHOOK_CONCURRENCY", 4),
 		LogLevel:             strings.ToLower(str("LOG_LEVEL", "info")),
+	}
+
+	// SEND_EXPAND_STEP may be 0: every send expanded in one step.
+	if v := str("SEND_EXPAND_STEP", ""); v == "" {
+		c.SendExpandStep = 20000
+	} else if n, err := strconv.Atoi(v); err != nil || n < 0 {
+		errs = append(errs, fmt.Errorf("SEND_EXPAND_STEP: %q is not 0 or a positive integer", v))
+	} else {
+		c.SendExpandStep = n
 	}
 
 	boolean := func(name string, def bool) bool {
