@@ -103,6 +103,9 @@ func TestCountAudienceSplitIsTheExpansion(t *testing.T) {
 		VALUES ($1, $2, 'S', '{}', '{}', '{}') RETURNING id`, user, a)
 	id("INSERT INTO segment_members (user_id, segment_id, contact_id) SELECT $1, $2, id FROM contacts WHERE email = 'ivy@x.example' RETURNING 1", user, seg)
 	id("INSERT INTO segment_recipients (user_id, segment_id, first_name, last_name, email) VALUES ($1, $2, 'H', 'H', 'HANK@x.example') RETURNING 1", user, seg)
+	// Stored by hand too: a member's address (ivy, once in the audience) and
+	// a globally unsubscribed one (dave).
+	id("INSERT INTO segment_recipients (user_id, segment_id, first_name, last_name, email) VALUES ($1, $2, 'I', 'I', 'IVY@x.example'), ($1, $2, 'D', 'D', 'dave@x.example') RETURNING 1", user, seg)
 	group := id(`INSERT INTO unsubscribe_groups (user_id, rand_id, group_name, description, is_display)
 		VALUES ($1, gen_random_uuid()::text, 'News', 'News', 1) RETURNING id`, user)
 	otherGroup := id(`INSERT INTO unsubscribe_groups (user_id, rand_id, group_name, description, is_display)

@@ -220,16 +220,16 @@ func (d *DB) SendsToExpand(ctx context.Context) ([]int64, error) {
 // CountAudience is how many recipients a send of account userID to lists,
 // less excluded, with unsubscribe group groupID, would have if it were
 // dispatched now: the rows the expansion would insert (send_audience, the
-// same function ExpandSend reads), counted. Its largest contact type L is
-// counted as its kept length less its removed addresses
-// (CountListAudience: a probe per removed address, never the list's rows),
-// and the other lists as their send_audience rows whose address is not in
-// L (CountAudienceBeyondList: a probe per row): the audience is L's part
+// same function ExpandSend reads), counted. Its largest list L, a contact
+// type or a segment, is counted as its kept length less its removed
+// addresses (CountListAudience, CountSegmentAudience: probes per removed
+// address, never the list's rows), and the other lists as their
+// send_audience rows whose address is not in L (CountAudienceBeyondList,
+// CountAudienceBeyondSegment: probes per row): the audience is L's part
 // and the rest's, which share no address. So a selection of one large
 // list and smaller ones costs what the smaller ones hold. When the others
-// together hold more than L, or no contact type is selected, the
-// expansion's rows are counted as they are: at a million contacts,
-// seconds (docs/console.md).
+// together hold more than L, the expansion's rows are counted as they are:
+// at a million contacts, seconds (docs/console.md).
 func (d *DB) CountAudience(ctx context.Context, userID int64, lists, excluded []mail.ListRef, groupID int64) (int64, error) {
 	types, segments := splitLists(lists)
 	exTypes, exSegments := splitLists(excluded)
@@ -247,26 +247,51 @@ func (d *DB) CountAudience(ctx context.Context, userID int64, lists, excluded []
 		if err != nil {
 			return err
 		}
-		list, size, rest := largestList(sizes)
-		if list == 0 || rest > size {
+		large, rest := largestOf(sizes)
+		if large.N < 0 || rest > large.N {
 			n, err = q.CountAudience(ctx, db.CountAudienceParams{UserID: userID, TypeIds: types, SegmentIds: segments,
 				GroupID: groupID, ExcludeTypeIds: exTypes, ExcludeSegmentIds: exSegments})
 			return err
 		}
-		if n, err = q.CountListAudience(ctx, db.CountListAudienceParams{UserID: userID, TypeID: list, GroupID: groupID,
-			ExcludeTypeIds: exTypes, ExcludeSegmentIds: exSegments}); err != nil {
+		otherTypes, otherSegments := types, segments
+		if large.Kind == "segment" {
+			otherSegments = slices.DeleteFunc(slices.Clone(segments), func(s int64) bool { return s == large.Key })
+			n, err = q.CountSegmentAudience(ctx, db.CountSegmentAudienceParams{UserID: userID, SegmentID: large.Key, GroupID: groupID,
+				ExcludeTypeIds: exTypes, ExcludeSegmentIds: exSegments})
+		} else {
+			otherTypes = slices.DeleteFunc(slices.Clone(types), func(t int64) bool { return t == large.Key })
+			n, err = q.CountListAudience(ctx, db.CountListAudienceParams{UserID: userID, TypeID: large.Key, GroupID: groupID,
+				ExcludeTypeIds: exTypes, ExcludeSegmentIds: exSegments})
+		}
+		if err != nil || len(otherTypes) == 0 && len(otherSegments) == 0 {
 			return err
 		}
-		others := slices.DeleteFunc(slices.Clone(types), func(t int64) bool { return t == list })
-		if len(others) == 0 && len(segments) == 0 {
-			return nil
+		var beyond int64
+		if large.Kind == "segment" {
+			beyond, err = q.CountAudienceBeyondSegment(ctx, db.CountAudienceBeyondSegmentParams{UserID: userID, TypeIds: otherTypes,
+				SegmentIds: otherSegments, GroupID: groupID, ExcludeTypeIds: exTypes, ExcludeSegmentIds: exSegments, ListSegmentID: large.Key})
+		} else {
+			beyond, err = q.CountAudienceBeyondList(ctx, db.CountAudienceBeyondListParams{UserID: userID, TypeIds: otherTypes,
+				SegmentIds: otherSegments, GroupID: groupID, ExcludeTypeIds: exTypes, ExcludeSegmentIds: exSegments, ListTypeID: large.Key})
 		}
-		beyond, err := q.CountAudienceBeyondList(ctx, db.CountAudienceBeyondListParams{UserID: userID, TypeIds: others,
-			SegmentIds: segments, GroupID: groupID, ExcludeTypeIds: exTypes, ExcludeSegmentIds: exSegments, ListTypeID: list})
 		n += beyond
 		return err
 	})
 	return n, err
+}
+
+// largestOf is the list with the most entries among sizes (N -1 when
+// there is none) and how many the other lists of sizes hold together.
+func largestOf(sizes []db.AudienceListSizesRow) (large db.AudienceListSizesRow, rest int64) {
+	large.N = -1
+	var total int64
+	for _, r := range sizes {
+		total += r.N
+		if r.N > large.N {
+			large = r
+		}
+	}
+	return large, total - max(large.N, 0)
 }
 
 // largestList is the contact type with the most contacts among sizes (0

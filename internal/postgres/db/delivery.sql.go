@@ -305,6 +305,43 @@ func (q *Queries) CountAudienceBeyondList(ctx context.Context, arg CountAudience
 	return column_1, err
 }
 
+const countAudienceBeyondSegment = `-- name: CountAudienceBeyondSegment :one
+SELECT count(*)::bigint FROM send_audience($1::bigint, $2::bigint[], $3::bigint[], $4::bigint,
+    $5::bigint[], $6::bigint[]) x
+WHERE NOT EXISTS (SELECT 1 FROM contacts c JOIN segment_members sm ON sm.segment_id = $7::bigint AND sm.contact_id = c.id
+                  WHERE c.contact_type_id = (SELECT g.contact_type_id FROM segments g WHERE g.id = $7::bigint)
+                    AND c.email_lc = x.email_lc AND c.deleted_at IS NULL)
+  AND NOT EXISTS (SELECT 1 FROM segment_recipients m WHERE m.segment_id = $7::bigint AND m.email_lc = x.email_lc)
+`
+
+type CountAudienceBeyondSegmentParams struct {
+	UserID            int64
+	TypeIds           []int64
+	SegmentIds        []int64
+	GroupID           int64
+	ExcludeTypeIds    []int64
+	ExcludeSegmentIds []int64
+	ListSegmentID     int64
+}
+
+// CountAudienceBeyondList with a segment of the account's as the large
+// list: the rows whose address is neither a member's nor stored by hand
+// in it.
+func (q *Queries) CountAudienceBeyondSegment(ctx context.Context, arg CountAudienceBeyondSegmentParams) (int64, error) {
+	row := q.db.QueryRow(ctx, countAudienceBeyondSegment,
+		arg.UserID,
+		arg.TypeIds,
+		arg.SegmentIds,
+		arg.GroupID,
+		arg.ExcludeTypeIds,
+		arg.ExcludeSegmentIds,
+		arg.ListSegmentID,
+	)
+	var column_1 int64
+	err := row.Scan(&column_1)
+	return column_1, err
+}
+
 const countListAudience = `-- name: CountListAudience :one
 WITH removed AS (
     SELECT u.email_lc FROM unsubscribes u
@@ -353,6 +390,70 @@ func (q *Queries) CountListAudience(ctx context.Context, arg CountListAudiencePa
 	row := q.db.QueryRow(ctx, countListAudience,
 		arg.TypeID,
 		arg.UserID,
+		arg.GroupID,
+		arg.ExcludeTypeIds,
+		arg.ExcludeSegmentIds,
+	)
+	var column_1 int64
+	err := row.Scan(&column_1)
+	return column_1, err
+}
+
+const countSegmentAudience = `-- name: CountSegmentAudience :one
+WITH removed AS MATERIALIZED (
+    SELECT u.email_lc FROM unsubscribes u
+    WHERE u.user_id = $1::bigint AND COALESCE(u.unsubscribe_groups_id, 0) IN (0, $3::bigint)
+    UNION
+    SELECT b.email_lc FROM bounces b WHERE b.user_id = $1::bigint
+    UNION
+    SELECT e.email_lc FROM contacts e
+    WHERE e.contact_type_id = ANY($4::bigint[]) AND e.user_id = $1::bigint AND e.deleted_at IS NULL
+    UNION
+    SELECT lower(COALESCE(ec.email, es.email)) FROM segment_entries es
+    LEFT JOIN contacts ec ON ec.id = es.contact_id AND ec.deleted_at IS NULL
+    WHERE es.segment_id = ANY($5::bigint[]) AND es.user_id = $1::bigint
+), seg AS (
+    SELECT g.contact_type_id FROM segments g WHERE g.id = $2::bigint AND g.user_id = $1::bigint
+), manual AS MATERIALIZED (
+    -- its hand-stored recipients, and whether a member has the address
+    SELECT m.email_lc, EXISTS (SELECT 1 FROM contacts c JOIN segment_members sm ON sm.segment_id = $2::bigint AND sm.contact_id = c.id
+                               WHERE c.contact_type_id = (SELECT contact_type_id FROM seg) AND c.email_lc = m.email_lc
+                                 AND c.deleted_at IS NULL) AS member
+    FROM segment_recipients m WHERE m.segment_id = $2::bigint
+)
+SELECT CASE WHEN EXISTS (SELECT 1 FROM seg) THEN
+    (SELECT COALESCE(sum(n), 0) FROM list_counts WHERE user_id = $1::bigint AND kind = 'segment' AND key = $2::bigint)
+    - (SELECT count(*) FROM manual WHERE member)
+    - (SELECT count(*) FROM (SELECT r.email_lc FROM removed r ORDER BY r.email_lc COLLATE "C") r,
+       LATERAL (SELECT 1 FROM contacts c JOIN segment_members sm ON sm.segment_id = $2::bigint AND sm.contact_id = c.id
+                WHERE c.contact_type_id = (SELECT contact_type_id FROM seg) AND c.email_lc = r.email_lc AND c.deleted_at IS NULL
+                LIMIT 1) hit)
+    - (SELECT count(*) FROM manual m WHERE NOT m.member AND m.email_lc IN (SELECT r.email_lc FROM removed r))
+    ELSE 0 END::bigint
+`
+
+type CountSegmentAudienceParams struct {
+	UserID            int64
+	SegmentID         int64
+	GroupID           int64
+	ExcludeTypeIds    []int64
+	ExcludeSegmentIds []int64
+}
+
+// CountListAudience for one segment: its kept length (list_counts: its
+// members and its recipients stored by hand) less the hand-stored ones
+// whose address is also a member's, less its entries whose address is
+// removed. A segment's members are live contacts of its contact type
+// (a deleted contact leaves its segments), one per lower-cased address,
+// and its hand-stored recipients one per address (segment_recipients_manual),
+// so this is send_audience counted. Each removed address is probed in the
+// type's index and the segment's members (LIMIT keeps it a probe: a hash
+// of every member took 0.3 s at 200,000); the hand-stored recipients,
+// few, are walked.
+func (q *Queries) CountSegmentAudience(ctx context.Context, arg CountSegmentAudienceParams) (int64, error) {
+	row := q.db.QueryRow(ctx, countSegmentAudience,
+		arg.UserID,
+		arg.SegmentID,
 		arg.GroupID,
 		arg.ExcludeTypeIds,
 		arg.ExcludeSegmentIds,

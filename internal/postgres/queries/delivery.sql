@@ -103,6 +103,59 @@ SELECT count(*)::bigint FROM send_audience(@user_id::bigint, @type_ids::bigint[]
 WHERE NOT EXISTS (SELECT 1 FROM contacts c WHERE c.contact_type_id = @list_type_id::bigint AND c.email_lc = x.email_lc
                   AND c.deleted_at IS NULL);
 
+-- name: CountSegmentAudience :one
+-- CountListAudience for one segment: its kept length (list_counts: its
+-- members and its recipients stored by hand) less the hand-stored ones
+-- whose address is also a member's, less its entries whose address is
+-- removed. A segment's members are live contacts of its contact type
+-- (a deleted contact leaves its segments), one per lower-cased address,
+-- and its hand-stored recipients one per address (segment_recipients_manual),
+-- so this is send_audience counted. Each removed address is probed in the
+-- type's index and the segment's members (LIMIT keeps it a probe: a hash
+-- of every member took 0.3 s at 200,000); the hand-stored recipients,
+-- few, are walked.
+WITH removed AS MATERIALIZED (
+    SELECT u.email_lc FROM unsubscribes u
+    WHERE u.user_id = @user_id::bigint AND COALESCE(u.unsubscribe_groups_id, 0) IN (0, @group_id::bigint)
+    UNION
+    SELECT b.email_lc FROM bounces b WHERE b.user_id = @user_id::bigint
+    UNION
+    SELECT e.email_lc FROM contacts e
+    WHERE e.contact_type_id = ANY(@exclude_type_ids::bigint[]) AND e.user_id = @user_id::bigint AND e.deleted_at IS NULL
+    UNION
+    SELECT lower(COALESCE(ec.email, es.email)) FROM segment_entries es
+    LEFT JOIN contacts ec ON ec.id = es.contact_id AND ec.deleted_at IS NULL
+    WHERE es.segment_id = ANY(@exclude_segment_ids::bigint[]) AND es.user_id = @user_id::bigint
+), seg AS (
+    SELECT g.contact_type_id FROM segments g WHERE g.id = @segment_id::bigint AND g.user_id = @user_id::bigint
+), manual AS MATERIALIZED (
+    -- its hand-stored recipients, and whether a member has the address
+    SELECT m.email_lc, EXISTS (SELECT 1 FROM contacts c JOIN segment_members sm ON sm.segment_id = @segment_id::bigint AND sm.contact_id = c.id
+                               WHERE c.contact_type_id = (SELECT contact_type_id FROM seg) AND c.email_lc = m.email_lc
+                                 AND c.deleted_at IS NULL) AS member
+    FROM segment_recipients m WHERE m.segment_id = @segment_id::bigint
+)
+SELECT CASE WHEN EXISTS (SELECT 1 FROM seg) THEN
+    (SELECT COALESCE(sum(n), 0) FROM list_counts WHERE user_id = @user_id::bigint AND kind = 'segment' AND key = @segment_id::bigint)
+    - (SELECT count(*) FROM manual WHERE member)
+    - (SELECT count(*) FROM (SELECT r.email_lc FROM removed r ORDER BY r.email_lc COLLATE "C") r,
+       LATERAL (SELECT 1 FROM contacts c JOIN segment_members sm ON sm.segment_id = @segment_id::bigint AND sm.contact_id = c.id
+                WHERE c.contact_type_id = (SELECT contact_type_id FROM seg) AND c.email_lc = r.email_lc AND c.deleted_at IS NULL
+                LIMIT 1) hit)
+    - (SELECT count(*) FROM manual m WHERE NOT m.member AND m.email_lc IN (SELECT r.email_lc FROM removed r))
+    ELSE 0 END::bigint;
+
+-- name: CountAudienceBeyondSegment :one
+-- CountAudienceBeyondList with a segment of the account's as the large
+-- list: the rows whose address is neither a member's nor stored by hand
+-- in it.
+SELECT count(*)::bigint FROM send_audience(@user_id::bigint, @type_ids::bigint[], @segment_ids::bigint[], @group_id::bigint,
+    @exclude_type_ids::bigint[], @exclude_segment_ids::bigint[]) x
+WHERE NOT EXISTS (SELECT 1 FROM contacts c JOIN segment_members sm ON sm.segment_id = @list_segment_id::bigint AND sm.contact_id = c.id
+                  WHERE c.contact_type_id = (SELECT g.contact_type_id FROM segments g WHERE g.id = @list_segment_id::bigint)
+                    AND c.email_lc = x.email_lc AND c.deleted_at IS NULL)
+  AND NOT EXISTS (SELECT 1 FROM segment_recipients m WHERE m.segment_id = @list_segment_id::bigint AND m.email_lc = x.email_lc);
+
 -- name: CountListAudience :one
 -- CountAudience for one contact type with no segment: the list's kept
 -- length (list_counts) less its live contacts whose address is removed
