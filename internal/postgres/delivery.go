@@ -523,9 +523,6 @@ func (d *DB) record(ctx context.Context, sendID int64, l *Lease, userID int64, r
 		if err != nil {
 			return err
 		}
-		if err := bumpSend(ctx, q, sendID, mail.Counts{Delivered: r.Delivered, Bounces: r.Bounced, SoftBounces: r.Failed, Deferred: r.Deferred}); err != nil {
-			return err
-		}
 		if err := d.emitOutcomes(ctx, q, userID, sendID, rec.Events, r.Finals > 0); err != nil {
 			return err
 		}
@@ -539,8 +536,15 @@ func (d *DB) record(ctx context.Context, sendID int64, l *Lease, userID int64, r
 				return err
 			}
 		}
-		// The send's row last: the batches of a send queue on its lock,
-		// so it is held for as little as possible.
+		// The shared rows last, the hour's statistics then the send's: the
+		// batches of a send (and the runs of an automation, on its hour's
+		// statistics) queue on their locks, so they are held for as little
+		// as possible. (Taken first, the statistics row was held through
+		// the rest of the transaction: 6 ms a record, waited for by every
+		// other, in a 200,000-contact automation.)
+		if err := bumpSend(ctx, q, sendID, mail.Counts{Delivered: r.Delivered, Bounces: r.Bounced, SoftBounces: r.Failed, Deferred: r.Deferred}); err != nil {
+			return err
+		}
 		remaining, err := q.BumpSendCounters(ctx, db.BumpSendCountersParams{Delivered: r.Delivered, Bounced: r.Bounced, Finals: r.Finals, SendID: sendID})
 		if err != nil || remaining > 0 {
 			return err

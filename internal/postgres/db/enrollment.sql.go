@@ -30,27 +30,30 @@ WITH p AS (SELECT $3::timestamptz AS now)
 UPDATE automation_enrollments e
 SET step = nx.id,
     due_at = CASE WHEN nx.id IS NULL THEN NULL ELSE p.now + schedule_wait(nx.waiting_period, nx.waiting_type) END,
-    state = CASE WHEN NOT EXISTS (SELECT 1 FROM deliveries d WHERE d.send_id = $1 AND d.contact_id = e.contact_id) THEN 2
-                 WHEN nx.id IS NULL THEN 1 ELSE 0 END,
+    state = CASE WHEN NOT ($1::bool[])[x.i] THEN 2 WHEN nx.id IS NULL THEN 1 ELSE 0 END,
     updated_at = now()
-FROM p, automation_enrollments e0
+FROM p, unnest($2::bigint[]) WITH ORDINALITY AS x(id, i)
+JOIN automation_enrollments e0 ON e0.id = x.id -- by the primary key (as ExpandRun)
 LEFT JOIN LATERAL (SELECT s.id, s.waiting_period, s.waiting_type FROM automation_schedules s
                    WHERE s.automation_id = e0.automation_id AND s.id > e0.step AND s.deleted_at IS NULL
                    ORDER BY s.id LIMIT 1) nx ON true
-WHERE e.id = e0.id AND e.id = ANY($2::bigint[])
+WHERE e.id = x.id
 `
 
 type AdvanceEnrollmentsParams struct {
-	RunID         int64
+	Got           []bool
 	EnrollmentIds []int64
 	Now           time.Time
 }
 
 // Each stepped enrollment moves to its automation's next schedule, due
 // after its wait, or is done after the last; one whose contact got no
-// mail this step (gone, out of the target, suppressed) leaves.
+// mail this step (gone, out of the target, suppressed: @got false at its
+// place, from ExpandRun's rows) leaves. (Asked of the run's deliveries
+// instead, the planner took a run for a few dozen rows and read all of
+// them for each enrollment: 0.3 s a pass of 5,000.)
 func (q *Queries) AdvanceEnrollments(ctx context.Context, arg AdvanceEnrollmentsParams) error {
-	_, err := q.db.Exec(ctx, advanceEnrollments, arg.RunID, arg.EnrollmentIds, arg.Now)
+	_, err := q.db.Exec(ctx, advanceEnrollments, arg.Got, arg.EnrollmentIds, arg.Now)
 	return err
 }
 
@@ -226,14 +229,14 @@ func (q *Queries) EnrollMembersChunk(ctx context.Context, arg EnrollMembersChunk
 	return i, err
 }
 
-const expandRun = `-- name: ExpandRun :execrows
+const expandRun = `-- name: ExpandRun :many
 INSERT INTO deliveries (send_id, user_id, contact_id, email, list_key)
 SELECT $1::bigint, c.user_id, c.id, c.email, a.automation_for_table || a.automation_for
-FROM automation_enrollments e
+FROM unnest($2::bigint[]) AS x(id)
+JOIN automation_enrollments e ON e.id = x.id
 JOIN automations a ON a.id = e.automation_id
 JOIN contacts c ON c.id = e.contact_id AND c.deleted_at IS NULL
-WHERE e.id = ANY($2::bigint[])
-  AND (a.exit_criteria = 0 OR
+WHERE (a.exit_criteria = 0 OR
        (a.automation_for_table = 'contacts_' AND c.contact_type_id = a.automation_for) OR
        (a.automation_for_table = 'segments_' AND EXISTS (SELECT 1 FROM segment_members sr
                                                         WHERE sr.segment_id = a.automation_for AND sr.contact_id = c.id)))
@@ -242,6 +245,7 @@ WHERE e.id = ANY($2::bigint[])
                     AND COALESCE(u.unsubscribe_groups_id, 0) IN (0, COALESCE(a.unsubscribe_group_id, 0)))
   AND NOT EXISTS (SELECT 1 FROM bounces b WHERE b.user_id = c.user_id AND b.email_lc = c.email_lc)
 ORDER BY c.email_lc
+RETURNING contact_id
 `
 
 type ExpandRunParams struct {
@@ -252,12 +256,26 @@ type ExpandRunParams struct {
 // The run's deliveries: the enrollments' contacts still live, still in the
 // target when the automation's exit criteria says so, not unsubscribed
 // (globally or from the automation's group) nor bounced.
-func (q *Queries) ExpandRun(ctx context.Context, arg ExpandRunParams) (int64, error) {
-	result, err := q.db.Exec(ctx, expandRun, arg.RunID, arg.EnrollmentIds)
+// The enrollments are found by id through the primary key (unnest): as
+// id = ANY(…) the planner read every enrollment of the table for each run.
+func (q *Queries) ExpandRun(ctx context.Context, arg ExpandRunParams) ([]*int64, error) {
+	rows, err := q.db.Query(ctx, expandRun, arg.RunID, arg.EnrollmentIds)
 	if err != nil {
-		return 0, err
+		return nil, err
 	}
-	return result.RowsAffected(), nil
+	defer rows.Close()
+	var items []*int64
+	for rows.Next() {
+		var contact_id *int64
+		if err := rows.Scan(&contact_id); err != nil {
+			return nil, err
+		}
+		items = append(items, contact_id)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
 }
 
 const holdSchedules = `-- name: HoldSchedules :exec
@@ -371,11 +389,12 @@ WITH p AS (SELECT $2::timestamptz AS now)
 UPDATE automation_enrollments e
 SET step = nx.id, due_at = CASE WHEN nx.id IS NULL THEN NULL ELSE p.now END,
     state = CASE WHEN nx.id IS NULL THEN 1 ELSE 0 END, updated_at = now()
-FROM p, automation_enrollments e0
+FROM p, unnest($1::bigint[]) AS x(id)
+JOIN automation_enrollments e0 ON e0.id = x.id -- by the primary key (as ExpandRun)
 LEFT JOIN LATERAL (SELECT s.id FROM automation_schedules s
                    WHERE s.automation_id = e0.automation_id AND s.id > e0.step AND s.deleted_at IS NULL
                    ORDER BY s.id LIMIT 1) nx ON true
-WHERE e.id = e0.id AND e.id = ANY($1::bigint[])
+WHERE e.id = x.id
 `
 
 type SkipDeletedStepParams struct {

@@ -154,23 +154,26 @@ WITH p AS (SELECT @now::timestamptz AS now)
 UPDATE automation_enrollments e
 SET step = nx.id, due_at = CASE WHEN nx.id IS NULL THEN NULL ELSE p.now END,
     state = CASE WHEN nx.id IS NULL THEN 1 ELSE 0 END, updated_at = now()
-FROM p, automation_enrollments e0
+FROM p, unnest(@enrollment_ids::bigint[]) AS x(id)
+JOIN automation_enrollments e0 ON e0.id = x.id -- by the primary key (as ExpandRun)
 LEFT JOIN LATERAL (SELECT s.id FROM automation_schedules s
                    WHERE s.automation_id = e0.automation_id AND s.id > e0.step AND s.deleted_at IS NULL
                    ORDER BY s.id LIMIT 1) nx ON true
-WHERE e.id = e0.id AND e.id = ANY(@enrollment_ids::bigint[]);
+WHERE e.id = x.id;
 
--- name: ExpandRun :execrows
+-- name: ExpandRun :many
 -- The run's deliveries: the enrollments' contacts still live, still in the
 -- target when the automation's exit criteria says so, not unsubscribed
 -- (globally or from the automation's group) nor bounced.
+-- The enrollments are found by id through the primary key (unnest): as
+-- id = ANY(…) the planner read every enrollment of the table for each run.
 INSERT INTO deliveries (send_id, user_id, contact_id, email, list_key)
 SELECT @run_id::bigint, c.user_id, c.id, c.email, a.automation_for_table || a.automation_for
-FROM automation_enrollments e
+FROM unnest(@enrollment_ids::bigint[]) AS x(id)
+JOIN automation_enrollments e ON e.id = x.id
 JOIN automations a ON a.id = e.automation_id
 JOIN contacts c ON c.id = e.contact_id AND c.deleted_at IS NULL
-WHERE e.id = ANY(@enrollment_ids::bigint[])
-  AND (a.exit_criteria = 0 OR
+WHERE (a.exit_criteria = 0 OR
        (a.automation_for_table = 'contacts_' AND c.contact_type_id = a.automation_for) OR
        (a.automation_for_table = 'segments_' AND EXISTS (SELECT 1 FROM segment_members sr
                                                         WHERE sr.segment_id = a.automation_for AND sr.contact_id = c.id)))
@@ -178,24 +181,28 @@ WHERE e.id = ANY(@enrollment_ids::bigint[])
                   WHERE u.user_id = c.user_id AND u.email_lc = c.email_lc
                     AND COALESCE(u.unsubscribe_groups_id, 0) IN (0, COALESCE(a.unsubscribe_group_id, 0)))
   AND NOT EXISTS (SELECT 1 FROM bounces b WHERE b.user_id = c.user_id AND b.email_lc = c.email_lc)
-ORDER BY c.email_lc;
+ORDER BY c.email_lc
+RETURNING contact_id;
 
 -- name: AdvanceEnrollments :exec
 -- Each stepped enrollment moves to its automation's next schedule, due
 -- after its wait, or is done after the last; one whose contact got no
--- mail this step (gone, out of the target, suppressed) leaves.
+-- mail this step (gone, out of the target, suppressed: @got false at its
+-- place, from ExpandRun's rows) leaves. (Asked of the run's deliveries
+-- instead, the planner took a run for a few dozen rows and read all of
+-- them for each enrollment: 0.3 s a pass of 5,000.)
 WITH p AS (SELECT @now::timestamptz AS now)
 UPDATE automation_enrollments e
 SET step = nx.id,
     due_at = CASE WHEN nx.id IS NULL THEN NULL ELSE p.now + schedule_wait(nx.waiting_period, nx.waiting_type) END,
-    state = CASE WHEN NOT EXISTS (SELECT 1 FROM deliveries d WHERE d.send_id = @run_id AND d.contact_id = e.contact_id) THEN 2
-                 WHEN nx.id IS NULL THEN 1 ELSE 0 END,
+    state = CASE WHEN NOT (@got::bool[])[x.i] THEN 2 WHEN nx.id IS NULL THEN 1 ELSE 0 END,
     updated_at = now()
-FROM p, automation_enrollments e0
+FROM p, unnest(@enrollment_ids::bigint[]) WITH ORDINALITY AS x(id, i)
+JOIN automation_enrollments e0 ON e0.id = x.id -- by the primary key (as ExpandRun)
 LEFT JOIN LATERAL (SELECT s.id, s.waiting_period, s.waiting_type FROM automation_schedules s
                    WHERE s.automation_id = e0.automation_id AND s.id > e0.step AND s.deleted_at IS NULL
                    ORDER BY s.id LIMIT 1) nx ON true
-WHERE e.id = e0.id AND e.id = ANY(@enrollment_ids::bigint[]);
+WHERE e.id = x.id;
 
 -- name: StartRun :one
 -- The run is under way: counters and batch ranges, like StartSend.
