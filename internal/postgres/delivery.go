@@ -59,22 +59,17 @@ func (d *DB) DispatchSend(ctx context.Context, id int64, version int32, batchSiz
 			out.DueAt = s.DueAt
 			return nil
 		}
-		types, segments, err := listIDs(s.RecipientID)
+		audience, err := audienceOf(id, s.UserID, s.UnsubscribeGroupID, s.RecipientID, s.ExcludeSpecificRecipientID)
 		if err != nil {
 			return err
 		}
-		exTypes, exSegments, err := listIDs(s.ExcludeSpecificRecipientID)
-		if err != nil {
-			return err
-		}
+		types, segments, exTypes, exSegments := audience.TypeIds, audience.SegmentIds, audience.ExcludeTypeIds, audience.ExcludeSegmentIds
 		// A segment between rebuild steps has half its membership old:
 		// the send waits for the rebuild (the API's resumer finishes it).
 		if busy, err := q.SegmentsRebuilding(ctx, append(append([]int64{}, segments...), exSegments...)); err != nil || busy {
 			out.DueAt = new(time.Now().Add(2 * time.Second))
 			return err
 		}
-		audience := db.ExpandSendParams{SendID: id, UserID: s.UserID, TypeIds: types, SegmentIds: segments,
-			GroupID: s.UnsubscribeGroupID, ExcludeTypeIds: exTypes, ExcludeSegmentIds: exSegments}
 		until, err := expandBoundary(ctx, q, s.UserID, types, segments, step)
 		if err != nil {
 			return err
@@ -172,18 +167,13 @@ func (d *DB) ExpandRest(ctx context.Context, id int64) (Dispatch, error) {
 		if err != nil || s.Status != 2 || s.ExpandAfter == "" {
 			return err
 		}
-		types, segments, err := listIDs(s.RecipientID)
+		audience, err := audienceOf(id, s.UserID, s.UnsubscribeGroupID, s.RecipientID, s.ExcludeSpecificRecipientID)
 		if err != nil {
 			return err
 		}
-		exTypes, exSegments, err := listIDs(s.ExcludeSpecificRecipientID)
-		if err != nil {
-			return err
-		}
-		audience := db.ExpandSendParams{SendID: id, UserID: s.UserID, TypeIds: types, SegmentIds: segments,
-			GroupID: s.UnsubscribeGroupID, ExcludeTypeIds: exTypes, ExcludeSegmentIds: exSegments}
-		rest, err := q.ExpandSendAfter(ctx, db.ExpandSendAfterParams{SendID: id, UserID: s.UserID, TypeIds: types,
-			SegmentIds: segments, GroupID: s.UnsubscribeGroupID, ExcludeTypeIds: exTypes, ExcludeSegmentIds: exSegments,
+		a := audience
+		rest, err := q.ExpandSendAfter(ctx, db.ExpandSendAfterParams{SendID: id, UserID: a.UserID, TypeIds: a.TypeIds,
+			SegmentIds: a.SegmentIds, GroupID: a.GroupID, ExcludeTypeIds: a.ExcludeTypeIds, ExcludeSegmentIds: a.ExcludeSegmentIds,
 			After: s.ExpandAfter})
 		if err != nil {
 			return err
@@ -360,6 +350,18 @@ func (d *DB) makePartition(ctx context.Context, n int64) error {
 			name, n*PartitionSends, (n+1)*PartitionSends))
 		return err
 	})
+}
+
+// audienceOf is the expansion's arguments for send id of account userID
+// with unsubscribe group groupID and its stored lists and exclude lists.
+func audienceOf(id, userID, groupID int64, recipients, excluded string) (db.ExpandSendParams, error) {
+	types, segments, err := listIDs(recipients)
+	if err != nil {
+		return db.ExpandSendParams{}, err
+	}
+	exTypes, exSegments, err := listIDs(excluded)
+	return db.ExpandSendParams{SendID: id, UserID: userID, TypeIds: types, SegmentIds: segments, GroupID: groupID,
+		ExcludeTypeIds: exTypes, ExcludeSegmentIds: exSegments}, err
 }
 
 // listIDs reads a send's stored lists (decodeLists) into contact type ids
