@@ -344,17 +344,7 @@ func (q *Queries) CountAudienceBeyondSegment(ctx context.Context, arg CountAudie
 
 const countListAudience = `-- name: CountListAudience :one
 WITH removed AS (
-    SELECT u.email_lc FROM unsubscribes u
-    WHERE u.user_id = $2::bigint AND COALESCE(u.unsubscribe_groups_id, 0) IN (0, $3::bigint)
-    UNION
-    SELECT b.email_lc FROM bounces b WHERE b.user_id = $2::bigint
-    UNION
-    SELECT e.email_lc FROM contacts e
-    WHERE e.contact_type_id = ANY($4::bigint[]) AND e.user_id = $2::bigint AND e.deleted_at IS NULL
-    UNION
-    SELECT lower(COALESCE(ec.email, es.email)) FROM segment_entries es
-    LEFT JOIN contacts ec ON ec.id = es.contact_id AND ec.deleted_at IS NULL
-    WHERE es.segment_id = ANY($5::bigint[]) AND es.user_id = $2::bigint
+    SELECT r.email_lc FROM send_removed($2::bigint, $3::bigint, $4::bigint[], $5::bigint[]) AS r(email_lc)
 )
 SELECT CASE WHEN EXISTS (SELECT 1 FROM contact_types t WHERE t.id = $1::bigint AND t.user_id = $2::bigint) THEN
     (SELECT COALESCE(sum(n), 0) FROM list_counts WHERE user_id = $2::bigint AND kind = 'contact_type' AND key = $1::bigint)
@@ -401,17 +391,7 @@ func (q *Queries) CountListAudience(ctx context.Context, arg CountListAudiencePa
 
 const countSegmentAudience = `-- name: CountSegmentAudience :one
 WITH removed AS MATERIALIZED (
-    SELECT u.email_lc FROM unsubscribes u
-    WHERE u.user_id = $1::bigint AND COALESCE(u.unsubscribe_groups_id, 0) IN (0, $3::bigint)
-    UNION
-    SELECT b.email_lc FROM bounces b WHERE b.user_id = $1::bigint
-    UNION
-    SELECT e.email_lc FROM contacts e
-    WHERE e.contact_type_id = ANY($4::bigint[]) AND e.user_id = $1::bigint AND e.deleted_at IS NULL
-    UNION
-    SELECT lower(COALESCE(ec.email, es.email)) FROM segment_entries es
-    LEFT JOIN contacts ec ON ec.id = es.contact_id AND ec.deleted_at IS NULL
-    WHERE es.segment_id = ANY($5::bigint[]) AND es.user_id = $1::bigint
+    SELECT r.email_lc FROM send_removed($1::bigint, $3::bigint, $4::bigint[], $5::bigint[]) AS r(email_lc)
 ), seg AS (
     SELECT g.contact_type_id FROM segments g WHERE g.id = $2::bigint AND g.user_id = $1::bigint
 ), manual AS MATERIALIZED (

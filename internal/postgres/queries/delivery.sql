@@ -115,17 +115,7 @@ WHERE NOT EXISTS (SELECT 1 FROM contacts c WHERE c.contact_type_id = @list_type_
 -- of every member took 0.3 s at 200,000); the hand-stored recipients,
 -- few, are walked.
 WITH removed AS MATERIALIZED (
-    SELECT u.email_lc FROM unsubscribes u
-    WHERE u.user_id = @user_id::bigint AND COALESCE(u.unsubscribe_groups_id, 0) IN (0, @group_id::bigint)
-    UNION
-    SELECT b.email_lc FROM bounces b WHERE b.user_id = @user_id::bigint
-    UNION
-    SELECT e.email_lc FROM contacts e
-    WHERE e.contact_type_id = ANY(@exclude_type_ids::bigint[]) AND e.user_id = @user_id::bigint AND e.deleted_at IS NULL
-    UNION
-    SELECT lower(COALESCE(ec.email, es.email)) FROM segment_entries es
-    LEFT JOIN contacts ec ON ec.id = es.contact_id AND ec.deleted_at IS NULL
-    WHERE es.segment_id = ANY(@exclude_segment_ids::bigint[]) AND es.user_id = @user_id::bigint
+    SELECT r.email_lc FROM send_removed(@user_id::bigint, @group_id::bigint, @exclude_type_ids::bigint[], @exclude_segment_ids::bigint[]) AS r(email_lc)
 ), seg AS (
     SELECT g.contact_type_id FROM segments g WHERE g.id = @segment_id::bigint AND g.user_id = @user_id::bigint
 ), manual AS MATERIALIZED (
@@ -170,17 +160,7 @@ WHERE NOT EXISTS (SELECT 1 FROM contacts c JOIN segment_members sm ON sm.segment
 -- probes near each other in the index, and a byte compare costs a
 -- fraction of the database collation's.
 WITH removed AS (
-    SELECT u.email_lc FROM unsubscribes u
-    WHERE u.user_id = @user_id::bigint AND COALESCE(u.unsubscribe_groups_id, 0) IN (0, @group_id::bigint)
-    UNION
-    SELECT b.email_lc FROM bounces b WHERE b.user_id = @user_id::bigint
-    UNION
-    SELECT e.email_lc FROM contacts e
-    WHERE e.contact_type_id = ANY(@exclude_type_ids::bigint[]) AND e.user_id = @user_id::bigint AND e.deleted_at IS NULL
-    UNION
-    SELECT lower(COALESCE(ec.email, es.email)) FROM segment_entries es
-    LEFT JOIN contacts ec ON ec.id = es.contact_id AND ec.deleted_at IS NULL
-    WHERE es.segment_id = ANY(@exclude_segment_ids::bigint[]) AND es.user_id = @user_id::bigint
+    SELECT r.email_lc FROM send_removed(@user_id::bigint, @group_id::bigint, @exclude_type_ids::bigint[], @exclude_segment_ids::bigint[]) AS r(email_lc)
 )
 SELECT CASE WHEN EXISTS (SELECT 1 FROM contact_types t WHERE t.id = @type_id::bigint AND t.user_id = @user_id::bigint) THEN
     (SELECT COALESCE(sum(n), 0) FROM list_counts WHERE user_id = @user_id::bigint AND kind = 'contact_type' AND key = @type_id::bigint)
