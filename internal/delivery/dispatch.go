@@ -58,7 +58,15 @@ func (e *Engine) ExpandRest(ctx context.Context, sendID int64) error {
 	if res.Completed || res.Triggered == 0 || res.BatchSize <= 0 {
 		return nil
 	}
-	return e.startWindow(ctx, sendID, res.First, res.From, res.Last, res.BatchSize)
+	if err := e.startWindow(ctx, sendID, res.First, res.From, res.Last, res.BatchSize); err != nil {
+		return err
+	}
+	// The range the rest begins in may also hold the first step's last
+	// rows, and a chain of the first step may still hold it: the new
+	// chain then passes it by. It is visited alone once that lease is
+	// surely over (else its rest waits for the sweeper).
+	k0 := max(res.From-res.First, 0) / int64(res.BatchSize)
+	return e.Scheduler.Revisit(ctx, sendID, k0, time.Now().Add(e.Config.Lease))
 }
 
 // startWindow schedules Config.Window chains of a send whose deliveries

@@ -298,3 +298,57 @@ func TestDispatchInTwoSteps(t *testing.T) {
 		t.Errorf("still to expand: %v %v", ids, err)
 	}
 }
+
+// A contact whose address changes between a large send's two steps gets
+// one mail: the rest leaves out the contacts and the addresses the first
+// step inserted, and takes a contact the first step did not have, whatever
+// side of the boundary its address is now on. Dropped events are told at
+// dispatch, for the whole audience, once.
+func TestDispatchInTwoStepsAddressChanged(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	f := newAudience(t, "two-steps-moved")
+	d, user, id, exec := f.d, f.user, f.id, f.exec
+	var a []string
+	for i := range 60 {
+		a = append(a, fmt.Sprintf("a%02d@x.example", i))
+	}
+	ta := f.typ(user, "A", a...)
+	if err := d.Recount(ctx, user); err != nil {
+		t.Fatal(err)
+	}
+	q, err := d.CreateSingleSend(ctx, user, mail.SingleSendInput{TemplateID: 1, SenderID: 1, Name: "n", Subject: "s", Preheader: "p",
+		Recipients: []mail.ListRef{{Table: mail.ListContacts, ID: ta}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	head, err := d.DispatchSend(ctx, q.ID, q.Version, 10, 20)
+	if err != nil || !head.Expanding || head.Triggered != 21 { // a00-a20
+		t.Fatalf("first step: %+v %v", head, err)
+	}
+	// a01 (mailed in the first step) moves past the boundary; a50 (not
+	// yet) moves before it; a new contact comes before it too.
+	exec("UPDATE contacts SET email = 'z01@x.example' WHERE email = 'a01@x.example' AND user_id = $1", user)
+	exec("UPDATE contacts SET email = 'a00z@x.example' WHERE email = 'a50@x.example' AND user_id = $1", user)
+	exec("INSERT INTO contacts (user_id, contact_type_id, email) VALUES ($1, $2, 'a00new@x.example')", user, ta)
+	if _, err := d.ExpandRest(ctx, q.ID); err != nil {
+		t.Fatal(err)
+	}
+	if n := id("SELECT count(*) FROM deliveries WHERE send_id = $1", q.ID); n != 61 {
+		t.Errorf("%d deliveries, want 61 (60 contacts and the new one)", n)
+	}
+	if n := id("SELECT count(*) FROM (SELECT contact_id FROM deliveries WHERE send_id = $1 GROUP BY 1 HAVING count(*) > 1) x", q.ID); n != 0 {
+		t.Errorf("%d contacts with two deliveries", n)
+	}
+	for _, e := range []string{"a01@x.example", "a00z@x.example", "a00new@x.example"} {
+		if n := id("SELECT count(*) FROM deliveries WHERE send_id = $1 AND email = $2", q.ID, e); n != 1 {
+			t.Errorf("%s: %d deliveries, want 1", e, n)
+		}
+	}
+	if n := id("SELECT count(*) FROM deliveries WHERE send_id = $1 AND email = 'z01@x.example'", q.ID); n != 0 {
+		t.Errorf("z01 (a01 moved) mailed again: %d", n)
+	}
+	if n := id("SELECT triggered FROM single_sends WHERE id = $1", q.ID); n != 61 {
+		t.Errorf("triggered %d, want 61", n)
+	}
+}

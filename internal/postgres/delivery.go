@@ -92,11 +92,17 @@ func (d *DB) DispatchSend(ctx context.Context, id int64, version int32, batchSiz
 		if err != nil {
 			return err
 		}
+		// The addresses the audience leaves out for being suppressed are
+		// told now, for the whole audience, before any mail of it went.
+		if err := d.emitDroppedAudience(ctx, q, id, audience, n); err != nil {
+			return err
+		}
 		if until != "" {
 			if err := q.SetExpandAfter(ctx, db.SetExpandAfterParams{After: until, ID: id}); err != nil {
 				return err
 			}
-		} else if err := d.started(ctx, q, s.UserID, id, audience, n); err != nil {
+		} else if err := q.RecordSendEvent(ctx, db.RecordSendEventParams{UserID: s.UserID, Kind: mail.EventSingleSendStarted,
+			SendID: &id, Payload: fmt.Appendf(nil, `{"triggered": %d}`, n)}); err != nil {
 			return err
 		}
 		// Ids are not contiguous when dispatches overlap: the last is read.
@@ -136,28 +142,32 @@ func expandBoundary(ctx context.Context, q *db.Queries, userID int64, types, seg
 	return at[0], nil
 }
 
-// started records single_send.started with the send's whole count, and
-// the dropped events of the addresses its audience left out.
-func (d *DB) started(ctx context.Context, q *db.Queries, userID, id int64, audience db.ExpandSendParams, triggered int64) error {
-	if err := d.emitDroppedAudience(ctx, q, id, audience, triggered); err != nil {
-		return err
-	}
-	return q.RecordSendEvent(ctx, db.RecordSendEventParams{UserID: userID, Kind: mail.EventSingleSendStarted,
-		SendID: &id, Payload: fmt.Appendf(nil, `{"triggered": %d}`, triggered)})
-}
-
 // ExpandRest expands the rest of a send DispatchSend started in two steps:
-// the addresses after its first step's boundary, counted, the send's
-// audience then whole (single_send.started recorded), in one transaction
-// that does not hold the send's row while it inserts (the first step's
-// batches record meanwhile). Run twice, or for a send whose audience is
-// whole, it does nothing. Dispatch.From is the first id it inserted.
+// its audience now less the first step's rows (ExpandSendRest), counted,
+// the send's audience then whole (single_send.started recorded with the
+// whole count), in one transaction that takes the send's row and its
+// statistics last, after the insert (the first step's batches record
+// meanwhile). Run twice, or for a send whose audience is whole, it does
+// nothing. Dispatch.From is the first id it inserted. An address
+// suppressed between the two steps is left out without a dropped event
+// (the dispatch told those of the whole audience then).
 func (d *DB) ExpandRest(ctx context.Context, id int64) (Dispatch, error) {
 	out := Dispatch{SendID: id}
 	err := d.InTx(ctx, func(tx pgx.Tx, q *db.Queries) error {
 		out = Dispatch{SendID: id}
-		// One expansion of a send at a time; the second finds it done.
-		if _, err := tx.Exec(ctx, "SELECT pg_advisory_xact_lock(1954115687, ($1::bigint % 2147483647)::int)", id); err != nil {
+		// One expansion of a send at a time: another running, this one
+		// ends at once (the sweeper asks again if that one fails), rather
+		// than hold a worker slot while it waits.
+		var mine bool
+		if err := tx.QueryRow(ctx, "SELECT pg_try_advisory_xact_lock(1954115687, ($1::bigint % 2147483647)::int)", id).Scan(&mine); err != nil || !mine {
+			return err
+		}
+		// The audience's rows are one hash pass each, as the one-step
+		// expansion's: the planner expects a few hundred rows from the
+		// DISTINCT ON and took each of the first step's rows as the inner
+		// side of a nested loop over the whole audience (minutes at a
+		// million).
+		if _, err := tx.Exec(ctx, "SELECT set_config('enable_nestloop', 'off', true)"); err != nil {
 			return err
 		}
 		s, err := q.SendToExpand(ctx, id)
@@ -167,28 +177,29 @@ func (d *DB) ExpandRest(ctx context.Context, id int64) (Dispatch, error) {
 		if err != nil || s.Status != 2 || s.ExpandAfter == "" {
 			return err
 		}
-		audience, err := audienceOf(id, s.UserID, s.UnsubscribeGroupID, s.RecipientID, s.ExcludeSpecificRecipientID)
+		a, err := audienceOf(id, s.UserID, s.UnsubscribeGroupID, s.RecipientID, s.ExcludeSpecificRecipientID)
 		if err != nil {
 			return err
 		}
-		a := audience
-		rest, err := q.ExpandSendAfter(ctx, db.ExpandSendAfterParams{SendID: id, UserID: a.UserID, TypeIds: a.TypeIds,
-			SegmentIds: a.SegmentIds, GroupID: a.GroupID, ExcludeTypeIds: a.ExcludeTypeIds, ExcludeSegmentIds: a.ExcludeSegmentIds,
-			After: s.ExpandAfter})
+		rest, err := q.ExpandSendRest(ctx, db.ExpandSendRestParams{SendID: id, UserID: a.UserID, TypeIds: a.TypeIds,
+			SegmentIds: a.SegmentIds, GroupID: a.GroupID, ExcludeTypeIds: a.ExcludeTypeIds, ExcludeSegmentIds: a.ExcludeSegmentIds})
 		if err != nil {
 			return err
 		}
+		if err := q.RecordSendEvent(ctx, db.RecordSendEventParams{UserID: s.UserID, Kind: mail.EventSingleSendStarted,
+			SendID: &id, Payload: fmt.Appendf(nil, `{"triggered": %d}`, s.Triggered+rest.N)}); err != nil {
+			return err
+		}
+		last, err := q.LastDeliveryID(ctx, id)
+		if err != nil {
+			return err
+		}
+		// The shared rows last, the statistics then the send's (as a
+		// batch's record takes them).
 		if err := bumpSend(ctx, q, id, mail.Counts{Triggered: rest.N}); err != nil {
 			return err
 		}
 		whole, err := q.FinishExpansion(ctx, db.FinishExpansionParams{N: rest.N, FirstID: rest.FirstID, ID: id, After: s.ExpandAfter})
-		if err != nil {
-			return err
-		}
-		if err := d.started(ctx, q, s.UserID, id, audience, whole.Triggered); err != nil {
-			return err
-		}
-		last, err := q.LastDeliveryID(ctx, id)
 		if err != nil {
 			return err
 		}

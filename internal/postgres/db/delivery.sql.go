@@ -568,20 +568,21 @@ func (q *Queries) ExpandSend(ctx context.Context, arg ExpandSendParams) (int64, 
 	return result.RowsAffected(), nil
 }
 
-const expandSendAfter = `-- name: ExpandSendAfter :one
+const expandSendRest = `-- name: ExpandSendRest :one
 WITH ins AS (
     INSERT INTO deliveries (send_id, user_id, contact_id, segment_recipient_id, email, list_key)
     SELECT $1::bigint, $2::bigint, a.contact_id, a.segment_recipient_id, a.email, a.list_key
     FROM send_audience($2::bigint, $3::bigint[], $4::bigint[], $5::bigint,
         $6::bigint[], $7::bigint[]) a
-    WHERE a.email_lc > $8::text
+    WHERE NOT EXISTS (SELECT 1 FROM deliveries d WHERE d.send_id = $1::bigint AND lower(d.email) = a.email_lc)
+      AND NOT EXISTS (SELECT 1 FROM deliveries d WHERE d.send_id = $1::bigint AND d.contact_id = a.contact_id)
     ORDER BY a.email_lc
     RETURNING id
 )
 SELECT count(*)::bigint AS n, COALESCE(min(id), 0)::bigint AS first_id FROM ins
 `
 
-type ExpandSendAfterParams struct {
+type ExpandSendRestParams struct {
 	SendID            int64
 	UserID            int64
 	TypeIds           []int64
@@ -589,18 +590,19 @@ type ExpandSendAfterParams struct {
 	GroupID           int64
 	ExcludeTypeIds    []int64
 	ExcludeSegmentIds []int64
-	After             string
 }
 
-type ExpandSendAfterRow struct {
+type ExpandSendRestRow struct {
 	N       int64
 	FirstID int64
 }
 
-// ExpandSend for the addresses after @after (the rest of a large send):
-// how many went in, and the first of their ids.
-func (q *Queries) ExpandSendAfter(ctx context.Context, arg ExpandSendAfterParams) (ExpandSendAfterRow, error) {
-	row := q.db.QueryRow(ctx, expandSendAfter,
+// ExpandSend for the rest of a large send: its audience now, less what the
+// first step inserted, by contact and by address (read again seconds
+// later, a contact whose address changed meanwhile is neither mailed twice
+// nor left out): how many went in, and the first of their ids.
+func (q *Queries) ExpandSendRest(ctx context.Context, arg ExpandSendRestParams) (ExpandSendRestRow, error) {
+	row := q.db.QueryRow(ctx, expandSendRest,
 		arg.SendID,
 		arg.UserID,
 		arg.TypeIds,
@@ -608,9 +610,8 @@ func (q *Queries) ExpandSendAfter(ctx context.Context, arg ExpandSendAfterParams
 		arg.GroupID,
 		arg.ExcludeTypeIds,
 		arg.ExcludeSegmentIds,
-		arg.After,
 	)
-	var i ExpandSendAfterRow
+	var i ExpandSendRestRow
 	err := row.Scan(&i.N, &i.FirstID)
 	return i, err
 }
@@ -1041,7 +1042,7 @@ func (q *Queries) SendForBatch(ctx context.Context, id int64) (SendForBatchRow, 
 const sendToExpand = `-- name: SendToExpand :one
 SELECT id, user_id, status, unsubscribe_group_id, recipient_id::text AS recipient_id,
     exclude_specific_recipient_id::text AS exclude_specific_recipient_id, COALESCE(expand_after, '')::text AS expand_after,
-    COALESCE(first_delivery_id, 0)::bigint AS first_delivery_id, COALESCE(batch_size, 0)::int AS batch_size
+    COALESCE(first_delivery_id, 0)::bigint AS first_delivery_id, COALESCE(batch_size, 0)::int AS batch_size, triggered
 FROM single_sends
 WHERE id = $1 AND deleted_at IS NULL
 `
@@ -1056,6 +1057,7 @@ type SendToExpandRow struct {
 	ExpandAfter                string
 	FirstDeliveryID            int64
 	BatchSize                  int32
+	Triggered                  int64
 }
 
 // A running send whose rest is still to expand, with its lists.
@@ -1072,6 +1074,7 @@ func (q *Queries) SendToExpand(ctx context.Context, id int64) (SendToExpandRow, 
 		&i.ExpandAfter,
 		&i.FirstDeliveryID,
 		&i.BatchSize,
+		&i.Triggered,
 	)
 	return i, err
 }

@@ -29,15 +29,18 @@ FROM send_audience(@user_id::bigint, @type_ids::bigint[], @segment_ids::bigint[]
 WHERE a.email_lc <= @until::text
 ORDER BY a.email_lc;
 
--- name: ExpandSendAfter :one
--- ExpandSend for the addresses after @after (the rest of a large send):
--- how many went in, and the first of their ids.
+-- name: ExpandSendRest :one
+-- ExpandSend for the rest of a large send: its audience now, less what the
+-- first step inserted, by contact and by address (read again seconds
+-- later, a contact whose address changed meanwhile is neither mailed twice
+-- nor left out): how many went in, and the first of their ids.
 WITH ins AS (
     INSERT INTO deliveries (send_id, user_id, contact_id, segment_recipient_id, email, list_key)
     SELECT @send_id::bigint, @user_id::bigint, a.contact_id, a.segment_recipient_id, a.email, a.list_key
     FROM send_audience(@user_id::bigint, @type_ids::bigint[], @segment_ids::bigint[], @group_id::bigint,
         @exclude_type_ids::bigint[], @exclude_segment_ids::bigint[]) a
-    WHERE a.email_lc > @after::text
+    WHERE NOT EXISTS (SELECT 1 FROM deliveries d WHERE d.send_id = @send_id::bigint AND lower(d.email) = a.email_lc)
+      AND NOT EXISTS (SELECT 1 FROM deliveries d WHERE d.send_id = @send_id::bigint AND d.contact_id = a.contact_id)
     ORDER BY a.email_lc
     RETURNING id
 )
@@ -58,7 +61,7 @@ UPDATE single_sends SET expand_after = @after::text WHERE id = @id;
 -- A running send whose rest is still to expand, with its lists.
 SELECT id, user_id, status, unsubscribe_group_id, recipient_id::text AS recipient_id,
     exclude_specific_recipient_id::text AS exclude_specific_recipient_id, COALESCE(expand_after, '')::text AS expand_after,
-    COALESCE(first_delivery_id, 0)::bigint AS first_delivery_id, COALESCE(batch_size, 0)::int AS batch_size
+    COALESCE(first_delivery_id, 0)::bigint AS first_delivery_id, COALESCE(batch_size, 0)::int AS batch_size, triggered
 FROM single_sends
 WHERE id = @id AND deleted_at IS NULL;
 
