@@ -200,6 +200,9 @@ func (d *DB) ExpandRest(ctx context.Context, id int64) (Dispatch, error) {
 			return err
 		}
 		whole, err := q.FinishExpansion(ctx, db.FinishExpansionParams{N: rest.N, FirstID: rest.FirstID, ID: id, After: s.ExpandAfter})
+		if errors.Is(err, pgx.ErrNoRows) {
+			return errSendGone // deleted or stopped meanwhile: nothing of this is kept
+		}
 		if err != nil {
 			return err
 		}
@@ -210,8 +213,15 @@ func (d *DB) ExpandRest(ctx context.Context, id int64) (Dispatch, error) {
 		}
 		return err
 	})
+	if errors.Is(err, errSendGone) {
+		return Dispatch{SendID: id}, nil
+	}
 	return out, err
 }
+
+// errSendGone rolls back an expansion whose send was deleted or stopped
+// while it ran.
+var errSendGone = errors.New("postgres: the send was deleted or stopped during its expansion")
 
 // SendsToExpand are running sends whose rest is still to expand.
 func (d *DB) SendsToExpand(ctx context.Context) ([]int64, error) {

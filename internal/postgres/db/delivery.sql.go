@@ -660,7 +660,7 @@ const finishExpansion = `-- name: FinishExpansion :one
 UPDATE single_sends
 SET triggered = triggered + $1::bigint, remaining = remaining + $1::bigint, expand_after = NULL, progress_at = now(), updated_at = now(),
     first_delivery_id = COALESCE(first_delivery_id, NULLIF($2::bigint, 0))
-WHERE id = $3 AND expand_after = $4::text
+WHERE id = $3 AND expand_after = $4::text AND status = 2 AND deleted_at IS NULL
 RETURNING triggered, remaining, COALESCE(first_delivery_id, 0)::bigint AS first_delivery_id
 `
 
@@ -679,6 +679,7 @@ type FinishExpansionRow struct {
 
 // The rest of the audience is in: counted, and the send may complete. (A
 // first step that inserted nothing left no first id: the rest's is it.)
+// No row: the send was deleted or stopped meanwhile.
 func (q *Queries) FinishExpansion(ctx context.Context, arg FinishExpansionParams) (FinishExpansionRow, error) {
 	row := q.db.QueryRow(ctx, finishExpansion,
 		arg.N,

@@ -68,10 +68,11 @@ WHERE id = @id AND deleted_at IS NULL;
 -- name: FinishExpansion :one
 -- The rest of the audience is in: counted, and the send may complete. (A
 -- first step that inserted nothing left no first id: the rest's is it.)
+-- No row: the send was deleted or stopped meanwhile.
 UPDATE single_sends
 SET triggered = triggered + @n::bigint, remaining = remaining + @n::bigint, expand_after = NULL, progress_at = now(), updated_at = now(),
     first_delivery_id = COALESCE(first_delivery_id, NULLIF(@first_id::bigint, 0))
-WHERE id = @id AND expand_after = @after::text
+WHERE id = @id AND expand_after = @after::text AND status = 2 AND deleted_at IS NULL
 RETURNING triggered, remaining, COALESCE(first_delivery_id, 0)::bigint AS first_delivery_id;
 
 -- name: SendsToExpand :many
