@@ -82,11 +82,7 @@ type Deps struct {
 // handler here, built from d.
 func NewMux(d Deps) *asynq.ServeMux {
 	mux := asynq.NewServeMux()
-	if d.Metrics == nil {
-		d.Metrics = NewMetrics(nil)
-	}
-	d.Engine = d.Engine.WithDefaults()
-	d.engine = newEngine(d)
+	d.engine = newEngine(d) // its tuning's defaults and its metrics when nil
 	d.Webhooks = d.Webhooks.withDefaults()
 	mux.Handle(TypeNotifyEvents, boundary(d.Log, NotifyEvents(d)))
 	mux.Handle(TypeVerifySenders, boundary(d.Log, VerifySenders(d)))

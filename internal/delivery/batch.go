@@ -77,7 +77,7 @@ func (e *Engine) RunChain(ctx context.Context, sendID, k int64, once bool) error
 
 // runRange claims, sends and records one id range of a send; completed
 // says whether it completed the send. The range's lease is renewed every
-// third of Engine.Lease while its mails go out; when a renewal fails (the
+// third of Config.Lease while its mails go out; when a renewal fails (the
 // lease was taken over, or the database is away) no further mail of the
 // range is handed out, so a slow batch is never sent again beside itself.
 func (e *Engine) runRange(ctx context.Context, cs *compiledSend, k, from, to int64) (completed bool, err error) {
@@ -205,7 +205,7 @@ func (t *throttled) Error() string {
 	return "delivery: the account's sending rate is spent for " + t.wait.String()
 }
 
-// deliver makes and sends the claimed mails, Engine.Concurrency at a
+// deliver makes and sends the claimed mails, Config.Concurrency at a
 // time, and writes their outcomes into out in claim order, telling steps
 // of each mail handed to the transport; once lost is set, the mails not
 // handed out yet are left for later, untried. plan (nil: no limited

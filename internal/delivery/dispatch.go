@@ -33,7 +33,7 @@ func (e *Engine) Dispatch(ctx context.Context, sendID int64, version int32) erro
 	}
 	e.Log.InfoContext(ctx, "send started", "send_id", sendID, "triggered", res.Triggered, "expansion_ms", took.Milliseconds(),
 		"expanding", res.Expanding)
-	if err := e.startWindow(ctx, sendID, res.First, res.From, res.Last, res.BatchSize); err != nil {
+	if err := e.startWindow(ctx, sendID, 0, res.First, res.Last, res.BatchSize); err != nil {
 		return err
 	}
 	if res.Expanding { // after the first chains: their mails go first
@@ -58,22 +58,21 @@ func (e *Engine) ExpandRest(ctx context.Context, sendID int64) error {
 	if res.Completed || res.Triggered == 0 || res.BatchSize <= 0 {
 		return nil
 	}
-	if err := e.startWindow(ctx, sendID, res.First, res.From, res.Last, res.BatchSize); err != nil {
+	k0 := max(res.From-res.First, 0) / int64(res.BatchSize) // the range the rest begins in
+	if err := e.startWindow(ctx, sendID, k0, res.First, res.Last, res.BatchSize); err != nil {
 		return err
 	}
-	// The range the rest begins in may also hold the first step's last
-	// rows, and a chain of the first step may still hold it: the new
-	// chain then passes it by. It is visited alone once that lease is
-	// surely over (else its rest waits for the sweeper).
-	k0 := max(res.From-res.First, 0) / int64(res.BatchSize)
+	// That range may also hold the first step's last rows, and a chain of
+	// the first step may still hold it: the new chain then passes it by.
+	// It is visited alone once that lease is surely over (else its rest
+	// waits for the sweeper).
 	return e.Scheduler.Revisit(ctx, sendID, k0, time.Now().Add(e.Config.Lease))
 }
 
 // startWindow schedules Config.Window chains of a send whose deliveries
-// are ids first..last in ranges of size, from the range of id from; the
-// sweeper restarts the chains if this is lost.
-func (e *Engine) startWindow(ctx context.Context, sendID, first, from, last int64, size int) error {
-	k0 := max(from-first, 0) / int64(size)
+// are ids first..last in ranges of size, from range k0; the sweeper
+// restarts the chains if this is lost.
+func (e *Engine) startWindow(ctx context.Context, sendID, k0, first, last int64, size int) error {
 	for k := k0; k < k0+int64(e.Config.Window) && first+k*int64(size) <= last; k++ {
 		if err := e.Scheduler.Chain(ctx, sendID, k, time.Time{}, ""); err != nil {
 			return err

@@ -159,8 +159,8 @@ type Config struct {
 	ExpandStep int
 }
 
-// WithDefaults is c with every unset value at its default.
-func (c Config) WithDefaults() Config {
+// withDefaults is c with every unset value at its default.
+func (c Config) withDefaults() Config {
 	if c.BatchSize <= 0 {
 		c.BatchSize = 1000
 	}
@@ -232,7 +232,7 @@ type Engine struct {
 
 // New is an engine over d, its Config completed with defaults.
 func New(d Deps) *Engine {
-	d.Config = d.Config.WithDefaults()
+	d.Config = d.Config.withDefaults()
 	if d.Metrics == nil {
 		d.Metrics = NewMetrics(nil)
 	}

@@ -89,7 +89,7 @@ func (m *memStore) DispatchSend(_ context.Context, id int64, version int32, batc
 		m.nextID++
 	}
 	s.dispatched, s.touched = true, time.Now()
-	out := delivery.Dispatch{Started: true, SendID: id, First: s.send.First, From: s.send.First, Last: m.nextID - 1,
+	out := delivery.Dispatch{Started: true, SendID: id, First: s.send.First, Last: m.nextID - 1,
 		BatchSize: batchSize, Triggered: int64(len(s.rows)), Expanding: s.send.Expanding}
 	if len(s.rows) == 0 && !s.send.Expanding {
 		s.send.Status, out.Completed = 3, true

@@ -28,8 +28,8 @@ func (e *Engine) Sweep(ctx context.Context) error {
 		}
 	}
 	// Sends whose rest was never expanded (a lost task, a worker stopped
-	// mid-way): one expansion of a send runs at a time, the others find
-	// it done.
+	// mid-way): one expansion of a send runs at a time, a second one ends
+	// at once.
 	expand, err := e.Store.SendsToExpand(ctx)
 	if err != nil {
 		return err

@@ -15,7 +15,7 @@ type Dispatch struct {
 	DueAt     *time.Time // set when the send is ready but not due yet
 	SendID    int64
 	First     int64 // first delivery id: batch k holds [First+k*BatchSize, First+(k+1)*BatchSize)
-	From      int64 // the first id this step inserted (its first range's)
+	From      int64 // ExpandRest: the first id it inserted (its first range's)
 	Last      int64 // last delivery id
 	BatchSize int
 	Triggered int64 // the recipients this step inserted

@@ -110,7 +110,7 @@ func (d *DB) DispatchSend(ctx context.Context, id int64, version int32, batchSiz
 		if err != nil {
 			return err
 		}
-		out.Started, out.First, out.From, out.Last, out.Triggered, out.Expanding = true, first, first, last, n, until != ""
+		out.Started, out.First, out.Last, out.Triggered, out.Expanding = true, first, last, n, until != ""
 		if n == 0 && until == "" {
 			out.Completed, err = completeSend(ctx, q, id)
 		}
@@ -131,11 +131,11 @@ func expandBoundary(ctx context.Context, q *db.Queries, userID int64, types, seg
 	if err != nil {
 		return "", err
 	}
-	list, size, _ := largestList(sizes)
-	if list == 0 || size <= 2*int64(step) {
+	large, _ := largestOf(sizes) // of contact types: no segment here
+	if large.N <= 2*int64(step) {
 		return "", nil
 	}
-	at, err := q.ExpandBoundary(ctx, db.ExpandBoundaryParams{TypeID: list, N: int64(step)})
+	at, err := q.ExpandBoundary(ctx, db.ExpandBoundaryParams{TypeID: large.Key, N: int64(step)})
 	if err != nil || len(at) == 0 {
 		return "", err
 	}
@@ -303,21 +303,6 @@ func largestOf(sizes []db.AudienceListSizesRow) (large db.AudienceListSizesRow, 
 		}
 	}
 	return large, total - max(large.N, 0)
-}
-
-// largestList is the contact type with the most contacts among sizes (0
-// when there is none), its size, and how many the other lists of sizes
-// hold together.
-func largestList(sizes []db.AudienceListSizesRow) (list, size, rest int64) {
-	var total int64
-	size = -1
-	for _, r := range sizes {
-		total += r.N
-		if r.Kind == "contact_type" && r.N > size {
-			list, size = r.Key, r.N
-		}
-	}
-	return list, size, total - max(size, 0)
 }
 
 // splitLists are lists' contact type ids and segment ids (empty, not nil).
