@@ -103,9 +103,19 @@ func TestCountAudienceSplitIsTheExpansion(t *testing.T) {
 		VALUES ($1, $2, 'S', '{}', '{}', '{}') RETURNING id`, user, a)
 	id("INSERT INTO segment_members (user_id, segment_id, contact_id) SELECT $1, $2, id FROM contacts WHERE email = 'ivy@x.example' RETURNING 1", user, seg)
 	id("INSERT INTO segment_recipients (user_id, segment_id, first_name, last_name, email) VALUES ($1, $2, 'H', 'H', 'HANK@x.example') RETURNING 1", user, seg)
-	// Stored by hand too: a member's address (ivy, once in the audience) and
-	// a globally unsubscribed one (dave).
-	id("INSERT INTO segment_recipients (user_id, segment_id, first_name, last_name, email) VALUES ($1, $2, 'I', 'I', 'IVY@x.example'), ($1, $2, 'D', 'D', 'dave@x.example') RETURNING 1", user, seg)
+	// Stored by hand too: a member's address (ivy, once in the audience), a
+	// globally unsubscribed one (dave) and one of no list (zoe).
+	id(`INSERT INTO segment_recipients (user_id, segment_id, first_name, last_name, email)
+		VALUES ($1, $2, 'I', 'I', 'IVY@x.example'), ($1, $2, 'D', 'D', 'dave@x.example'), ($1, $2, 'Z', 'Z', 'zoe@x.example') RETURNING 1`, user, seg)
+	// Members only: beside its type's list it adds nobody.
+	only := id(`INSERT INTO segments (user_id, contact_type_id, segment_name, select_field, select_operator, value)
+		VALUES ($1, $2, 'M', '{}', '{}', '{}') RETURNING id`, user, a)
+	id(`INSERT INTO segment_members (user_id, segment_id, contact_id) SELECT $1, $2, id FROM contacts
+		WHERE contact_type_id = $3 AND email IN ('ann@x.example', 'carol@x.example', 'erin@x.example', 'ivy@x.example') RETURNING 1`, user, only, a)
+	onlyB := id(`INSERT INTO segments (user_id, contact_type_id, segment_name, select_field, select_operator, value)
+		VALUES ($1, $2, 'MB', '{}', '{}', '{}') RETURNING id`, user, b)
+	id(`INSERT INTO segment_members (user_id, segment_id, contact_id) SELECT $1, $2, id FROM contacts
+		WHERE contact_type_id = $3 AND email IN ('bob@X.example', 'gina@x.example') RETURNING 1`, user, onlyB, b)
 	group := id(`INSERT INTO unsubscribe_groups (user_id, rand_id, group_name, description, is_display)
 		VALUES ($1, gen_random_uuid()::text, 'News', 'News', 1) RETURNING id`, user)
 	otherGroup := id(`INSERT INTO unsubscribe_groups (user_id, rand_id, group_name, description, is_display)
@@ -125,10 +135,11 @@ func TestCountAudienceSplitIsTheExpansion(t *testing.T) {
 	exclusions := [][]mail.ListRef{nil, {ref(mail.ListContacts, b)}, {ref(mail.ListSegments, seg)},
 		{ref(mail.ListContacts, b), ref(mail.ListSegments, seg)}, {ref(mail.ListContacts, theirs)}, {ref(mail.ListContacts, a)}}
 	c := func(id int64) mail.ListRef { return ref(mail.ListContacts, id) }
-	s := ref(mail.ListSegments, seg)
+	s, m, mb := ref(mail.ListSegments, seg), ref(mail.ListSegments, only), ref(mail.ListSegments, onlyB)
 	selections := [][]mail.ListRef{{c(a)}, {c(b)}, {c(empty)}, {c(theirs)},
 		{c(a), c(b)}, {c(b), c(a)}, {c(a), s}, {c(b), s}, {s}, {c(a), c(b), s}, {c(empty), s}, {c(empty), c(b)},
-		{c(a), c(theirs)}, {c(theirs), c(b)}, {c(a), c(a)}, {s, c(theirs)}}
+		{c(a), c(theirs)}, {c(theirs), c(b)}, {c(a), c(a)}, {s, c(theirs)},
+		{m}, {c(a), m}, {m, c(a), s}, {c(b), m}, {c(a), c(b), m}, {c(empty), m}, {m, s}, {c(a), mb}, {c(a), m, mb}, {c(b), mb}}
 	split := func(lists []mail.ListRef) (types, segs []int64) {
 		types, segs = []int64{}, []int64{}
 		for _, l := range lists {

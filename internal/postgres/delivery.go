@@ -238,9 +238,11 @@ func (d *DB) SendsToExpand(ctx context.Context) ([]int64, error) {
 // send_audience rows whose address is not in L (CountAudienceBeyondList,
 // CountAudienceBeyondSegment: probes per row): the audience is L's part
 // and the rest's, which share no address. So a selection of one large
-// list and smaller ones costs what the smaller ones hold. When the others
-// together hold more than L, the expansion's rows are counted as they are:
-// at a million contacts, seconds (docs/console.md).
+// list and smaller ones costs what the smaller ones hold, and a segment of
+// L's own type without hand-stored recipients (all its addresses are L's)
+// costs nothing. When the others together hold more than L, the
+// expansion's rows are counted as they are: at a million contacts,
+// seconds (docs/console.md).
 func (d *DB) CountAudience(ctx context.Context, userID int64, lists, excluded []mail.ListRef, groupID int64) (int64, error) {
 	types, segments := splitLists(lists)
 	exTypes, exSegments := splitLists(excluded)
@@ -259,6 +261,19 @@ func (d *DB) CountAudience(ctx context.Context, userID int64, lists, excluded []
 			return err
 		}
 		large, rest := largestOf(sizes)
+		if large.Kind == "contact_type" && len(segments) > 0 {
+			// A segment of the large list's type with no recipient
+			// stored by hand adds no address to it: it is left out.
+			within, err := q.SegmentsWithinType(ctx, db.SegmentsWithinTypeParams{UserID: userID, SegmentIds: segments, TypeID: large.Key})
+			if err != nil {
+				return err
+			}
+			if len(within) > 0 {
+				segments = slices.DeleteFunc(slices.Clone(segments), func(s int64) bool { return slices.Contains(within, s) })
+				sizes = slices.DeleteFunc(sizes, func(r db.AudienceListSizesRow) bool { return r.Kind == "segment" && slices.Contains(within, r.Key) })
+				large, rest = largestOf(sizes)
+			}
+		}
 		if large.N < 0 || rest > large.N {
 			n, err = q.CountAudience(ctx, db.CountAudienceParams{UserID: userID, TypeIds: types, SegmentIds: segments,
 				GroupID: groupID, ExcludeTypeIds: exTypes, ExcludeSegmentIds: exSegments})

@@ -965,6 +965,42 @@ func (q *Queries) SegmentsRebuilding(ctx context.Context, ids []int64) (bool, er
 	return column_1, err
 }
 
+const segmentsWithinType = `-- name: SegmentsWithinType :many
+SELECT g.id FROM segments g
+WHERE g.user_id = $1::bigint AND g.id = ANY($2::bigint[]) AND g.contact_type_id = $3::bigint
+  AND NOT EXISTS (SELECT 1 FROM segment_recipients r WHERE r.segment_id = g.id)
+`
+
+type SegmentsWithinTypeParams struct {
+	UserID     int64
+	SegmentIds []int64
+	TypeID     int64
+}
+
+// The account's segments among these whose every entry is a live contact
+// of contact type @type_id: segments of that type with no recipient
+// stored by hand (a segment's members are live contacts of its type).
+// Beside that type's list they add no address to an audience.
+func (q *Queries) SegmentsWithinType(ctx context.Context, arg SegmentsWithinTypeParams) ([]int64, error) {
+	rows, err := q.db.Query(ctx, segmentsWithinType, arg.UserID, arg.SegmentIds, arg.TypeID)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []int64
+	for rows.Next() {
+		var id int64
+		if err := rows.Scan(&id); err != nil {
+			return nil, err
+		}
+		items = append(items, id)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const sendForBatch = `-- name: SendForBatch :one
 SELECT s.id, s.user_id, s.version, s.status, s.template_id, COALESCE(s.template_html, sc.template_html, '')::text AS template_html,
     s.subject, s.preheader, s.unsubscribe_group_id, COALESCE(s.first_delivery_id, 0)::bigint AS first_delivery_id,

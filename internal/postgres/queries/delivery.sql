@@ -107,6 +107,15 @@ SELECT count(*)::bigint FROM send_audience(@user_id::bigint, @type_ids::bigint[]
 WHERE NOT EXISTS (SELECT 1 FROM contacts c WHERE c.contact_type_id = @list_type_id::bigint AND c.email_lc = x.email_lc
                   AND c.deleted_at IS NULL);
 
+-- name: SegmentsWithinType :many
+-- The account's segments among these whose every entry is a live contact
+-- of contact type @type_id: segments of that type with no recipient
+-- stored by hand (a segment's members are live contacts of its type).
+-- Beside that type's list they add no address to an audience.
+SELECT g.id FROM segments g
+WHERE g.user_id = @user_id::bigint AND g.id = ANY(@segment_ids::bigint[]) AND g.contact_type_id = @type_id::bigint
+  AND NOT EXISTS (SELECT 1 FROM segment_recipients r WHERE r.segment_id = g.id);
+
 -- name: CountSegmentAudience :one
 -- CountListAudience for one segment: its kept length (list_counts: its
 -- members and its recipients stored by hand) less the hand-stored ones
