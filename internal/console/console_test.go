@@ -154,6 +154,20 @@ func (b *browser) get(path string) answer {
 	return b.do(req)
 }
 
+// count gets the count fragment at path as the page does: a fragment
+// still counting (the count took longer than the request waits, as on a
+// loaded machine) is asked again, for up to 20 s.
+func (b *browser) count(path string) answer {
+	b.s.t.Helper()
+	for deadline := time.Now().Add(20 * time.Second); ; {
+		a := b.get(path)
+		if a.status != http.StatusOK || !strings.Contains(a.body, "data-counting") || time.Now().After(deadline) {
+			return a
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
 // post posts form to path as a same-origin form would, with the CSRF
 // token of the page at from (none when from is "").
 func (b *browser) post(path, from string, form url.Values) answer {

@@ -188,7 +188,7 @@ func TestSendComposeReviewSave(t *testing.T) {
 	}
 	// 30 contacts and one address stored by hand, less the excluded c1,
 	// the unsubscribed c2 (global) and c3 (the group) and the bounced c4.
-	want(t, "count", b.get(strings.ReplaceAll(m[1], "&amp;", "&")), 200, `data-count="27"`)
+	want(t, "count", b.count(strings.ReplaceAll(m[1], "&amp;", "&")), 200, `data-count="27"`)
 	want(t, "change", b.post("/sends/review", "/sends/new", withStep(a.form(), "edit")), 200, `value="March news"`, "Review</button>")
 	if queued.count() != 0 {
 		t.Fatal("a review enqueued a dispatch")
@@ -351,7 +351,7 @@ func TestSendRolesAndAccounts(t *testing.T) {
 	f.Set("recipient_id", a.listKey)
 	want(t, "other's list", o.post("/sends/review", "/sends/new", f), 422, "The selected recipient id is invalid.")
 	// And count nothing.
-	want(t, "other's count", o.get("/sends/count?recipient_id="+a.listKey), 200, `data-count="0"`)
+	want(t, "other's count", o.count("/sends/count?recipient_id="+a.listKey), 200, `data-count="0"`)
 	if ss, err := s.d.SingleSend(context.Background(), a.id, utr); err != nil || ss.Name != "March news" {
 		t.Fatalf("the send after another account's writes: %+v %v", ss, err)
 	}

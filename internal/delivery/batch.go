@@ -49,6 +49,12 @@ func (e *Engine) RunChain(ctx context.Context, sendID, k int64, once bool) error
 			return e.Scheduler.Chain(ctx, sendID, j, time.Time{}, "")
 		}
 		completed, err := e.runRange(ctx, cs, j, from, from+size)
+		if errors.Is(err, ErrPaused) {
+			// A reputation guard paused the send: its chain ends here, and
+			// resuming it lets the sweeper start it again.
+			e.Log.InfoContext(ctx, "the send is paused: its chain stops", "send_id", sendID)
+			return nil
+		}
 		var th *throttled
 		if errors.As(err, &th) {
 			// The account's sending rate is spent: the range's rest waits,
@@ -86,6 +92,7 @@ func (e *Engine) runRange(ctx context.Context, cs *compiledSend, k, from, to int
 	if err != nil || lease == nil {
 		return false, err
 	}
+	cs.steps.paused.Store(false) // leased: the send is not paused (any more)
 	// The account's sending rate: the mails past what it allows now wait,
 	// not tried (their attempt does not count), until it allows more.
 	var deferred []mail.Outcome
@@ -156,8 +163,10 @@ func (e *Engine) runRange(ctx context.Context, cs *compiledSend, k, from, to int
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 	defer cancel()
 	rec := NewRecord(cs.send.ID, outcomes, time.Now())
+	var recorded Recorded
 	for backoff := 100 * time.Millisecond; ; backoff = min(2*backoff, 2*time.Second) {
-		completed, err = e.Store.RecordBatch(rctx, lease, cs.send.UserID, rec)
+		recorded, err = e.Store.RecordBatch(rctx, lease, cs.send.UserID, rec)
+		completed = recorded.Completed
 		var domain *mail.Error
 		if err == nil || rctx.Err() != nil || errors.As(err, &domain) {
 			break // done, out of time, or a refusal no retry changes
@@ -190,6 +199,9 @@ func (e *Engine) runRange(ctx context.Context, cs *compiledSend, k, from, to int
 		"claim_ms", t1.Sub(t0).Milliseconds(), "send_ms", t2.Sub(t1).Milliseconds(), "record_ms", t3.Sub(t2).Milliseconds())
 	if err == nil && down.Load() {
 		err = errRelayDown
+	}
+	if err == nil && !completed && (recorded.Paused || cs.steps.paused.Load()) {
+		err = ErrPaused
 	}
 	if err == nil && len(deferred) > 0 {
 		err = &throttled{wait: wait}
@@ -243,7 +255,9 @@ func (e *Engine) deliver(ctx context.Context, cs *compiledSend, claimed []mail.C
 				}
 				c := &claimed[i]
 				r := &c.Recipient
-				if ctx.Err() != nil || lost.Load() || down.Load() { // stopping, the lease gone, the relay down: not tried, again soon
+				// Stopping, the lease gone, the relay down, the send paused:
+				// not tried, again soon (or once resumed).
+				if ctx.Err() != nil || lost.Load() || down.Load() || cs.steps.paused.Load() {
 					out[i] = notTriedNow(c)
 					e.Metrics.mail(&out[i])
 					run.free()

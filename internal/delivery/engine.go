@@ -45,17 +45,19 @@ type Store interface {
 	NumberLinks(ctx context.Context, sendID int64, urls []string) ([]string, error)
 	// ClaimDeliveries leases range k ([from, to)) of a send for lease and
 	// reads its due rows with their recipients; a nil Lease when another
-	// holds it or nothing is due.
+	// holds it or nothing is due, ErrPaused when the send is paused.
 	ClaimDeliveries(ctx context.Context, sendID, groupID, k, from, to int64, lease time.Duration) (*Lease, []mail.Claimed, error)
 	// RenewLease extends a lease; false when it was taken over.
 	RenewLease(ctx context.Context, l *Lease, lease time.Duration) (bool, error)
 	// RecordBatch writes what a range's outcomes make (NewRecord) and ends
-	// its lease; true when that completed the send. Only rows still
-	// pending change, so writing it twice counts nothing twice.
-	RecordBatch(ctx context.Context, l *Lease, userID int64, rec *Record) (bool, error)
+	// its lease; it answers whether that completed the send and whether
+	// the send is paused (a guard that this record's counts breach pauses
+	// it: Guards.Breach). Only rows still pending change, so writing it
+	// twice counts nothing twice.
+	RecordBatch(ctx context.Context, l *Lease, userID int64, rec *Record) (Recorded, error)
 	// RecordStep writes what sent mails of a send's ranges still running
 	// make.
-	RecordStep(ctx context.Context, sendID, userID int64, rec *Record) (bool, error)
+	RecordStep(ctx context.Context, sendID, userID int64, rec *Record) (Recorded, error)
 	// DueSends are ready sends whose time has come.
 	DueSends(ctx context.Context) ([]DueSend, error)
 	// StalledSends are running sends that recorded nothing for idle.

@@ -407,6 +407,90 @@ func TestDeletedSendEndsTheChain(t *testing.T) {
 // The engine reaches the queue, the database and the web only through its
 // interfaces: neither it nor anything it imports is asynq, pgx, gin or the
 // packages built on them.
+// A send whose hard bounces pass the account's guard is paused: its
+// ranges hand out no further mail, its chain ends, and the rest stays
+// pending (resumed, it goes on). Every tenth address bounces at RCPT TO;
+// the guard pauses at 5 % after 100 attempted.
+func TestBounceGuardPausesTheSend(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, delivery.Config{BatchSize: 50, Window: 2})
+	f.store.guards = delivery.Guards{BounceRate: 0.05, BounceAfter: 100}
+	f.tr.answer = func(to string) smtp.Result {
+		if strings.HasSuffix(strings.Split(to, "@")[0], "0") {
+			return smtp.Result{Class: smtp.Permanent, Code: 550, Stage: smtp.StageRecipient, Err: &textproto.Error{Code: 550, Msg: "5.1.1 no such user"}}
+		}
+		return smtp.Result{Class: smtp.Accepted, Code: 250}
+	}
+	f.store.add(9, addresses(1000)...)
+	if err := f.e.Dispatch(context.Background(), 9, 1); err != nil {
+		t.Fatal(err)
+	}
+	f.drain(t, 50)
+	f.store.mu.Lock()
+	s := f.store.sends[9]
+	counts, why := s.counts, s.paused
+	f.store.mu.Unlock()
+	if why == "" || !strings.Contains(why, "hard bounces reached 10 % of") || !strings.Contains(why, "the limit is 5 % once 100 are attempted") {
+		t.Fatalf("not paused for its bounces: %q (%+v)", why, counts)
+	}
+	// Two ranges of 50 at a time: the guard is judged at each record, so
+	// the send stops within those ranges of the 100th attempt.
+	if counts.Attempted < 100 || counts.Attempted > 200 {
+		t.Fatalf("%d attempted when paused, want 100 to 200", counts.Attempted)
+	}
+	if f.store.status(9) != 2 {
+		t.Fatalf("a paused send's status is %d, want 2 (running)", f.store.status(9))
+	}
+	pending := 0
+	for _, r := range f.store.rows(9) {
+		if r.status == mail.DeliveryPending {
+			pending++
+		}
+		if r.sent > 1 {
+			t.Fatalf("row %+v sent twice", r)
+		}
+	}
+	if pending != 1000-int(counts.Attempted) {
+		t.Fatalf("%d pending after the pause, want %d", pending, 1000-counts.Attempted)
+	}
+	// Resumed (the guard stays: the API resumes after review, when the
+	// sender has cleaned the list; here the guard is turned off).
+	f.store.mu.Lock()
+	s.paused, f.store.guards = "", delivery.Guards{}
+	f.store.mu.Unlock()
+	for k := range int64(2) { // the window's chains, as the sweeper starts them
+		if err := f.e.RunChain(context.Background(), 9, k, false); err != nil {
+			t.Fatal(err)
+		}
+	}
+	f.drain(t, 50)
+	if f.store.status(9) != 3 || len(f.tr.accepted()) != 900 {
+		t.Fatalf("resumed: status %d, %d accepted, want 3 and 900", f.store.status(9), len(f.tr.accepted()))
+	}
+}
+
+func TestGuardsBreach(t *testing.T) {
+	g := delivery.DefaultGuards
+	for _, c := range []struct {
+		counts delivery.SendCounts
+		want   string
+	}{
+		{delivery.SendCounts{Attempted: 999, Bounces: 999}, ""}, // too few to judge
+		{delivery.SendCounts{Attempted: 1000, Bounces: 49}, ""},
+		{delivery.SendCounts{Attempted: 1000, Bounces: 50}, "hard bounces reached 5 % of 1000 attempted mails (50); the limit is 5 % once 1000 are attempted"},
+		{delivery.SendCounts{Attempted: 2000, Delivered: 2000, Complaints: 5}, ""},
+		{delivery.SendCounts{Attempted: 2000, Delivered: 2000, Complaints: 6}, "spam complaints reached 0.3 % of 2000 delivered mails (6); the limit is 0.3 % once 1000 are delivered"},
+		{delivery.SendCounts{Attempted: 3000, Delivered: 2990, Complaints: 3000}, "spam complaints reached 100.33 % of 2990 delivered mails (3000); the limit is 0.3 % once 1000 are delivered"},
+	} {
+		if got := g.Breach(c.counts); got != c.want {
+			t.Errorf("%+v: %q, want %q", c.counts, got, c.want)
+		}
+	}
+	if got := (delivery.Guards{}).Breach(delivery.SendCounts{Attempted: 5000, Bounces: 5000}); got != "" {
+		t.Errorf("guards off: %q", got)
+	}
+}
+
 func TestEngineImportsNoQueueDriverOrFramework(t *testing.T) {
 	t.Parallel()
 	out, err := exec.Command("go", "list", "-deps", ".").Output()

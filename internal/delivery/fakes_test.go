@@ -28,6 +28,8 @@ type memSend struct {
 	leases     map[int64]leaseHold
 	touched    time.Time
 	dispatched bool
+	counts     delivery.SendCounts // what the guards judge
+	paused     string              // why the guards paused it
 }
 
 type memRow struct {
@@ -53,6 +55,7 @@ type memStore struct {
 	records    int              // RecordBatch and RecordStep calls
 	suppressed []string         // addresses hard bounces suppressed
 	events     []mail.HookEvent // webhook events the records made
+	guards     delivery.Guards  // the account's (zero: none)
 }
 
 func newMemStore() *memStore { return &memStore{sends: map[int64]*memSend{}, nextID: 1000} }
@@ -157,6 +160,9 @@ func (m *memStore) ClaimDeliveries(_ context.Context, sendID, _, k, from, to int
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	s := m.sends[sendID]
+	if s.paused != "" {
+		return nil, nil, delivery.ErrPaused
+	}
 	if h, ok := s.leases[k]; ok && time.Now().Before(h.until) {
 		return nil, nil, nil // another run holds the range
 	}
@@ -189,8 +195,8 @@ func (m *memStore) RenewLease(_ context.Context, l *delivery.Lease, lease time.D
 
 // record writes rec to rows still pending, as RecordDeliveries' SQL
 // does: a mail not tried gives its attempt back, a hard bounce suppresses
-// its address.
-func (m *memStore) record(s *memSend, rec *delivery.Record) bool {
+// its address; the counts are judged by the guards, as record's SQL does.
+func (m *memStore) record(s *memSend, rec *delivery.Record) delivery.Recorded {
 	m.records++
 	for i, id := range rec.IDs {
 		r := s.rows[id-s.send.First]
@@ -198,6 +204,15 @@ func (m *memStore) record(s *memSend, rec *delivery.Record) bool {
 			continue
 		}
 		r.status, r.errText, r.nextAt = mail.DeliveryStatus(rec.Statuses[i]), rec.Errors[i], rec.NextAts[i]
+		if r.status != mail.DeliveryPending {
+			s.counts.Attempted++
+		}
+		switch r.status {
+		case mail.DeliverySent:
+			s.counts.Delivered++
+		case mail.DeliveryBounced:
+			s.counts.Bounces++
+		}
 		if r.status == mail.DeliverySent {
 			r.sent++
 		}
@@ -212,12 +227,15 @@ func (m *memStore) record(s *memSend, rec *delivery.Record) bool {
 	s.touched = time.Now()
 	if s.send.Status == 2 && !s.send.Expanding && !slices.ContainsFunc(s.rows, func(r *memRow) bool { return r.status == mail.DeliveryPending }) {
 		s.send.Status = 3
-		return true
+		return delivery.Recorded{Completed: true}
 	}
-	return false
+	if why := m.guards.Breach(s.counts); why != "" && s.paused == "" && s.send.Status == 2 {
+		s.paused = why
+	}
+	return delivery.Recorded{Paused: s.paused != ""}
 }
 
-func (m *memStore) RecordBatch(_ context.Context, l *delivery.Lease, _ int64, rec *delivery.Record) (bool, error) {
+func (m *memStore) RecordBatch(_ context.Context, l *delivery.Lease, _ int64, rec *delivery.Record) (delivery.Recorded, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	s := m.sends[l.SendID]
@@ -227,7 +245,7 @@ func (m *memStore) RecordBatch(_ context.Context, l *delivery.Lease, _ int64, re
 	return m.record(s, rec), nil
 }
 
-func (m *memStore) RecordStep(_ context.Context, sendID, _ int64, rec *delivery.Record) (bool, error) {
+func (m *memStore) RecordStep(_ context.Context, sendID, _ int64, rec *delivery.Record) (delivery.Recorded, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	return m.record(m.sends[sendID], rec), nil

@@ -3,6 +3,7 @@ package delivery
 import (
 	"context"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/mailroom/mailroom/internal/mail"
@@ -30,6 +31,10 @@ type stepQueue struct {
 	kick     chan struct{}
 	stop     chan struct{}
 	done     chan struct{}
+	// paused says a record found the send paused (a reputation guard):
+	// its ranges here hand out no further mail. A range leased later
+	// clears it (the send was resumed).
+	paused atomic.Bool
 }
 
 type stepItem struct {
@@ -104,11 +109,15 @@ func (q *stepQueue) run(ctx context.Context, e *Engine, sendID, userID int64, ki
 		// A step not recorded (the database away) is recorded with the
 		// rest of its ranges, which wait for the database.
 		rctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-		completed, err := e.Store.RecordStep(rctx, sendID, userID, NewRecord(sendID, outs, time.Now()))
+		r, err := e.Store.RecordStep(rctx, sendID, userID, NewRecord(sendID, outs, time.Now()))
 		cancel()
 		if err != nil {
 			e.Log.WarnContext(ctx, "a step of a send not recorded: it is recorded with its ranges", "send_id", sendID, "err", err)
 		}
+		if r.Paused {
+			q.paused.Store(true)
+		}
+		completed := r.Completed
 		q.mu.Lock()
 		if err == nil {
 			for _, it := range step {

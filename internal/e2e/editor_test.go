@@ -238,10 +238,10 @@ func TestDesignEditorInBrowser(t *testing.T) {
 	screenshots(t, tab, "editor-design")
 
 	// Saved: the document as the page holds it, the HTML Build makes of it.
-	run(t, tab, chromedp.Click(chromedp.CSS("#save")), chromedp.WaitVisible(chromedp.CSS(".notice")))
-	if n := text(t, tab, chromedp.CSS(".notice")); n != "The design is saved." {
-		t.Fatalf("after saving: %q", n)
-	}
+	// The notice is read in the page, in one step: the node a query finds
+	// may be replaced before a second step reads it.
+	run(t, tab, chromedp.Click(chromedp.CSS("#save")))
+	until(t, tab, `document.querySelector(".notice") && document.querySelector(".notice").textContent.trim() === "The design is saved."`)
 	var js, html string
 	var status int16
 	if err := d.Pool.QueryRow(ctx, "SELECT template_json, template_html, status FROM single_sends WHERE utr = $1::uuid", utr).Scan(&js, &html, &status); err != nil {

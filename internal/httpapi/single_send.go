@@ -20,6 +20,7 @@ func (s *Server) singleSendRoutes(api *gin.RouterGroup) {
 	api.POST("/single/send/update", s.updateSingleSend)
 	api.DELETE("/single/send/delete", lower, s.deleteSingleSend)
 	api.POST("/single/send/bulk-delete", lower, s.bulkDelete(s.db.DeleteSingleSends))
+	api.GET("/single/send/resume", lower, s.resumeSingleSend)
 }
 
 // listRefJSON is a recipient list of a send: {"id":"3","table":"contacts_"}.
@@ -62,6 +63,10 @@ type singleSendJSON struct {
 	SentAt                     *string           `json:"sent_at"`
 	CreatedAt                  string            `json:"created_at"`
 	UpdatedAt                  string            `json:"updated_at"`
+	// Only for a send a reputation guard paused (docs/deliverability.md):
+	// when and why.
+	PausedAt     *string `json:"paused_at,omitempty"`
+	PausedReason *string `json:"paused_reason,omitempty"`
 }
 
 func renderLists(lists []mail.ListRef) []listRefJSON {
@@ -86,6 +91,10 @@ func renderSingleSend(ss *mail.SingleSend) singleSendJSON {
 	if ss.SentAt != nil {
 		v := ss.SentAt.UTC().Format("2006-01-02 15:04:05")
 		out.SentAt = &v
+	}
+	if ss.PausedAt != nil {
+		at, why := ss.PausedAt.UTC().Format("2006-01-02 15:04:05"), ss.PausedReason
+		out.PausedAt, out.PausedReason = &at, &why
 	}
 	if snd := ss.Sender; snd != nil {
 		name, address := snd.FromName, snd.PostalAddress()
@@ -281,6 +290,20 @@ func (s *Server) duplicateSingleSend(c *gin.Context) {
 		return
 	}
 	ok(c, "Duplicated Successfully")
+}
+
+// resumeSingleSend answers GET /single/send/resume?utr=: a send a
+// reputation guard paused goes on (docs/deliverability.md).
+func (s *Server) resumeSingleSend(c *gin.Context) {
+	utr, err := readUTR(c.Query("utr"))
+	if err == nil {
+		err = s.db.ResumeSingleSend(c.Request.Context(), userID(c), utr)
+	}
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
+	ok(c, "Single Send Resumed Successfully")
 }
 
 // deleteSingleSend answers DELETE /single/send/delete?utr=.

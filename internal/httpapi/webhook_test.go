@@ -23,7 +23,7 @@ func webhookRow(id, userID int64, u string, events string) string {
 		id, userID, u, events)
 }
 
-const allEvents = `["delivered","deferred","bounce","dropped","open","click","unsubscribe","complaint"]`
+const allEvents = `["delivered","deferred","bounce","dropped","open","click","unsubscribe","complaint","send.paused"]`
 
 var secretRE = regexp.MustCompile(`^\{"status":"success","message":\{"id":(\d+),"secret":"(whsec_[A-Za-z0-9_-]{43})"\}\}$`)
 

@@ -99,6 +99,7 @@ func TestEventNotice(t *testing.T) {
 		EventSenderVerified:      "A sender was verified",
 		EventSingleSendStarted:   "A single send started",
 		EventSingleSendCompleted: "A single send completed",
+		EventSingleSendPaused:    "A single send was paused",
 		EventAddressBounced:      "An address bounced",
 		EventAutomationSetLive:   "An automation was set live",
 		EventAutomationPaused:    "An automation was paused",

@@ -56,6 +56,9 @@ func (e Event) Notice() (subject, text string) {
 	case EventSingleSendCompleted:
 		return "A single send completed", fmt.Sprintf("The single send%s completed at %s: %v recipients, %v delivered, %v bounced.\n",
 			id(), when, p["triggered"], p["delivered"], p["bounces"])
+	case EventSingleSendPaused:
+		return "A single send was paused", fmt.Sprintf("The single send%s was paused at %s: %v. It sends nothing more until it is resumed (GET /api/single/send/resume) after review: %v mails attempted, %v hard bounces, %v delivered, %v complaints.\n",
+			id(), when, p["reason"], p["attempted"], p["bounces"], p["delivered"], p["complaints"])
 	case EventAddressBounced:
 		return "An address bounced", fmt.Sprintf("A mail of single send%s to %v was refused for good at %s (%v); the address is suppressed for later sends.\n",
 			id(), p["email_address"], when, p["reason"])

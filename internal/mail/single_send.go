@@ -500,6 +500,10 @@ type SingleSend struct {
 	UpdatedAt    time.Time
 	// Sender is the send's sender, nil when no such sender exists.
 	Sender *Sender
+	// PausedAt is when a reputation guard paused the running send (nil:
+	// not paused), PausedReason why (docs/deliverability.md).
+	PausedAt     *time.Time
+	PausedReason string
 }
 
 // PostalAddress is the sender's address as ((sender_address)) renders

@@ -27,12 +27,14 @@ const (
 	HookClick                             // a tracked link was followed
 	HookUnsubscribe                       // the recipient unsubscribed from a mail
 	HookComplaint                         // the recipient reported the mail as spam
+	HookSendPaused                        // a reputation guard paused a running send (no address: the send's)
 
-	HookAll = HookDelivered | HookDeferred | HookBounce | HookDropped | HookOpen | HookClick | HookUnsubscribe | HookComplaint
+	HookAll = HookDelivered | HookDeferred | HookBounce | HookDropped | HookOpen | HookClick | HookUnsubscribe | HookComplaint |
+		HookSendPaused
 )
 
 // hookNames are the kinds' names, by bit.
-var hookNames = [...]string{"delivered", "deferred", "bounce", "dropped", "open", "click", "unsubscribe", "complaint"}
+var hookNames = [...]string{"delivered", "deferred", "bounce", "dropped", "open", "click", "unsubscribe", "complaint", "send.paused"}
 
 // Name is the API's name of k, a single kind ("" for a set).
 func (k HookKinds) Name() string {

@@ -445,9 +445,15 @@ type Lease = delivery.Lease
 // when that leaves nothing.
 func (d *DB) ClaimDeliveries(ctx context.Context, sendID, groupID, k, from, to int64, lease time.Duration) (*Lease, []mail.Claimed, error) {
 	l := &Lease{SendID: sendID, K: k, Owner: uuid.New()}
-	n, err := d.q.LeaseRange(ctx, db.LeaseRangeParams{SendID: sendID, K: k, LeaseSeconds: int32(lease / time.Second), Owner: pgtype.UUID{Bytes: l.Owner, Valid: true}})
-	if err != nil || n == 0 {
+	taken, err := d.q.LeaseRange(ctx, db.LeaseRangeParams{SendID: sendID, K: k, LeaseSeconds: int32(lease / time.Second), Owner: pgtype.UUID{Bytes: l.Owner, Valid: true}})
+	if err != nil {
 		return nil, nil, err
+	}
+	if taken.Paused {
+		return nil, nil, delivery.ErrPaused
+	}
+	if taken.Leased == 0 {
+		return nil, nil, nil
 	}
 	err = d.InTx(ctx, func(_ pgx.Tx, q *db.Queries) error {
 		skipped, err := q.SkipSuppressed(ctx, db.SkipSuppressedParams{SendID: sendID, FromID: from, ToID: to, GroupID: groupID})
@@ -502,7 +508,7 @@ func (d *DB) RenewLease(ctx context.Context, l *Lease, lease time.Duration) (boo
 // outbox row naming the rows), the range's lease given back, and the send
 // completed when no delivery is left. It answers whether this batch
 // completed the send.
-func (d *DB) RecordBatch(ctx context.Context, l *Lease, userID int64, rec *delivery.Record) (completed bool, err error) {
+func (d *DB) RecordBatch(ctx context.Context, l *Lease, userID int64, rec *delivery.Record) (delivery.Recorded, error) {
 	return d.record(ctx, l.SendID, l, userID, rec)
 }
 
@@ -510,12 +516,13 @@ func (d *DB) RecordBatch(ctx context.Context, l *Lease, userID int64, rec *deliv
 // while the rest of their mails still go out: everything but giving a
 // lease back. A worker records the mails that went in steps, so one that
 // dies mid-range leaves few mails sent and not recorded (sent again).
-func (d *DB) RecordStep(ctx context.Context, sendID, userID int64, rec *delivery.Record) (completed bool, err error) {
+func (d *DB) RecordStep(ctx context.Context, sendID, userID int64, rec *delivery.Record) (delivery.Recorded, error) {
 	return d.record(ctx, sendID, nil, userID, rec)
 }
 
-// record writes rec of send sendID, and gives lease l back (nil: a step).
-func (d *DB) record(ctx context.Context, sendID int64, l *Lease, userID int64, rec *delivery.Record) (completed bool, err error) {
+// record writes rec of send sendID, and gives lease l back (nil: a step);
+// a send still running is judged by its account's reputation guards.
+func (d *DB) record(ctx context.Context, sendID int64, l *Lease, userID int64, rec *delivery.Record) (out delivery.Recorded, err error) {
 	release := l != nil
 	var lo, hi int64 // the ids' span (none: an empty span)
 	if len(rec.IDs) > 0 {
@@ -526,7 +533,7 @@ func (d *DB) record(ctx context.Context, sendID int64, l *Lease, userID int64, r
 		bounceEmails[i], bounceReasons[i] = string(b.Email), b.Reason
 	}
 	err = d.InTx(ctx, func(tx pgx.Tx, q *db.Queries) error {
-		completed = false
+		out = delivery.Recorded{}
 		// Planned with this record's ids: a generic plan, made once the
 		// statement has run a few times, joins every row of the ids' span
 		// with every outcome (a nested loop over the span).
@@ -568,14 +575,20 @@ func (d *DB) record(ctx context.Context, sendID int64, l *Lease, userID int64, r
 		if err := bumpSend(ctx, q, sendID, mail.Counts{Delivered: r.Delivered, Bounces: r.Bounced, SoftBounces: r.Failed, Deferred: r.Deferred}); err != nil {
 			return err
 		}
-		remaining, err := q.BumpSendCounters(ctx, db.BumpSendCountersParams{Delivered: r.Delivered, Bounced: r.Bounced, Finals: r.Finals, SendID: sendID})
-		if err != nil || remaining > 0 {
+		c, err := q.BumpSendCounters(ctx, db.BumpSendCountersParams{Delivered: r.Delivered, Bounced: r.Bounced, Finals: r.Finals, SendID: sendID})
+		if err != nil {
 			return err
 		}
-		completed, err = completeSend(ctx, q, sendID)
+		if c.Remaining > 0 {
+			out.Paused, err = d.guard(ctx, q, sendID, stateOf(db.CountSendBounceRow{Attempted: c.Attempted, Bounces: c.Bounces,
+				Delivered: c.Delivered, Complaints: c.Complaints, Paused: c.Paused, Run: c.Run, PauseBounceRate: c.PauseBounceRate,
+				PauseBounceAfter: c.PauseBounceAfter, PauseComplaintRate: c.PauseComplaintRate, PauseComplaintAfter: c.PauseComplaintAfter}))
+			return err
+		}
+		out.Completed, err = completeSend(ctx, q, sendID)
 		return err
 	})
-	return completed, err
+	return out, err
 }
 
 // CompleteSend completes send id when nothing is left open (a sweeper's

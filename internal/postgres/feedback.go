@@ -88,7 +88,12 @@ func (d *DB) RecordFeedback(ctx context.Context, f mail.Feedback) (mail.Feedback
 				Reason: reason, Status: f.Status, DeliveryID: f.DeliveryID, Via: f.Via}); err != nil {
 				return err
 			}
-			return q.CountSendBounce(ctx, f.SendID)
+			c, err := q.CountSendBounce(ctx, f.SendID)
+			if err != nil {
+				return err
+			}
+			_, err = d.guard(ctx, q, f.SendID, stateOf(c))
+			return err
 		}
 		added, err := q.AddComplaint(ctx, db.AddComplaintParams{UserID: userID, Email: email, SendID: f.SendID,
 			FeedbackType: cut(f.Reason, 100), DeliveryID: f.DeliveryID})
@@ -100,7 +105,15 @@ func (d *DB) RecordFeedback(ctx context.Context, f mail.Feedback) (mail.Feedback
 		if err := bumpSend(ctx, q, f.SendID, mail.Counts{Complaints: 1}); err != nil {
 			return err
 		}
-		return addCounts(ctx, q, userID, countUnsubscribes, map[int64]int64{0: added})
+		if err := addCounts(ctx, q, userID, countUnsubscribes, map[int64]int64{0: added}); err != nil {
+			return err
+		}
+		c, err := q.CountSendComplaint(ctx, f.SendID)
+		if err != nil {
+			return err
+		}
+		_, err = d.guard(ctx, q, f.SendID, stateOf(db.CountSendBounceRow(c)))
+		return err
 	})
 	return res, err
 }

@@ -88,7 +88,7 @@ func TestRecordFeedback(t *testing.T) {
 		outcomes = append(outcomes, o)
 	}
 	completed, err := d.RecordBatch(ctx, lease, user, delivery.NewRecord(lease.SendID, outcomes, time.Now()))
-	if err != nil || !completed {
+	if err != nil || !completed.Completed {
 		t.Fatalf("record: completed %v, %v", completed, err)
 	}
 

@@ -181,7 +181,7 @@ SELECT s.id, s.user_id, s.utr::text, s.template_id, s.template_json, s.template_
     s.sent_at, s.created_at, s.updated_at,
     se.id IS NOT NULL, COALESCE(se.from_name, ''), COALESCE(se.from_email, ''), COALESCE(se.reply_to_email, ''),
     concat_ws(' ', NULLIF(se.company_address, ''), NULLIF(se.company_address2, '')),
-    COALESCE(ci.name, ''), COALESCE(st.name, ''), COALESCE(co.name, '')`
+    COALESCE(ci.name, ''), COALESCE(st.name, ''), COALESCE(co.name, ''), s.paused_at, COALESCE(s.paused_reason, '')`
 
 const singleSendJoins = `
 LEFT JOIN senders se ON se.id = s.sender_id AND se.user_id = s.user_id
@@ -212,7 +212,8 @@ func scanSingleSend(row pgx.Row, s *mail.SingleSend) error {
 		&s.ScheduleType, &s.ScheduleDate, &s.ScheduleTime, &s.Status, &s.Version,
 		&s.Triggered, &s.Delivered, &s.UniqueOpens, &s.TotalOpens, &s.Bounces, &s.Unsubscribes, &tokens,
 		&s.SentAt, &s.CreatedAt, &s.UpdatedAt,
-		&hasSender, &snd.FromName, &from, &replyTo, &snd.Address, &snd.City, &snd.State, &snd.Country); err != nil {
+		&hasSender, &snd.FromName, &from, &replyTo, &snd.Address, &snd.City, &snd.State, &snd.Country,
+		&s.PausedAt, &s.PausedReason); err != nil {
 		return err
 	}
 	var err error
@@ -342,4 +343,23 @@ func (d *DB) SendProgress(ctx context.Context, userID int64, utr string) (mail.S
 	}
 	return mail.SendProgress{ID: r.ID, Status: r.Status, Triggered: r.Triggered, Delivered: r.Delivered, Bounces: r.Bounces,
 		Remaining: r.Remaining, Deferred: r.Deferred, DueAt: r.DueAt, StartedAt: r.StartedAt, SentAt: r.SentAt, ReadAt: r.ReadAt}, nil
+}
+
+// ResumeSingleSend resumes the account's single send utr that a
+// reputation guard paused (docs/deliverability.md): the sweeper starts
+// its chains at its next pass, and the guards judge its mails from here
+// on. ENOTFOUND when there is no such send, ECONFLICT when it is not
+// paused.
+func (d *DB) ResumeSingleSend(ctx context.Context, userID int64, utr string) error {
+	r, err := d.q.ResumeSingleSend(ctx, db.ResumeSingleSendParams{Utr: utr, UserID: userID})
+	if errors.Is(err, pgx.ErrNoRows) {
+		return mail.NotFound()
+	}
+	if err != nil {
+		return err
+	}
+	if r.Resumed == 0 {
+		return mail.Errorf(mail.ECONFLICT, "Only paused single sends can be resumed.")
+	}
+	return nil
 }

@@ -263,7 +263,7 @@ func (d *DB) NextWebhookPost(ctx context.Context, id int64, maxEvents int, buf [
 		for _, e := range carried[i] {
 			ev := mail.WebhookEvent{Email: e.Email, Timestamp: e.At, Event: e.Kind.Name(), DeliveryID: e.DeliveryID, Type: e.Type,
 				Reason: e.Reason, URL: e.URL, GroupID: e.GroupID}
-			if ev.Email == "" {
+			if ev.Email == "" && e.DeliveryID != 0 { // an event of a send (send.paused) names no mail
 				if ev.Email = emails[e.DeliveryID]; ev.Email == "" {
 					continue // no such delivery: nothing to say of it
 				}

@@ -93,15 +93,20 @@ func (q *Queries) AudienceListSizes(ctx context.Context, arg AudienceListSizesPa
 const bumpSendCounters = `-- name: BumpSendCounters :one
 WITH s AS (
     UPDATE single_sends ss
-    SET delivered = ss.delivered + $1, bounces = ss.bounces + $2, remaining = ss.remaining - $3, progress_at = now()
+    SET delivered = ss.delivered + $1, bounces = ss.bounces + $2, remaining = ss.remaining - $3,
+        attempted = ss.attempted + $3, progress_at = now()
     WHERE ss.id = $4::bigint
-    RETURNING ss.remaining, ss.automation_id
+    RETURNING ss.remaining, ss.automation_id, ss.user_id, (ss.attempted - ss.guard_attempted)::bigint AS attempted, (ss.bounces - ss.guard_bounces)::bigint AS bounces,
+        (ss.delivered - ss.guard_delivered)::bigint AS delivered, (ss.complaints - ss.guard_complaints)::bigint AS complaints,
+        (ss.paused_at IS NOT NULL)::bool AS paused
 ), a AS (
     UPDATE automations au
     SET total_delivered = au.total_delivered + $1, total_bounces = au.total_bounces + $2
     WHERE au.id = (SELECT s.automation_id FROM s) AND ($1::bigint > 0 OR $2::bigint > 0)
 )
-SELECT s.remaining FROM s
+SELECT s.remaining, s.attempted, s.bounces, s.delivered, s.complaints, s.paused::bool AS paused, (s.automation_id IS NOT NULL)::bool AS run,
+    ac.pause_bounce_rate, ac.pause_bounce_after, ac.pause_complaint_rate, ac.pause_complaint_after
+FROM s JOIN accounts ac ON ac.id = s.user_id
 `
 
 type BumpSendCountersParams struct {
@@ -111,18 +116,46 @@ type BumpSendCountersParams struct {
 	SendID    int64
 }
 
+type BumpSendCountersRow struct {
+	Remaining           int64
+	Attempted           int64
+	Bounces             int64
+	Delivered           int64
+	Complaints          int64
+	Paused              bool
+	Run                 bool
+	PauseBounceRate     float64
+	PauseBounceAfter    int32
+	PauseComplaintRate  float64
+	PauseComplaintAfter int32
+}
+
 // Once per batch: the counters, and the deliveries left; an automation's
-// run adds to its automation's totals too.
-func (q *Queries) BumpSendCounters(ctx context.Context, arg BumpSendCountersParams) (int64, error) {
+// run adds to its automation's totals too. Answers the deliveries left,
+// and what the reputation guards judge: the send's counters, whether it
+// is paused, and its account's thresholds (delivery.Guards).
+func (q *Queries) BumpSendCounters(ctx context.Context, arg BumpSendCountersParams) (BumpSendCountersRow, error) {
 	row := q.db.QueryRow(ctx, bumpSendCounters,
 		arg.Delivered,
 		arg.Bounced,
 		arg.Finals,
 		arg.SendID,
 	)
-	var remaining int64
-	err := row.Scan(&remaining)
-	return remaining, err
+	var i BumpSendCountersRow
+	err := row.Scan(
+		&i.Remaining,
+		&i.Attempted,
+		&i.Bounces,
+		&i.Delivered,
+		&i.Complaints,
+		&i.Paused,
+		&i.Run,
+		&i.PauseBounceRate,
+		&i.PauseBounceAfter,
+		&i.PauseComplaintRate,
+		&i.PauseComplaintAfter,
+	)
+	return i, err
 }
 
 const claimDeliveries = `-- name: ClaimDeliveries :many
@@ -703,11 +736,17 @@ func (q *Queries) LastDeliveryID(ctx context.Context, sendID int64) (int64, erro
 	return column_1, err
 }
 
-const leaseRange = `-- name: LeaseRange :execrows
-INSERT INTO delivery_ranges AS r (send_id, k, lease_until, owner)
-VALUES ($1, $2, now() + make_interval(secs => $3::int), $4)
-ON CONFLICT (send_id, k) DO UPDATE SET lease_until = EXCLUDED.lease_until, owner = EXCLUDED.owner
-WHERE r.lease_until < now()
+const leaseRange = `-- name: LeaseRange :one
+WITH p AS (
+    SELECT COALESCE((SELECT s.paused_at IS NOT NULL FROM single_sends s WHERE s.id = $1::bigint), false) AS paused
+), taken AS (
+    INSERT INTO delivery_ranges AS r (send_id, k, lease_until, owner)
+    SELECT $1, $2, now() + make_interval(secs => $3::int), $4 FROM p WHERE NOT p.paused
+    ON CONFLICT (send_id, k) DO UPDATE SET lease_until = EXCLUDED.lease_until, owner = EXCLUDED.owner
+    WHERE r.lease_until < now()
+    RETURNING 1
+)
+SELECT p.paused::bool AS paused, (SELECT count(*) FROM taken)::bigint AS leased FROM p
 `
 
 type LeaseRangeParams struct {
@@ -717,20 +756,25 @@ type LeaseRangeParams struct {
 	Owner        pgtype.UUID
 }
 
+type LeaseRangeRow struct {
+	Paused bool
+	Leased int64
+}
+
 // Takes batch range k of a send for lease_seconds for owner, when it is
-// free or its lease ran out (a worker that did not come back). 0 rows:
-// another batch holds it.
-func (q *Queries) LeaseRange(ctx context.Context, arg LeaseRangeParams) (int64, error) {
-	result, err := q.db.Exec(ctx, leaseRange,
+// free or its lease ran out (a worker that did not come back) and the
+// send is not paused. leased 0: another batch holds it, or the send is
+// paused (paused says so).
+func (q *Queries) LeaseRange(ctx context.Context, arg LeaseRangeParams) (LeaseRangeRow, error) {
+	row := q.db.QueryRow(ctx, leaseRange,
 		arg.SendID,
 		arg.K,
 		arg.LeaseSeconds,
 		arg.Owner,
 	)
-	if err != nil {
-		return 0, err
-	}
-	return result.RowsAffected(), nil
+	var i LeaseRangeRow
+	err := row.Scan(&i.Paused, &i.Leased)
+	return i, err
 }
 
 const lockSendForDispatch = `-- name: LockSendForDispatch :one
@@ -814,6 +858,45 @@ func (q *Queries) OpenRanges(ctx context.Context, arg OpenRangesParams) ([]int64
 		return nil, err
 	}
 	return items, nil
+}
+
+const pauseSend = `-- name: PauseSend :one
+UPDATE single_sends SET paused_at = now(), paused_reason = $1::text
+WHERE id = $2::bigint AND status = 2 AND paused_at IS NULL AND automation_id IS NULL
+RETURNING user_id, utr::text AS utr, triggered, attempted, bounces, delivered, complaints
+`
+
+type PauseSendParams struct {
+	Reason string
+	ID     int64
+}
+
+type PauseSendRow struct {
+	UserID     int64
+	Utr        string
+	Triggered  int64
+	Attempted  int64
+	Bounces    int64
+	Delivered  int64
+	Complaints int64
+}
+
+// Pauses a running single send for reason (a reputation guard): its
+// ranges are not leased again until it is resumed. No row when it is
+// paused already, not running, or an automation's run.
+func (q *Queries) PauseSend(ctx context.Context, arg PauseSendParams) (PauseSendRow, error) {
+	row := q.db.QueryRow(ctx, pauseSend, arg.Reason, arg.ID)
+	var i PauseSendRow
+	err := row.Scan(
+		&i.UserID,
+		&i.Utr,
+		&i.Triggered,
+		&i.Attempted,
+		&i.Bounces,
+		&i.Delivered,
+		&i.Complaints,
+	)
+	return i, err
 }
 
 const recordDeliveries = `-- name: RecordDeliveries :one
@@ -1208,7 +1291,7 @@ func (q *Queries) SkipSuppressed(ctx context.Context, arg SkipSuppressedParams) 
 const stalledSends = `-- name: StalledSends :many
 SELECT id, COALESCE(first_delivery_id, 0)::bigint AS first_delivery_id, COALESCE(batch_size, 0)::int AS batch_size
 FROM single_sends
-WHERE status = 2 AND progress_at < now() - make_interval(secs => $1::int)
+WHERE status = 2 AND paused_at IS NULL AND progress_at < now() - make_interval(secs => $1::int)
   -- A range still leased is a batch still at work (slow, not lost).
   AND NOT EXISTS (SELECT 1 FROM delivery_ranges r WHERE r.send_id = single_sends.id AND r.lease_until >= now())
 ORDER BY progress_at

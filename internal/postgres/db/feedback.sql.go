@@ -155,18 +155,96 @@ func (q *Queries) ComplainDelivery(ctx context.Context, arg ComplainDeliveryPara
 	return i, err
 }
 
-const countSendBounce = `-- name: CountSendBounce :exec
+const countSendBounce = `-- name: CountSendBounce :one
 WITH s AS (
     UPDATE single_sends ss SET bounces = ss.bounces + 1 WHERE ss.id = $1::bigint
-    RETURNING ss.automation_id
+    RETURNING ss.user_id, ss.automation_id, (ss.attempted - ss.guard_attempted)::bigint AS attempted, (ss.bounces - ss.guard_bounces)::bigint AS bounces,
+        (ss.delivered - ss.guard_delivered)::bigint AS delivered, (ss.complaints - ss.guard_complaints)::bigint AS complaints,
+        (ss.paused_at IS NOT NULL)::bool AS paused
+), a AS (
+    UPDATE automations au SET total_bounces = au.total_bounces + 1 WHERE au.id = (SELECT s.automation_id FROM s)
 )
-UPDATE automations au SET total_bounces = au.total_bounces + 1 WHERE au.id = (SELECT s.automation_id FROM s)
+SELECT s.attempted, s.bounces, s.delivered, s.complaints, s.paused::bool AS paused, (s.automation_id IS NOT NULL)::bool AS run,
+    ac.pause_bounce_rate, ac.pause_bounce_after, ac.pause_complaint_rate, ac.pause_complaint_after
+FROM s JOIN accounts ac ON ac.id = s.user_id
 `
 
-// One more bounce of a send (and of its automation, for a run).
-func (q *Queries) CountSendBounce(ctx context.Context, sendID int64) error {
-	_, err := q.db.Exec(ctx, countSendBounce, sendID)
-	return err
+type CountSendBounceRow struct {
+	Attempted           int64
+	Bounces             int64
+	Delivered           int64
+	Complaints          int64
+	Paused              bool
+	Run                 bool
+	PauseBounceRate     float64
+	PauseBounceAfter    int32
+	PauseComplaintRate  float64
+	PauseComplaintAfter int32
+}
+
+// One more bounce of a send (and of its automation, for a run); answers
+// what the reputation guards judge (as BumpSendCounters does).
+func (q *Queries) CountSendBounce(ctx context.Context, sendID int64) (CountSendBounceRow, error) {
+	row := q.db.QueryRow(ctx, countSendBounce, sendID)
+	var i CountSendBounceRow
+	err := row.Scan(
+		&i.Attempted,
+		&i.Bounces,
+		&i.Delivered,
+		&i.Complaints,
+		&i.Paused,
+		&i.Run,
+		&i.PauseBounceRate,
+		&i.PauseBounceAfter,
+		&i.PauseComplaintRate,
+		&i.PauseComplaintAfter,
+	)
+	return i, err
+}
+
+const countSendComplaint = `-- name: CountSendComplaint :one
+WITH s AS (
+    UPDATE single_sends ss SET complaints = ss.complaints + 1 WHERE ss.id = $1::bigint
+    RETURNING ss.user_id, (ss.attempted - ss.guard_attempted)::bigint AS attempted, (ss.bounces - ss.guard_bounces)::bigint AS bounces,
+        (ss.delivered - ss.guard_delivered)::bigint AS delivered, (ss.complaints - ss.guard_complaints)::bigint AS complaints, ss.paused_at IS NOT NULL AS paused,
+        ss.automation_id
+)
+SELECT s.attempted, s.bounces, s.delivered, s.complaints, s.paused::bool AS paused, (s.automation_id IS NOT NULL)::bool AS run,
+    ac.pause_bounce_rate, ac.pause_bounce_after, ac.pause_complaint_rate, ac.pause_complaint_after
+FROM s JOIN accounts ac ON ac.id = s.user_id
+`
+
+type CountSendComplaintRow struct {
+	Attempted           int64
+	Bounces             int64
+	Delivered           int64
+	Complaints          int64
+	Paused              bool
+	Run                 bool
+	PauseBounceRate     float64
+	PauseBounceAfter    int32
+	PauseComplaintRate  float64
+	PauseComplaintAfter int32
+}
+
+// One more complaint of a send; answers what the reputation guards judge
+// (as BumpSendCounters does).
+func (q *Queries) CountSendComplaint(ctx context.Context, sendID int64) (CountSendComplaintRow, error) {
+	row := q.db.QueryRow(ctx, countSendComplaint, sendID)
+	var i CountSendComplaintRow
+	err := row.Scan(
+		&i.Attempted,
+		&i.Bounces,
+		&i.Delivered,
+		&i.Complaints,
+		&i.Paused,
+		&i.Run,
+		&i.PauseBounceRate,
+		&i.PauseBounceAfter,
+		&i.PauseComplaintRate,
+		&i.PauseComplaintAfter,
+	)
+	return i, err
 }
 
 const feedbackDelivery = `-- name: FeedbackDelivery :one

@@ -11,14 +11,18 @@ import (
 )
 
 type Account struct {
-	ID         int64
-	Name       string
-	PublicKey  string
-	SecretHash []byte
-	CreatedAt  time.Time
-	UpdatedAt  time.Time
-	DisabledAt *time.Time
-	SendRate   *int32
+	ID                  int64
+	Name                string
+	PublicKey           string
+	SecretHash          []byte
+	CreatedAt           time.Time
+	UpdatedAt           time.Time
+	DisabledAt          *time.Time
+	SendRate            *int32
+	PauseBounceRate     float64
+	PauseBounceAfter    int32
+	PauseComplaintRate  float64
+	PauseComplaintAfter int32
 }
 
 type AuditEvent struct {
@@ -438,6 +442,14 @@ type SingleSend struct {
 	AutomationID               *int64
 	AutomationScheduleID       *int64
 	ExpandAfter                *string
+	Attempted                  int64
+	Complaints                 int64
+	PausedAt                   *time.Time
+	PausedReason               *string
+	GuardAttempted             int64
+	GuardBounces               int64
+	GuardDelivered             int64
+	GuardComplaints            int64
 }
 
 type State struct {

@@ -218,6 +218,42 @@ func (q *Queries) LockSingleSendsByID(ctx context.Context, arg LockSingleSendsBy
 	return items, nil
 }
 
+const resumeSingleSend = `-- name: ResumeSingleSend :one
+WITH s AS (
+    SELECT id, paused_at FROM single_sends
+    WHERE utr = ($1::text)::uuid AND user_id = $2::bigint AND deleted_at IS NULL AND automation_id IS NULL
+), r AS (
+    UPDATE single_sends ss
+    SET paused_at = NULL, paused_reason = NULL, progress_at = now() - interval '1 day', updated_at = now(),
+        guard_attempted = ss.attempted, guard_bounces = ss.bounces, guard_delivered = ss.delivered,
+        guard_complaints = ss.complaints
+    FROM s WHERE ss.id = s.id AND s.paused_at IS NOT NULL AND ss.status = 2
+    RETURNING ss.id
+)
+SELECT s.id, (SELECT count(*) FROM r)::bigint AS resumed FROM s
+`
+
+type ResumeSingleSendParams struct {
+	Utr    string
+	UserID int64
+}
+
+type ResumeSingleSendRow struct {
+	ID      int64
+	Resumed int64
+}
+
+// Resumes an account's single send a reputation guard paused: its ranges
+// may be leased again, and it looks idle to the sweeper, which starts its
+// chains at its next pass; the guards judge its mails from here on.
+// resumed 0: it is not paused. No row: no such send.
+func (q *Queries) ResumeSingleSend(ctx context.Context, arg ResumeSingleSendParams) (ResumeSingleSendRow, error) {
+	row := q.db.QueryRow(ctx, resumeSingleSend, arg.Utr, arg.UserID)
+	var i ResumeSingleSendRow
+	err := row.Scan(&i.ID, &i.Resumed)
+	return i, err
+}
+
 const sendProgress = `-- name: SendProgress :one
 SELECT s.id, s.status, s.triggered, s.delivered, s.bounces, s.remaining,
     s.due_at, s.started_at, s.sent_at,

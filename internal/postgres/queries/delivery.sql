@@ -223,14 +223,21 @@ LEFT JOIN states st ON st.id = se.state_id
 LEFT JOIN countries co ON co.id = se.country_id
 WHERE s.id = @id AND s.deleted_at IS NULL;
 
--- name: LeaseRange :execrows
+-- name: LeaseRange :one
 -- Takes batch range k of a send for lease_seconds for owner, when it is
--- free or its lease ran out (a worker that did not come back). 0 rows:
--- another batch holds it.
-INSERT INTO delivery_ranges AS r (send_id, k, lease_until, owner)
-VALUES (@send_id, @k, now() + make_interval(secs => @lease_seconds::int), @owner)
-ON CONFLICT (send_id, k) DO UPDATE SET lease_until = EXCLUDED.lease_until, owner = EXCLUDED.owner
-WHERE r.lease_until < now();
+-- free or its lease ran out (a worker that did not come back) and the
+-- send is not paused. leased 0: another batch holds it, or the send is
+-- paused (paused says so).
+WITH p AS (
+    SELECT COALESCE((SELECT s.paused_at IS NOT NULL FROM single_sends s WHERE s.id = @send_id::bigint), false) AS paused
+), taken AS (
+    INSERT INTO delivery_ranges AS r (send_id, k, lease_until, owner)
+    SELECT @send_id, @k, now() + make_interval(secs => @lease_seconds::int), @owner FROM p WHERE NOT p.paused
+    ON CONFLICT (send_id, k) DO UPDATE SET lease_until = EXCLUDED.lease_until, owner = EXCLUDED.owner
+    WHERE r.lease_until < now()
+    RETURNING 1
+)
+SELECT p.paused::bool AS paused, (SELECT count(*) FROM taken)::bigint AS leased FROM p;
 
 -- name: RenewRange :execrows
 -- Extends owner's lease of a range; 0 rows: it is no longer owner's.
@@ -307,18 +314,33 @@ FROM r;
 
 -- name: BumpSendCounters :one
 -- Once per batch: the counters, and the deliveries left; an automation's
--- run adds to its automation's totals too.
+-- run adds to its automation's totals too. Answers the deliveries left,
+-- and what the reputation guards judge: the send's counters, whether it
+-- is paused, and its account's thresholds (delivery.Guards).
 WITH s AS (
     UPDATE single_sends ss
-    SET delivered = ss.delivered + @delivered, bounces = ss.bounces + @bounced, remaining = ss.remaining - @finals, progress_at = now()
+    SET delivered = ss.delivered + @delivered, bounces = ss.bounces + @bounced, remaining = ss.remaining - @finals,
+        attempted = ss.attempted + @finals, progress_at = now()
     WHERE ss.id = @send_id::bigint
-    RETURNING ss.remaining, ss.automation_id
+    RETURNING ss.remaining, ss.automation_id, ss.user_id, (ss.attempted - ss.guard_attempted)::bigint AS attempted, (ss.bounces - ss.guard_bounces)::bigint AS bounces,
+        (ss.delivered - ss.guard_delivered)::bigint AS delivered, (ss.complaints - ss.guard_complaints)::bigint AS complaints,
+        (ss.paused_at IS NOT NULL)::bool AS paused
 ), a AS (
     UPDATE automations au
     SET total_delivered = au.total_delivered + @delivered, total_bounces = au.total_bounces + @bounced
     WHERE au.id = (SELECT s.automation_id FROM s) AND (@delivered::bigint > 0 OR @bounced::bigint > 0)
 )
-SELECT s.remaining FROM s;
+SELECT s.remaining, s.attempted, s.bounces, s.delivered, s.complaints, s.paused::bool AS paused, (s.automation_id IS NOT NULL)::bool AS run,
+    ac.pause_bounce_rate, ac.pause_bounce_after, ac.pause_complaint_rate, ac.pause_complaint_after
+FROM s JOIN accounts ac ON ac.id = s.user_id;
+
+-- name: PauseSend :one
+-- Pauses a running single send for reason (a reputation guard): its
+-- ranges are not leased again until it is resumed. No row when it is
+-- paused already, not running, or an automation's run.
+UPDATE single_sends SET paused_at = now(), paused_reason = @reason::text
+WHERE id = @id::bigint AND status = 2 AND paused_at IS NULL AND automation_id IS NULL
+RETURNING user_id, utr::text AS utr, triggered, attempted, bounces, delivered, complaints;
 
 -- name: AddBounces :execrows
 -- Hard bounces suppress the address for the account's later sends, with
@@ -361,7 +383,7 @@ LIMIT 500;
 -- lost (a flushed Redis, a killed worker) or is waiting on retries.
 SELECT id, COALESCE(first_delivery_id, 0)::bigint AS first_delivery_id, COALESCE(batch_size, 0)::int AS batch_size
 FROM single_sends
-WHERE status = 2 AND progress_at < now() - make_interval(secs => @idle_seconds::int)
+WHERE status = 2 AND paused_at IS NULL AND progress_at < now() - make_interval(secs => @idle_seconds::int)
   -- A range still leased is a batch still at work (slow, not lost).
   AND NOT EXISTS (SELECT 1 FROM delivery_ranges r WHERE r.send_id = single_sends.id AND r.lease_until >= now())
 ORDER BY progress_at

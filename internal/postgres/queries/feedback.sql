@@ -44,13 +44,20 @@ VALUES (@user_id::bigint, 'address.bounced', 'single_send', @send_id::bigint,
     jsonb_build_object('email_address', lower(@email::text), 'reason', @reason::text, 'status', @status::text,
         'delivery_id', @delivery_id::bigint, 'via', @via::text));
 
--- name: CountSendBounce :exec
--- One more bounce of a send (and of its automation, for a run).
+-- name: CountSendBounce :one
+-- One more bounce of a send (and of its automation, for a run); answers
+-- what the reputation guards judge (as BumpSendCounters does).
 WITH s AS (
     UPDATE single_sends ss SET bounces = ss.bounces + 1 WHERE ss.id = @send_id::bigint
-    RETURNING ss.automation_id
+    RETURNING ss.user_id, ss.automation_id, (ss.attempted - ss.guard_attempted)::bigint AS attempted, (ss.bounces - ss.guard_bounces)::bigint AS bounces,
+        (ss.delivered - ss.guard_delivered)::bigint AS delivered, (ss.complaints - ss.guard_complaints)::bigint AS complaints,
+        (ss.paused_at IS NOT NULL)::bool AS paused
+), a AS (
+    UPDATE automations au SET total_bounces = au.total_bounces + 1 WHERE au.id = (SELECT s.automation_id FROM s)
 )
-UPDATE automations au SET total_bounces = au.total_bounces + 1 WHERE au.id = (SELECT s.automation_id FROM s);
+SELECT s.attempted, s.bounces, s.delivered, s.complaints, s.paused::bool AS paused, (s.automation_id IS NOT NULL)::bool AS run,
+    ac.pause_bounce_rate, ac.pause_bounce_after, ac.pause_complaint_rate, ac.pause_complaint_after
+FROM s JOIN accounts ac ON ac.id = s.user_id;
 
 -- name: AddComplaint :one
 -- A complaint puts the address on the account's global list (reason
@@ -69,6 +76,19 @@ WITH added AS (
             'delivery_id', @delivery_id::bigint, 'unsubscribe_id', (SELECT a.id FROM added a)))
 )
 SELECT count(*) FROM added;
+
+-- name: CountSendComplaint :one
+-- One more complaint of a send; answers what the reputation guards judge
+-- (as BumpSendCounters does).
+WITH s AS (
+    UPDATE single_sends ss SET complaints = ss.complaints + 1 WHERE ss.id = @send_id::bigint
+    RETURNING ss.user_id, (ss.attempted - ss.guard_attempted)::bigint AS attempted, (ss.bounces - ss.guard_bounces)::bigint AS bounces,
+        (ss.delivered - ss.guard_delivered)::bigint AS delivered, (ss.complaints - ss.guard_complaints)::bigint AS complaints, ss.paused_at IS NOT NULL AS paused,
+        ss.automation_id
+)
+SELECT s.attempted, s.bounces, s.delivered, s.complaints, s.paused::bool AS paused, (s.automation_id IS NOT NULL)::bool AS run,
+    ac.pause_bounce_rate, ac.pause_bounce_after, ac.pause_complaint_rate, ac.pause_complaint_after
+FROM s JOIN accounts ac ON ac.id = s.user_id;
 
 -- name: KeepInbound :one
 -- An inbound message kept for inspection.

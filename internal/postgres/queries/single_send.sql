@@ -111,3 +111,21 @@ SELECT s.id, s.status, s.triggered, s.delivered, s.bounces, s.remaining,
     clock_timestamp()::timestamptz AS read_at
 FROM single_sends s
 WHERE s.utr = (@utr::text)::uuid AND s.user_id = @user_id AND s.deleted_at IS NULL AND s.automation_id IS NULL;
+
+-- name: ResumeSingleSend :one
+-- Resumes an account's single send a reputation guard paused: its ranges
+-- may be leased again, and it looks idle to the sweeper, which starts its
+-- chains at its next pass; the guards judge its mails from here on.
+-- resumed 0: it is not paused. No row: no such send.
+WITH s AS (
+    SELECT id, paused_at FROM single_sends
+    WHERE utr = (@utr::text)::uuid AND user_id = @user_id::bigint AND deleted_at IS NULL AND automation_id IS NULL
+), r AS (
+    UPDATE single_sends ss
+    SET paused_at = NULL, paused_reason = NULL, progress_at = now() - interval '1 day', updated_at = now(),
+        guard_attempted = ss.attempted, guard_bounces = ss.bounces, guard_delivered = ss.delivered,
+        guard_complaints = ss.complaints
+    FROM s WHERE ss.id = s.id AND s.paused_at IS NOT NULL AND ss.status = 2
+    RETURNING ss.id
+)
+SELECT s.id, (SELECT count(*) FROM r)::bigint AS resumed FROM s;
