@@ -29,6 +29,53 @@ type Record struct {
 	// one: delivered (naming the delivery), bounce (type "bounce" for a
 	// hard bounce, "blocked" for a mail refused for good), deferred.
 	Events []mail.HookEvent
+	// Providers are the recipients' mailbox providers, by outcome (the
+	// providers' statistics, ByProvider).
+	Providers []mail.Provider
+}
+
+// ProviderCounts are outcomes counted by receiving provider: the
+// providers that have any, in order, and for each the mails delivered,
+// put off (tried and pending again, or held), hard-bounced and refused
+// for good.
+type ProviderCounts struct {
+	Providers                             []int16
+	Delivered, Deferred, Bounced, Blocked []int64
+}
+
+// ByProvider counts the outcomes of r at changed (1-based indexes: the
+// rows the record changed, as RecordDeliveries answers them) by provider.
+func (r *Record) ByProvider(changed []int32) ProviderCounts {
+	var n [5][4]int64 // by provider: delivered, deferred, bounced, blocked
+	for _, i := range changed {
+		j := int(i) - 1
+		if j < 0 || j >= len(r.IDs) {
+			continue
+		}
+		p := r.Providers[j]
+		switch mail.DeliveryStatus(r.Statuses[j]) {
+		case mail.DeliverySent:
+			n[p][0]++
+		case mail.DeliveryPending:
+			if r.Deferred[j] == 1 {
+				n[p][1]++
+			}
+		case mail.DeliveryBounced:
+			n[p][2]++
+		case mail.DeliveryFailed:
+			n[p][3]++
+		}
+	}
+	var c ProviderCounts
+	for p := range n {
+		if n[p] == [4]int64{} {
+			continue
+		}
+		c.Providers = append(c.Providers, int16(p))
+		c.Delivered, c.Deferred = append(c.Delivered, n[p][0]), append(c.Deferred, n[p][1])
+		c.Bounced, c.Blocked = append(c.Bounced, n[p][2]), append(c.Blocked, n[p][3])
+	}
+	return c
 }
 
 // Suppression is an address to suppress and why.
@@ -41,11 +88,12 @@ type Suppression struct {
 func NewRecord(sendID int64, outcomes []mail.Outcome, now time.Time) *Record {
 	n := len(outcomes)
 	r := &Record{IDs: make([]int64, n), Statuses: make([]int16, n), NextAts: make([]time.Time, n), Errors: make([]string, n),
-		Tried: make([]int16, n), Deferred: make([]int16, n), Events: make([]mail.HookEvent, 0, n)}
+		Tried: make([]int16, n), Deferred: make([]int16, n), Events: make([]mail.HookEvent, 0, n), Providers: make([]mail.Provider, n)}
 	at := now.Unix()
 	for i := range outcomes {
 		o := &outcomes[i]
 		r.IDs[i], r.Statuses[i], r.Errors[i], r.NextAts[i] = o.ID, int16(o.Status), o.Error, now
+		r.Providers[i] = mail.ProviderOf(o.Email)
 		if o.NextAt != nil {
 			r.NextAts[i] = *o.NextAt
 		}

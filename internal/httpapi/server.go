@@ -234,6 +234,7 @@ func (s *Server) routes(api *gin.RouterGroup) {
 	s.automationRoutes(api)
 	s.statsRoutes(api)
 	s.webhookRoutes(api)
+	s.guardRoutes(api)
 }
 
 // recover turns a panic into a logged 500, except http.ErrAbortHandler,

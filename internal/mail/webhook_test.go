@@ -85,13 +85,13 @@ func TestParseWebhook(t *testing.T) {
 }
 
 func TestHookKindNames(t *testing.T) {
-	if got := strings.Join(HookAll.Names(), ","); got != "delivered,deferred,bounce,dropped,open,click,unsubscribe,complaint" {
+	if got := strings.Join(HookAll.Names(), ","); got != "delivered,deferred,bounce,dropped,open,click,unsubscribe,complaint,send.paused" {
 		t.Errorf("names %s", got)
 	}
 	if got := (HookBounce | HookOpen).Names(); !reflect.DeepEqual(got, []string{"bounce", "open"}) {
 		t.Errorf("names %v", got)
 	}
-	if HookAll.Name() != "" || HookComplaint.Name() != "complaint" {
+	if HookAll.Name() != "" || HookComplaint.Name() != "complaint" || HookSendPaused.Name() != "send.paused" {
 		t.Error("Name")
 	}
 	if s := NewWebhookSecret(); !strings.HasPrefix(s, "whsec_") || len(s) != 49 || s == NewWebhookSecret() {

@@ -3,6 +3,10 @@ package postgres
 import (
 	"context"
 	"crypto/subtle"
+	"errors"
+	"math"
+
+	"github.com/jackc/pgx/v5"
 
 	"github.com/mailroom/mailroom/internal/mail"
 	"github.com/mailroom/mailroom/internal/postgres/db"
@@ -107,3 +111,24 @@ func (d *DB) SendRate(ctx context.Context, id int64) (int, error) {
 	n, err := d.q.AccountSendRate(ctx, id)
 	return int(n), err
 }
+
+// AccountGuards are account userID's reputation guards, rates in percent
+// (docs/deliverability.md).
+func (d *DB) AccountGuards(ctx context.Context, userID int64) (mail.ReputationGuards, error) {
+	r, err := d.q.AccountGuards(ctx, userID)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return mail.ReputationGuards{}, mail.NotFound()
+	}
+	return mail.ReputationGuards{BounceRate: percentOf(r.PauseBounceRate), BounceAfter: int64(r.PauseBounceAfter),
+		ComplaintRate: percentOf(r.PauseComplaintRate), ComplaintAfter: int64(r.PauseComplaintAfter)}, err
+}
+
+// SaveAccountGuards sets account userID's reputation guards; the sends
+// running are judged by them from their next record.
+func (d *DB) SaveAccountGuards(ctx context.Context, userID int64, g mail.ReputationGuards) error {
+	return d.q.SaveAccountGuards(ctx, db.SaveAccountGuardsParams{ID: userID, BounceRate: g.BounceRate / 100, BounceAfter: int32(g.BounceAfter),
+		ComplaintRate: g.ComplaintRate / 100, ComplaintAfter: int32(g.ComplaintAfter)})
+}
+
+// percentOf is a stored rate in percent, to the 2 decimals a save takes.
+func percentOf(rate float64) float64 { return math.Round(rate*10000) / 100 }

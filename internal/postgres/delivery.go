@@ -566,6 +566,13 @@ func (d *DB) record(ctx context.Context, sendID int64, l *Lease, userID int64, r
 				return err
 			}
 		}
+		if c := rec.ByProvider(r.Changed); len(c.Providers) > 0 {
+			if err := q.BumpProviderStats(ctx, db.BumpProviderStatsParams{SendID: sendID, UserID: userID, Providers: c.Providers,
+				Delivered: c.Delivered, Deferred: c.Deferred, Bounced: c.Bounced, Blocked: c.Blocked,
+				Complained: make([]int64, len(c.Providers))}); err != nil {
+				return err
+			}
+		}
 		// The shared rows last, the hour's statistics then the send's: the
 		// batches of a send (and the runs of an automation, on its hour's
 		// statistics) queue on their locks, so they are held for as little

@@ -81,6 +81,11 @@ func (d *DB) RecordFeedback(ctx context.Context, f mail.Feedback) (mail.Feedback
 			return err
 		}
 		if f.Kind == mail.HardBounce {
+			// The provider's statistics before the send's, as a batch's
+			// record takes them.
+			if err := bumpProvider(ctx, q, f.SendID, userID, email, 1, 0); err != nil {
+				return err
+			}
 			if err := bumpSend(ctx, q, f.SendID, mail.Counts{Bounces: 1}); err != nil {
 				return err
 			}
@@ -100,8 +105,11 @@ func (d *DB) RecordFeedback(ctx context.Context, f mail.Feedback) (mail.Feedback
 		if err != nil {
 			return err
 		}
-		// As an unsubscribe does: the suppression, then the statistics,
-		// then the list's count.
+		// As an unsubscribe does: the suppression, then the statistics
+		// (the provider's, then the send's), then the list's count.
+		if err := bumpProvider(ctx, q, f.SendID, userID, email, 0, 1); err != nil {
+			return err
+		}
 		if err := bumpSend(ctx, q, f.SendID, mail.Counts{Complaints: 1}); err != nil {
 			return err
 		}
@@ -160,4 +168,12 @@ func cut(s string, n int) string {
 		n--
 	}
 	return s[:n]
+}
+
+// bumpProvider counts a reported hard bounce or complaint of a mail of
+// send sendID to email in its provider's statistics.
+func bumpProvider(ctx context.Context, q *db.Queries, sendID, userID int64, email string, bounced, complained int64) error {
+	return q.BumpProviderStats(ctx, db.BumpProviderStatsParams{SendID: sendID, UserID: userID,
+		Providers: []int16{int16(mail.ProviderOf(mail.Email(email)))}, Delivered: []int64{0}, Deferred: []int64{0},
+		Bounced: []int64{bounced}, Blocked: []int64{0}, Complained: []int64{complained}})
 }

@@ -247,3 +247,44 @@ func (d *DB) RecordActivity(ctx context.Context, opens []mail.Open, clicks []mai
 		return q.BumpOpens(ctx, b)
 	})
 }
+
+// SendProviders are the outcomes of account userID's single send utr by
+// receiving provider, every provider in report order
+// (docs/deliverability.md); ENOTFOUND when there is no such send.
+func (d *DB) SendProviders(ctx context.Context, userID int64, utr string) ([]mail.ProviderStats, error) {
+	rows, err := d.q.SendProviderStats(ctx, db.SendProviderStatsParams{Utr: utr, UserID: userID})
+	if err != nil {
+		return nil, err
+	}
+	if len(rows) == 0 {
+		return nil, mail.NotFound()
+	}
+	same := make([]db.AccountProviderStatsRow, len(rows))
+	for i, r := range rows {
+		same[i] = db.AccountProviderStatsRow(r)
+	}
+	return providerList(same), nil
+}
+
+// AccountProviders are account userID's outcomes by receiving provider in
+// the hours from since up to until, every send and automation run.
+func (d *DB) AccountProviders(ctx context.Context, userID int64, since, until time.Time) ([]mail.ProviderStats, error) {
+	rows, err := d.q.AccountProviderStats(ctx, db.AccountProviderStatsParams{UserID: userID, Since: since, Until: until})
+	return providerList(rows), err
+}
+
+// providerList is every provider's figures in report order, zero where
+// rows have none (a row of provider -1 is a send's without any).
+func providerList(rows []db.AccountProviderStatsRow) []mail.ProviderStats {
+	by := map[mail.Provider]mail.ProviderStats{}
+	for _, r := range rows {
+		by[mail.Provider(r.Provider)] = mail.ProviderStats{Delivered: r.Delivered, Deferred: r.Deferred, Bounced: r.Bounced,
+			Blocked: r.Blocked, Complained: r.Complained}
+	}
+	out := make([]mail.ProviderStats, len(mail.Providers))
+	for i, p := range mail.Providers {
+		out[i] = by[p]
+		out[i].Provider = p.Name()
+	}
+	return out
+}

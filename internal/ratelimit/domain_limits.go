@@ -55,13 +55,12 @@ func (l DomainLimit) String() string {
 // that DOMAIN_LIMITS changes (docs/throttling.md). Each provider's
 // domains share its limit.
 func DefaultDomainLimits() []DomainLimit {
+	domains := func(p mail.Provider) []string { return slices.Clone(mail.ProviderDomains[p]) }
 	return []DomainLimit{
-		{Domains: []string{"gmail.com", "googlemail.com"}, Rate: 1000, Per: time.Second, Burst: 1000, Concurrency: 50},
-		{Domains: []string{"outlook.com", "hotmail.com", "live.com", "msn.com", "hotmail.co.uk", "hotmail.fr", "live.co.uk", "outlook.de"},
-			Rate: 500, Per: time.Second, Burst: 500, Concurrency: 25},
-		{Domains: []string{"yahoo.com", "ymail.com", "rocketmail.com", "yahoo.co.uk", "yahoo.fr", "aol.com"},
-			Rate: 250, Per: time.Second, Burst: 250, Concurrency: 20},
-		{Domains: []string{"icloud.com", "me.com", "mac.com"}, Rate: 100, Per: time.Second, Burst: 100, Concurrency: 10},
+		{Domains: domains(mail.ProviderGmail), Rate: 1000, Per: time.Second, Burst: 1000, Concurrency: 50},
+		{Domains: domains(mail.ProviderMicrosoft), Rate: 500, Per: time.Second, Burst: 500, Concurrency: 25},
+		{Domains: domains(mail.ProviderYahoo), Rate: 250, Per: time.Second, Burst: 250, Concurrency: 20},
+		{Domains: domains(mail.ProviderApple), Rate: 100, Per: time.Second, Burst: 100, Concurrency: 10},
 	}
 }
 

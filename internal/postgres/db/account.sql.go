@@ -37,6 +37,30 @@ func (q *Queries) AccountByKeys(ctx context.Context, publicKey string) (AccountB
 	return i, err
 }
 
+const accountGuards = `-- name: AccountGuards :one
+SELECT pause_bounce_rate, pause_bounce_after, pause_complaint_rate, pause_complaint_after FROM accounts WHERE id = $1
+`
+
+type AccountGuardsRow struct {
+	PauseBounceRate     float64
+	PauseBounceAfter    int32
+	PauseComplaintRate  float64
+	PauseComplaintAfter int32
+}
+
+// An account's reputation guards (docs/deliverability.md).
+func (q *Queries) AccountGuards(ctx context.Context, id int64) (AccountGuardsRow, error) {
+	row := q.db.QueryRow(ctx, accountGuards, id)
+	var i AccountGuardsRow
+	err := row.Scan(
+		&i.PauseBounceRate,
+		&i.PauseBounceAfter,
+		&i.PauseComplaintRate,
+		&i.PauseComplaintAfter,
+	)
+	return i, err
+}
+
 const accountSendRate = `-- name: AccountSendRate :one
 SELECT COALESCE(send_rate, 0)::int AS send_rate FROM accounts WHERE id = $1
 `
@@ -128,6 +152,31 @@ func (q *Queries) RotateAccountKeys(ctx context.Context, arg RotateAccountKeysPa
 		return 0, err
 	}
 	return result.RowsAffected(), nil
+}
+
+const saveAccountGuards = `-- name: SaveAccountGuards :exec
+UPDATE accounts SET pause_bounce_rate = $1, pause_bounce_after = $2,
+    pause_complaint_rate = $3, pause_complaint_after = $4
+WHERE id = $5
+`
+
+type SaveAccountGuardsParams struct {
+	BounceRate     float64
+	BounceAfter    int32
+	ComplaintRate  float64
+	ComplaintAfter int32
+	ID             int64
+}
+
+func (q *Queries) SaveAccountGuards(ctx context.Context, arg SaveAccountGuardsParams) error {
+	_, err := q.db.Exec(ctx, saveAccountGuards,
+		arg.BounceRate,
+		arg.BounceAfter,
+		arg.ComplaintRate,
+		arg.ComplaintAfter,
+		arg.ID,
+	)
+	return err
 }
 
 const setAccountDisabled = `-- name: SetAccountDisabled :execrows

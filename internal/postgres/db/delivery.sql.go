@@ -90,6 +90,47 @@ func (q *Queries) AudienceListSizes(ctx context.Context, arg AudienceListSizesPa
 	return items, nil
 }
 
+const bumpProviderStats = `-- name: BumpProviderStats :exec
+INSERT INTO provider_stats AS p (send_id, provider, hour, user_id, delivered, deferred, bounced, blocked, complained)
+SELECT $1::bigint, ($2::smallint[])[g.i], date_trunc('hour', now()), $3::bigint,
+    ($4::bigint[])[g.i], ($5::bigint[])[g.i], ($6::bigint[])[g.i], ($7::bigint[])[g.i],
+    ($8::bigint[])[g.i]
+FROM generate_subscripts($2::smallint[], 1) AS g(i)
+ORDER BY ($2::smallint[])[g.i]
+ON CONFLICT (send_id, provider, hour) DO UPDATE SET delivered = p.delivered + EXCLUDED.delivered,
+    deferred = p.deferred + EXCLUDED.deferred, bounced = p.bounced + EXCLUDED.bounced, blocked = p.blocked + EXCLUDED.blocked,
+    complained = p.complained + EXCLUDED.complained
+`
+
+type BumpProviderStatsParams struct {
+	SendID     int64
+	Providers  []int16
+	UserID     int64
+	Delivered  []int64
+	Deferred   []int64
+	Bounced    []int64
+	Blocked    []int64
+	Complained []int64
+}
+
+// A record's outcomes by receiving provider (mail.Provider), in this
+// hour's row of the send's: delivered, put off, hard-bounced, refused for
+// good, complained. Providers in order, so that the batches of a send
+// take the rows in one order.
+func (q *Queries) BumpProviderStats(ctx context.Context, arg BumpProviderStatsParams) error {
+	_, err := q.db.Exec(ctx, bumpProviderStats,
+		arg.SendID,
+		arg.Providers,
+		arg.UserID,
+		arg.Delivered,
+		arg.Deferred,
+		arg.Bounced,
+		arg.Blocked,
+		arg.Complained,
+	)
+	return err
+}
+
 const bumpSendCounters = `-- name: BumpSendCounters :one
 WITH s AS (
     UPDATE single_sends ss
@@ -912,13 +953,16 @@ WITH r AS (
     -- rows, and a plan that reads all of its rows for each outcome took
     -- seconds per batch at 100,000 recipients.
     WHERE d.send_id = $5 AND d.id >= $6::bigint AND d.id <= $7::bigint AND d.id = r.id AND d.status = 0
-    RETURNING d.status, ($9::smallint[])[r.i] AS deferred
+    RETURNING d.status, ($9::smallint[])[r.i] AS deferred, r.i
 )
 SELECT count(*) FILTER (WHERE r.status <> 0)::bigint AS finals,
        count(*) FILTER (WHERE r.status = 2)::bigint AS delivered,
        count(*) FILTER (WHERE r.status = 3)::bigint AS bounced,
        count(*) FILTER (WHERE r.status = 4)::bigint AS failed,
-       count(*) FILTER (WHERE r.status = 0 AND r.deferred = 1)::bigint AS deferred
+       count(*) FILTER (WHERE r.status = 0 AND r.deferred = 1)::bigint AS deferred,
+       -- the outcomes (1-based) that changed their row: the providers'
+       -- statistics count these
+       COALESCE(array_agg(r.i::int), '{}')::int[] AS changed
 FROM r
 `
 
@@ -940,6 +984,7 @@ type RecordDeliveriesRow struct {
 	Bounced   int64
 	Failed    int64
 	Deferred  int64
+	Changed   []int32
 }
 
 // The outcomes of a batch in one statement: 2 sent, 3 bounced, 4 failed,
@@ -968,6 +1013,7 @@ func (q *Queries) RecordDeliveries(ctx context.Context, arg RecordDeliveriesPara
 		&i.Bounced,
 		&i.Failed,
 		&i.Deferred,
+		&i.Changed,
 	)
 	return i, err
 }

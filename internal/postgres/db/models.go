@@ -300,6 +300,18 @@ type NotificationRecipient struct {
 	UpdatedAt    time.Time
 }
 
+type ProviderStat struct {
+	SendID     int64
+	Provider   int16
+	Hour       time.Time
+	UserID     int64
+	Delivered  int64
+	Deferred   int64
+	Bounced    int64
+	Blocked    int64
+	Complained int64
+}
+
 type Secret struct {
 	Name      string
 	Value     []byte

@@ -10,6 +10,58 @@ import (
 	"time"
 )
 
+const accountProviderStats = `-- name: AccountProviderStats :many
+SELECT provider, sum(delivered)::bigint AS delivered, sum(deferred)::bigint AS deferred, sum(bounced)::bigint AS bounced,
+    sum(blocked)::bigint AS blocked, sum(complained)::bigint AS complained
+FROM provider_stats
+WHERE user_id = $1::bigint AND hour >= $2::timestamptz AND hour < $3::timestamptz
+GROUP BY provider
+`
+
+type AccountProviderStatsParams struct {
+	UserID int64
+	Since  time.Time
+	Until  time.Time
+}
+
+type AccountProviderStatsRow struct {
+	Provider   int16
+	Delivered  int64
+	Deferred   int64
+	Bounced    int64
+	Blocked    int64
+	Complained int64
+}
+
+// An account's outcomes by receiving provider in the hours from @since
+// up to @until, every send and automation run.
+func (q *Queries) AccountProviderStats(ctx context.Context, arg AccountProviderStatsParams) ([]AccountProviderStatsRow, error) {
+	rows, err := q.db.Query(ctx, accountProviderStats, arg.UserID, arg.Since, arg.Until)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []AccountProviderStatsRow
+	for rows.Next() {
+		var i AccountProviderStatsRow
+		if err := rows.Scan(
+			&i.Provider,
+			&i.Delivered,
+			&i.Deferred,
+			&i.Bounced,
+			&i.Blocked,
+			&i.Complained,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const addSendLinks = `-- name: AddSendLinks :exec
 WITH p AS (SELECT $1::bigint AS send_id),
      base AS (SELECT COALESCE((SELECT max(l.idx) FROM send_links l WHERE l.send_id = p.send_id), -1) AS top FROM p),
@@ -394,6 +446,60 @@ func (q *Queries) SendLinks(ctx context.Context, sendID int64) ([]SendLinksRow, 
 	for rows.Next() {
 		var i SendLinksRow
 		if err := rows.Scan(&i.Idx, &i.Url); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const sendProviderStats = `-- name: SendProviderStats :many
+SELECT COALESCE(p.provider, -1)::smallint AS provider, COALESCE(sum(p.delivered), 0)::bigint AS delivered,
+    COALESCE(sum(p.deferred), 0)::bigint AS deferred, COALESCE(sum(p.bounced), 0)::bigint AS bounced,
+    COALESCE(sum(p.blocked), 0)::bigint AS blocked, COALESCE(sum(p.complained), 0)::bigint AS complained
+FROM single_sends s
+LEFT JOIN provider_stats p ON p.send_id = s.id
+WHERE s.utr = ($1::text)::uuid AND s.user_id = $2::bigint AND s.deleted_at IS NULL AND s.automation_id IS NULL
+GROUP BY p.provider
+`
+
+type SendProviderStatsParams struct {
+	Utr    string
+	UserID int64
+}
+
+type SendProviderStatsRow struct {
+	Provider   int16
+	Delivered  int64
+	Deferred   int64
+	Bounced    int64
+	Blocked    int64
+	Complained int64
+}
+
+// A single send's outcomes by receiving provider; one row of provider -1
+// when it has none yet, no row when the account has no such
+// send.
+func (q *Queries) SendProviderStats(ctx context.Context, arg SendProviderStatsParams) ([]SendProviderStatsRow, error) {
+	rows, err := q.db.Query(ctx, sendProviderStats, arg.Utr, arg.UserID)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []SendProviderStatsRow
+	for rows.Next() {
+		var i SendProviderStatsRow
+		if err := rows.Scan(
+			&i.Provider,
+			&i.Delivered,
+			&i.Deferred,
+			&i.Bounced,
+			&i.Blocked,
+			&i.Complained,
+		); err != nil {
 			return nil, err
 		}
 		items = append(items, i)

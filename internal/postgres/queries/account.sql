@@ -29,3 +29,12 @@ WHERE id = @id;
 
 -- name: AccountSendRate :one
 SELECT COALESCE(send_rate, 0)::int AS send_rate FROM accounts WHERE id = @id;
+
+-- name: AccountGuards :one
+-- An account's reputation guards (docs/deliverability.md).
+SELECT pause_bounce_rate, pause_bounce_after, pause_complaint_rate, pause_complaint_after FROM accounts WHERE id = @id;
+
+-- name: SaveAccountGuards :exec
+UPDATE accounts SET pause_bounce_rate = @bounce_rate, pause_bounce_after = @bounce_after,
+    pause_complaint_rate = @complaint_rate, pause_complaint_after = @complaint_after
+WHERE id = @id;

@@ -303,13 +303,16 @@ WITH r AS (
     -- rows, and a plan that reads all of its rows for each outcome took
     -- seconds per batch at 100,000 recipients.
     WHERE d.send_id = @send_id AND d.id >= @min_id::bigint AND d.id <= @max_id::bigint AND d.id = r.id AND d.status = 0
-    RETURNING d.status, (@deferred::smallint[])[r.i] AS deferred
+    RETURNING d.status, (@deferred::smallint[])[r.i] AS deferred, r.i
 )
 SELECT count(*) FILTER (WHERE r.status <> 0)::bigint AS finals,
        count(*) FILTER (WHERE r.status = 2)::bigint AS delivered,
        count(*) FILTER (WHERE r.status = 3)::bigint AS bounced,
        count(*) FILTER (WHERE r.status = 4)::bigint AS failed,
-       count(*) FILTER (WHERE r.status = 0 AND r.deferred = 1)::bigint AS deferred
+       count(*) FILTER (WHERE r.status = 0 AND r.deferred = 1)::bigint AS deferred,
+       -- the outcomes (1-based) that changed their row: the providers'
+       -- statistics count these
+       COALESCE(array_agg(r.i::int), '{}')::int[] AS changed
 FROM r;
 
 -- name: BumpSendCounters :one
@@ -333,6 +336,21 @@ WITH s AS (
 SELECT s.remaining, s.attempted, s.bounces, s.delivered, s.complaints, s.paused::bool AS paused, (s.automation_id IS NOT NULL)::bool AS run,
     ac.pause_bounce_rate, ac.pause_bounce_after, ac.pause_complaint_rate, ac.pause_complaint_after
 FROM s JOIN accounts ac ON ac.id = s.user_id;
+
+-- name: BumpProviderStats :exec
+-- A record's outcomes by receiving provider (mail.Provider), in this
+-- hour's row of the send's: delivered, put off, hard-bounced, refused for
+-- good, complained. Providers in order, so that the batches of a send
+-- take the rows in one order.
+INSERT INTO provider_stats AS p (send_id, provider, hour, user_id, delivered, deferred, bounced, blocked, complained)
+SELECT @send_id::bigint, (@providers::smallint[])[g.i], date_trunc('hour', now()), @user_id::bigint,
+    (@delivered::bigint[])[g.i], (@deferred::bigint[])[g.i], (@bounced::bigint[])[g.i], (@blocked::bigint[])[g.i],
+    (@complained::bigint[])[g.i]
+FROM generate_subscripts(@providers::smallint[], 1) AS g(i)
+ORDER BY (@providers::smallint[])[g.i]
+ON CONFLICT (send_id, provider, hour) DO UPDATE SET delivered = p.delivered + EXCLUDED.delivered,
+    deferred = p.deferred + EXCLUDED.deferred, bounced = p.bounced + EXCLUDED.bounced, blocked = p.blocked + EXCLUDED.blocked,
+    complained = p.complained + EXCLUDED.complained;
 
 -- name: PauseSend :one
 -- Pauses a running single send for reason (a reputation guard): its

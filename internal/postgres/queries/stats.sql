@@ -147,3 +147,24 @@ ORDER BY 1, 2, md5(c.url)
 ON CONFLICT (scope, scope_id, md5(url)) DO UPDATE SET
     unique_clicks = ls.unique_clicks + EXCLUDED.unique_clicks,
     total_clicks = ls.total_clicks + EXCLUDED.total_clicks;
+
+-- name: SendProviderStats :many
+-- A single send's outcomes by receiving provider; one row of provider -1
+-- when it has none yet, no row when the account has no such
+-- send.
+SELECT COALESCE(p.provider, -1)::smallint AS provider, COALESCE(sum(p.delivered), 0)::bigint AS delivered,
+    COALESCE(sum(p.deferred), 0)::bigint AS deferred, COALESCE(sum(p.bounced), 0)::bigint AS bounced,
+    COALESCE(sum(p.blocked), 0)::bigint AS blocked, COALESCE(sum(p.complained), 0)::bigint AS complained
+FROM single_sends s
+LEFT JOIN provider_stats p ON p.send_id = s.id
+WHERE s.utr = (@utr::text)::uuid AND s.user_id = @user_id::bigint AND s.deleted_at IS NULL AND s.automation_id IS NULL
+GROUP BY p.provider;
+
+-- name: AccountProviderStats :many
+-- An account's outcomes by receiving provider in the hours from @since
+-- up to @until, every send and automation run.
+SELECT provider, sum(delivered)::bigint AS delivered, sum(deferred)::bigint AS deferred, sum(bounced)::bigint AS bounced,
+    sum(blocked)::bigint AS blocked, sum(complained)::bigint AS complained
+FROM provider_stats
+WHERE user_id = @user_id::bigint AND hour >= @since::timestamptz AND hour < @until::timestamptz
+GROUP BY provider;
