@@ -18,6 +18,7 @@ var sendNotices = map[string]string{
 	"scheduled":  "The send is saved and scheduled.",
 	"duplicated": "This is a copy, saved as a draft: change what you need, review it, then send it.",
 	"deleted":    "The send is deleted.",
+	"resumed":    "The send is resumed: it goes on within a few seconds.",
 }
 
 // sendRow is a send as the list shows it.

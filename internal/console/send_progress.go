@@ -31,6 +31,17 @@ type progressData struct {
 	Took                                                      string // how long a completed send ran
 	Vals                                                      string // hx-vals of the next request
 	Poll                                                      string // the next request's delay, "" for none
+	Paused                                                    string // why a reputation guard paused the running send
+	CanResume                                                 bool   // the member may resume it (not a viewer)
+	CSRF                                                      string // the resume form's token
+}
+
+// withResume lets the member of r resume a paused send from the fragment.
+func (d progressData) withResume(r *http.Request) progressData {
+	if d.Paused != "" {
+		d.CanResume, d.CSRF = session(r).Role.CanWrite(), stateOf(r).csrf
+	}
+	return d
 }
 
 // sendProgress answers GET /sends/{utr}/progress?s=: the progress
@@ -46,7 +57,7 @@ func (h *Handler) sendProgress(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, r, err)
 		return
 	}
-	h.fragment(w, r, "send_show", "send-progress", progressOf(utr, p, r.URL.Query().Get("s")))
+	h.fragment(w, r, "send_show", "send-progress", progressOf(utr, p, r.URL.Query().Get("s")).withResume(r))
 }
 
 // progressOf is the fragment's model for p, with the earlier samples
@@ -55,7 +66,7 @@ func progressOf(utr string, p mail.SendProgress, samples string) progressData {
 	d := progressData{UTR: utr, State: sendStateOf(p.Status, p.DueAt, p.SentAt), Running: p.Status == mail.SendRunning,
 		Done: p.Status == mail.SendCompleted, Waiting: p.Status == mail.SendReady, Triggered: count(p.Triggered),
 		Final: count(p.Done()), Delivered: count(p.Delivered), Remaining: count(p.Remaining), Bounced: count(p.Bounces),
-		Deferred: count(p.Deferred)}
+		Deferred: count(p.Deferred), Paused: p.PausedReason}
 	switch {
 	case p.Triggered > 0:
 		d.Percent = int(p.Done() * 100 / p.Triggered)

@@ -36,7 +36,7 @@ func (h *Handler) sendShow(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, r, err)
 		return
 	}
-	d := showData{Send: ss, State: sendStateOf(ss.Status, p.DueAt, ss.SentAt), Progress: progressOf(ss.UTR, p, ""),
+	d := showData{Send: ss, State: sendStateOf(ss.Status, p.DueAt, ss.SentAt), Progress: progressOf(ss.UTR, p, "").withResume(r),
 		Changeable: ss.Status == mail.SendDraft || ss.Status == mail.SendReady}
 	if !hasDesign(&ss) {
 		d.Template = templateName(id(ss.TemplateID))

@@ -522,3 +522,56 @@ func TestSendStatsPage(t *testing.T) {
 		t.Fatalf("API statistics %+v %v", st.Counts, err)
 	}
 }
+
+// A send a reputation guard paused says why on its page and in its
+// progress fragment; an editor resumes it there (audited), a viewer sees
+// no button and is refused, another account finds no such send, and a
+// send not paused answers the API's 409.
+func TestSendPausedAndResumed(t *testing.T) {
+	t.Parallel()
+	s, _ := newSendSite(t)
+	a := s.sendAccount("Acme", "sendpausedandresumed.example", 1)
+	other := s.sendAccount("Other", "sendpausedandresumed-other.example", 1)
+	ctx := context.Background()
+	var utr string
+	if err := s.d.Pool.QueryRow(ctx, `INSERT INTO single_sends (user_id, utr, template_id, sender_id, unsubscribe_group_id, single_send_name,
+			subject, preheader, status, triggered, remaining, delivered, bounces, attempted, started_at, paused_at, paused_reason)
+		VALUES ($1, gen_random_uuid(), 1, $2, $3, 'Paused', 'S', 'P', 2, 10000, 8700, 1170, 130, 1300, now() - interval '1 minute', now(),
+			'hard bounces reached 10 % of 1300 attempted mails (130) <b>')
+		RETURNING utr::text`, a.id, a.verified, a.group).Scan(&utr); err != nil {
+		t.Fatal(err)
+	}
+	reason := "hard bounces reached 10 % of 1300 attempted mails (130) &lt;b&gt;"
+	v := s.browser().signedIn(a.viewer, a.viewerPW)
+	for _, p := range []string{"/sends/" + utr, "/sends/" + utr + "/progress"} {
+		page := v.get(p)
+		want(t, "viewer "+p, page, 200, `id="progress-paused"`, "Paused by a reputation guard:", reason)
+		if strings.Contains(page.body, "resume-send") {
+			t.Fatalf("a viewer sees the resume button on %s", p)
+		}
+	}
+	f := url.Values{"csrf": {v.csrf("/sends")}}
+	want(t, "viewer resume", v.post("/sends/"+utr+"/resume", "", f), 403, "may not do this")
+
+	o := s.browser().signedIn(other.owner, other.ownerPW)
+	want(t, "other resume", o.post("/sends/"+utr+"/resume", "/sends", url.Values{}), 404)
+
+	b := s.browser().signedIn(a.owner, a.ownerPW)
+	frag := b.get("/sends/" + utr + "/progress")
+	want(t, "owner fragment", frag, 200, `id="resume-send"`, `action="/sends/`+utr+`/resume"`, `name="csrf"`)
+	want(t, "no token", b.post("/sends/"+utr+"/resume", "", url.Values{}), 403)
+	res := b.post("/sends/"+utr+"/resume", "/sends/"+utr, url.Values{})
+	if res.status != 303 || res.header.Get("Location") != "/sends/"+utr+"?notice=resumed" {
+		t.Fatalf("resume: %d %s", res.status, res.header.Get("Location"))
+	}
+	page := b.get("/sends/" + utr + "?notice=resumed")
+	want(t, "resumed", page, 200, "The send is resumed")
+	if strings.Contains(page.body, "progress-paused") {
+		t.Fatal("the resumed send still shows paused")
+	}
+	want(t, "resume again", b.post("/sends/"+utr+"/resume", "/sends/"+utr, url.Values{}), 409, "Only paused single sends can be resumed.")
+	var audited int
+	if err := s.d.Pool.QueryRow(ctx, "SELECT count(*) FROM audit_events WHERE user_id = $1 AND action = 'resumed a paused single send'", a.id).Scan(&audited); err != nil || audited != 1 {
+		t.Fatalf("audit lines %d (%v)", audited, err)
+	}
+}

@@ -40,6 +40,9 @@ type SendProgress struct {
 	StartedAt *time.Time
 	SentAt    *time.Time
 	ReadAt    time.Time // the database's clock when they were read
+	// PausedReason says why a reputation guard paused the running send
+	// ("" when it is not paused; docs/deliverability.md).
+	PausedReason string
 }
 
 // Done is how many of the send's deliveries are final (delivered,

@@ -342,7 +342,8 @@ func (d *DB) SendProgress(ctx context.Context, userID int64, utr string) (mail.S
 		return mail.SendProgress{}, err
 	}
 	return mail.SendProgress{ID: r.ID, Status: r.Status, Triggered: r.Triggered, Delivered: r.Delivered, Bounces: r.Bounces,
-		Remaining: r.Remaining, Deferred: r.Deferred, DueAt: r.DueAt, StartedAt: r.StartedAt, SentAt: r.SentAt, ReadAt: r.ReadAt}, nil
+		Remaining: r.Remaining, Deferred: r.Deferred, DueAt: r.DueAt, StartedAt: r.StartedAt, SentAt: r.SentAt, ReadAt: r.ReadAt,
+		PausedReason: r.PausedReason}, nil
 }
 
 // ResumeSingleSend resumes the account's single send utr that a

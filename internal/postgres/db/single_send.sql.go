@@ -258,7 +258,7 @@ const sendProgress = `-- name: SendProgress :one
 SELECT s.id, s.status, s.triggered, s.delivered, s.bounces, s.remaining,
     s.due_at, s.started_at, s.sent_at,
     COALESCE((SELECT sum(st.deferred) FROM send_stats st WHERE st.scope = 's' AND st.scope_id = s.id), 0)::bigint AS deferred,
-    clock_timestamp()::timestamptz AS read_at
+    clock_timestamp()::timestamptz AS read_at, COALESCE(s.paused_reason, '')::text AS paused_reason
 FROM single_sends s
 WHERE s.utr = ($1::text)::uuid AND s.user_id = $2 AND s.deleted_at IS NULL AND s.automation_id IS NULL
 `
@@ -269,22 +269,23 @@ type SendProgressParams struct {
 }
 
 type SendProgressRow struct {
-	ID        int64
-	Status    int16
-	Triggered int64
-	Delivered int64
-	Bounces   int64
-	Remaining int64
-	DueAt     *time.Time
-	StartedAt *time.Time
-	SentAt    *time.Time
-	Deferred  int64
-	ReadAt    time.Time
+	ID           int64
+	Status       int16
+	Triggered    int64
+	Delivered    int64
+	Bounces      int64
+	Remaining    int64
+	DueAt        *time.Time
+	StartedAt    *time.Time
+	SentAt       *time.Time
+	Deferred     int64
+	ReadAt       time.Time
+	PausedReason string
 }
 
 // A live send of the account's counters as it runs: those the details
-// show (delivered, bounces), what is left of its deliveries, and the
-// statistics' deferred tries.
+// show (delivered, bounces), what is left of its deliveries, the
+// statistics' deferred tries, and why a reputation guard paused it.
 func (q *Queries) SendProgress(ctx context.Context, arg SendProgressParams) (SendProgressRow, error) {
 	row := q.db.QueryRow(ctx, sendProgress, arg.Utr, arg.UserID)
 	var i SendProgressRow
@@ -300,6 +301,7 @@ func (q *Queries) SendProgress(ctx context.Context, arg SendProgressParams) (Sen
 		&i.SentAt,
 		&i.Deferred,
 		&i.ReadAt,
+		&i.PausedReason,
 	)
 	return i, err
 }

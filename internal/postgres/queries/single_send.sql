@@ -103,12 +103,12 @@ LIMIT @n::bigint OFFSET @skip::bigint;
 
 -- name: SendProgress :one
 -- A live send of the account's counters as it runs: those the details
--- show (delivered, bounces), what is left of its deliveries, and the
--- statistics' deferred tries.
+-- show (delivered, bounces), what is left of its deliveries, the
+-- statistics' deferred tries, and why a reputation guard paused it.
 SELECT s.id, s.status, s.triggered, s.delivered, s.bounces, s.remaining,
     s.due_at, s.started_at, s.sent_at,
     COALESCE((SELECT sum(st.deferred) FROM send_stats st WHERE st.scope = 's' AND st.scope_id = s.id), 0)::bigint AS deferred,
-    clock_timestamp()::timestamptz AS read_at
+    clock_timestamp()::timestamptz AS read_at, COALESCE(s.paused_reason, '')::text AS paused_reason
 FROM single_sends s
 WHERE s.utr = (@utr::text)::uuid AND s.user_id = @user_id AND s.deleted_at IS NULL AND s.automation_id IS NULL;
 
