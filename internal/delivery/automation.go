@@ -28,7 +28,7 @@ func (e *Engine) StepAutomations(ctx context.Context) error {
 			e.Metrics.stepped.Add(float64(pass.Stepped))
 		}
 		for _, r := range pass.Runs {
-			if err := e.startWindow(ctx, r.ID, 0, r.First, r.Last, e.Config.BatchSize); err != nil {
+			if err := e.startWindow(ctx, r.ID, 0, r.First, r.Last, e.Config.BatchSize, ""); err != nil {
 				return err // the sweeper restarts the run
 			}
 		}

@@ -33,7 +33,7 @@ func (e *Engine) Dispatch(ctx context.Context, sendID int64, version int32) erro
 	}
 	e.Log.InfoContext(ctx, "send started", "send_id", sendID, "triggered", res.Triggered, "expansion_ms", took.Milliseconds(),
 		"expanding", res.Expanding)
-	if err := e.startWindow(ctx, sendID, 0, res.First, res.Last, res.BatchSize); err != nil {
+	if err := e.startWindow(ctx, sendID, 0, res.First, res.Last, res.BatchSize, ""); err != nil {
 		return err
 	}
 	if res.Expanding { // after the first chains: their mails go first
@@ -59,7 +59,12 @@ func (e *Engine) ExpandRest(ctx context.Context, sendID int64) error {
 		return nil
 	}
 	k0 := max(res.From-res.First, 0) / int64(res.BatchSize) // the range the rest begins in
-	if err := e.startWindow(ctx, sendID, k0, res.First, res.Last, res.BatchSize); err != nil {
+	// Chains of their own (tagged): a chain of the first step may be at
+	// range k0..k0+window-1 right now, under the untagged task id; a chain
+	// queued under that id would be taken for it, and that task, begun
+	// before the rest was there, ends at the first step's last range (a
+	// chain lost until the sweeper finds the send idle: 10 s).
+	if err := e.startWindow(ctx, sendID, k0, res.First, res.Last, res.BatchSize, "rest"); err != nil {
 		return err
 	}
 	// That range may also hold the first step's last rows, and a chain of
@@ -72,9 +77,9 @@ func (e *Engine) ExpandRest(ctx context.Context, sendID int64) error {
 // startWindow schedules Config.Window chains of a send whose deliveries
 // are ids first..last in ranges of size, from range k0; the sweeper
 // restarts the chains if this is lost.
-func (e *Engine) startWindow(ctx context.Context, sendID, k0, first, last int64, size int) error {
+func (e *Engine) startWindow(ctx context.Context, sendID, k0, first, last int64, size int, tag string) error {
 	for k := k0; k < k0+int64(e.Config.Window) && first+k*int64(size) <= last; k++ {
-		if err := e.Scheduler.Chain(ctx, sendID, k, time.Time{}, ""); err != nil {
+		if err := e.Scheduler.Chain(ctx, sendID, k, time.Time{}, tag); err != nil {
 			return err
 		}
 	}
