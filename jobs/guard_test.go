@@ -12,6 +12,7 @@ import (
 
 	"github.com/mailroom/mailroom/internal/httpapi"
 	"github.com/mailroom/mailroom/internal/mail"
+	"github.com/mailroom/mailroom/internal/postgres"
 	"github.com/mailroom/mailroom/internal/smtp"
 	"github.com/mailroom/mailroom/internal/smtp/smtptest"
 	"github.com/mailroom/mailroom/internal/testdb"
@@ -100,19 +101,10 @@ func TestBounceGuardPausesASend(t *testing.T) {
 
 	// The API: the details say why; resume answers once, then 409; another
 	// account's send is not found.
-	api := httpapi.New(httpapi.Config{MaxBodyBytes: 1 << 20}, httpapi.Deps{DB: d, Geo: testdb.Geo(t), Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	call := apiGet(t, d)
 	_, theirs, err := d.CreateAccount(ctx, "other")
 	if err != nil {
 		t.Fatal(err)
-	}
-	call := func(keys mail.Keys, path string) (int, string) {
-		w := httptest.NewRecorder()
-		r := httptest.NewRequest("GET", path, nil)
-		r.Header.Set("PublicKey", keys.Public)
-		r.Header.Set("SecretKey", keys.Secret)
-		api.ServeHTTP(w, r)
-		body, _ := io.ReadAll(w.Result().Body)
-		return w.Code, string(body)
 	}
 	utr := scalar[string](t, d, "SELECT utr::text FROM single_sends WHERE id = $1", f.send)
 	code, body := call(f.keys, "/api/single-send/details?utr="+utr)
@@ -149,5 +141,20 @@ func TestBounceGuardPausesASend(t *testing.T) {
 	}
 	if n := scalar[int64](t, d, "SELECT count(*) FROM deliveries WHERE send_id = $1 AND attempts <> 1", f.send); n != 0 {
 		t.Fatalf("%d deliveries attempted other than once", n)
+	}
+}
+
+// apiGet answers a GET of path through the real router with an
+// account's keys: the status and the body.
+func apiGet(t *testing.T, d *postgres.DB) func(keys mail.Keys, path string) (int, string) {
+	api := httpapi.New(httpapi.Config{MaxBodyBytes: 1 << 20}, httpapi.Deps{DB: d, Geo: testdb.Geo(t), Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	return func(keys mail.Keys, path string) (int, string) {
+		w := httptest.NewRecorder()
+		r := httptest.NewRequest("GET", path, nil)
+		r.Header.Set("PublicKey", keys.Public)
+		r.Header.Set("SecretKey", keys.Secret)
+		api.ServeHTTP(w, r)
+		body, _ := io.ReadAll(w.Result().Body)
+		return w.Code, string(body)
 	}
 }

@@ -2,14 +2,10 @@ package jobs_test
 
 import (
 	"context"
-	"io"
-	"log/slog"
-	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/mailroom/mailroom/internal/httpapi"
 	"github.com/mailroom/mailroom/internal/mail"
 	"github.com/mailroom/mailroom/internal/smtp"
 	"github.com/mailroom/mailroom/internal/smtp/smtptest"
@@ -60,20 +56,15 @@ func TestProviderReport(t *testing.T) {
 		}
 	}
 
-	api := httpapi.New(httpapi.Config{MaxBodyBytes: 1 << 20}, httpapi.Deps{DB: d, Geo: testdb.Geo(t), Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	get := apiGet(t, d)
 	_, theirs, err := d.CreateAccount(ctx, "other")
 	if err != nil {
 		t.Fatal(err)
 	}
 	call := func(keys mail.Keys, path string, code int, want string) {
 		t.Helper()
-		w := httptest.NewRecorder()
-		r := httptest.NewRequest("GET", path, nil)
-		r.Header.Set("PublicKey", keys.Public)
-		r.Header.Set("SecretKey", keys.Secret)
-		api.ServeHTTP(w, r)
-		if body, _ := io.ReadAll(w.Result().Body); w.Code != code || string(body) != want {
-			t.Fatalf("%s: %d %s\nwant %d %s", path, w.Code, body, code, want)
+		if got, body := get(keys, path); got != code || body != want {
+			t.Fatalf("%s: %d %s\nwant %d %s", path, got, body, code, want)
 		}
 	}
 	utr := scalar[string](t, d, "SELECT utr::text FROM single_sends WHERE id = $1", f.send)
