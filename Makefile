@@ -13,7 +13,9 @@ build:
 # and Redis (DATABASE_URL, REDIS_URL, HTTP_ADDR… override the defaults).
 # Ctrl-C stops both.
 # A development start also serves asynqmon at /monitoring, behind a
-# password made for this run (unless MONITORING_USER is set already).
+# password made for this run (unless MONITORING_USER is set already), and
+# seals the sending domains' DKIM keys with var/dkim_key_secret (made once;
+# unless DKIM_KEY_SECRET is set already).
 run: build
 	@$(BIN)/api migrate
 	@bash -c 'set -e; \
@@ -21,6 +23,10 @@ run: build
 	  if [ -z "$$MONITORING_USER" ]; then \
 	    export MONITORING_USER=admin MONITORING_PASSWORD=$$(head -c 18 /dev/urandom | base64 | tr -d "/+="); \
 	    login="user admin, password $$MONITORING_PASSWORD"; \
+	  fi; \
+	  if [ -z "$$DKIM_KEY_SECRET" ]; then \
+	    mkdir -p var; [ -s var/dkim_key_secret ] || (umask 077; head -c 32 /dev/urandom | base64 > var/dkim_key_secret); \
+	    export DKIM_KEY_SECRET=$$(cat var/dkim_key_secret); \
 	  fi; \
 	  url=$${PUBLIC_URL:-http://localhost:8080}; \
 	  echo "mailroom: API on $$url/api, worker running. Ctrl-C stops both."; \

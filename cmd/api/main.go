@@ -9,6 +9,7 @@ package main
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -17,6 +18,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"net/url"
 	"os"
 	"os/signal"
 	"strings"
@@ -32,6 +34,7 @@ import (
 	"github.com/mailroom/mailroom/internal/activity"
 	"github.com/mailroom/mailroom/internal/config"
 	"github.com/mailroom/mailroom/internal/console"
+	"github.com/mailroom/mailroom/internal/domains"
 	"github.com/mailroom/mailroom/internal/geo"
 	healthcheck "github.com/mailroom/mailroom/internal/health"
 	"github.com/mailroom/mailroom/internal/httpapi"
@@ -360,6 +363,9 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger) error {
 		VerifySenders:   enqueueOnce(jobs.NewVerifySendersTask),
 		EnqueueDispatch: enqueueDispatch,
 	}
+	if deps.Domains, err = domainService(cfg, d, log); err != nil {
+		return err
+	}
 	var reg *prometheus.Registry
 	if cfg.APIMetrics { // GET /metrics on this listener (docs/metrics.md)
 		reg = metrics.NewRegistry()
@@ -446,4 +452,30 @@ func health(ctx context.Context, cfg config.Config) error {
 		return fmt.Errorf("HTTP_ADDR %s: %w", cfg.HTTPAddr, err)
 	}
 	return nil
+}
+
+// domainService makes and checks the accounts' sending domains
+// (docs/deliverability.md): without DKIM_KEY_SECRET none can be added
+// (said at start); the records name SPF_INCLUDE and BOUNCE_MX, by default
+// from PUBLIC_URL's host.
+func domainService(cfg config.Config, d *postgres.DB, log *slog.Logger) (*domains.Service, error) {
+	s := &domains.Service{Store: d, Resolver: domains.Resolver{Server: cfg.DNSServer, Timeout: 5 * time.Second}}
+	if s.Resolver.Server == "" {
+		s.Resolver.Server = domains.SystemServer()
+	}
+	host := "localhost"
+	if u, err := url.Parse(cfg.PublicURL); err == nil && u.Hostname() != "" {
+		host = u.Hostname()
+	}
+	s.Setup = domains.Setup{SPFInclude: cmp.Or(cfg.SPFInclude, "_spf."+host), BounceMX: cmp.Or(cfg.BounceMX, host)}
+	if cfg.DKIMKeySecret == "" {
+		log.Warn("DKIM_KEY_SECRET is not set: no sending domain can be added (docs/deliverability.md)")
+		return s, nil
+	}
+	sealer, err := domains.NewSealer(cfg.DKIMKeySecret)
+	if err != nil {
+		return nil, err
+	}
+	s.Sealer = sealer
+	return s, nil
 }

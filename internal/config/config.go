@@ -38,6 +38,10 @@ type Config struct {
 	InboundGreetingTimeout time.Duration // INBOUND_GREETING_TIMEOUT: from the greeting to an inbound connection's first command
 	InboundTimeout         time.Duration // INBOUND_TIMEOUT: each later inbound command's read, each reply's write
 	DKIMKeys               string        // DKIM_KEYS: domain=selector:/path/key.pem,… (read by the worker)
+	DKIMKeySecret          string        // DKIM_KEY_SECRET: 32 bytes (base64) sealing the sending domains' private keys
+	DNSServer              string        // DNS_SERVER: host:port the sending domains' records are looked up at; empty: /etc/resolv.conf's first
+	SPFInclude             string        // SPF_INCLUDE: the include: a sending domain's SPF record names; empty: _spf. and PUBLIC_URL's host
+	BounceMX               string        // BOUNCE_MX: the MX host of a sending domain's bounces. domain; empty: PUBLIC_URL's host
 	AllowUnverifiedSenders bool          // ALLOW_UNVERIFIED_SENDERS
 	ClickTracking          bool          // CLICK_TRACKING: on (default) rewrites mails' links to tracked ones; off leaves them
 	MonitoringUser         string        // MONITORING_USER
@@ -157,6 +161,10 @@ func Load(getenv func(string) string) (Config, error) {
 		InboundMaxConns:      integer("INBOUND_MAX_CONNS", 1000),
 		InboundMaxConnsPerIP: integer("INBOUND_MAX_CONNS_PER_IP", 10),
 		DKIMKeys:             str("DKIM_KEYS", ""),
+		DKIMKeySecret:        str("DKIM_KEY_SECRET", ""),
+		DNSServer:            str("DNS_SERVER", ""),
+		SPFInclude:           strings.TrimSuffix(str("SPF_INCLUDE", ""), "."),
+		BounceMX:             strings.TrimSuffix(str("BOUNCE_MX", ""), "."),
 		MonitoringUser:       str("MONITORING_USER", ""),
 		MonitoringPassword:   str("MONITORING_PASSWORD", ""),
 		WorkerMetricsAddr:    str("WORKER_METRICS_ADDR", "127.0.0.1:9091"),

@@ -5,86 +5,14 @@ import (
 	"context"
 	"crypto/x509"
 	"encoding/base64"
-	"net"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
-	"github.com/miekg/dns"
-
 	"github.com/mailroom/mailroom/internal/domains"
+	"github.com/mailroom/mailroom/internal/domains/dnstest"
 	"github.com/mailroom/mailroom/internal/mail"
 )
-
-// zone is a DNS server in the test process (miekg/dns over UDP and TCP
-// on loopback) answering from records set by the test.
-type zone struct {
-	mu   sync.Mutex
-	rrs  map[string][]dns.RR // by lower-case fqdn
-	Addr string
-}
-
-func newZone(t *testing.T) *zone {
-	t.Helper()
-	z := &zone{rrs: map[string][]dns.RR{}}
-	pc, err := net.ListenPacket("udp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	z.Addr = pc.LocalAddr().String()
-	l, err := net.Listen("tcp", z.Addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	h := dns.HandlerFunc(func(w dns.ResponseWriter, r *dns.Msg) {
-		m := new(dns.Msg)
-		m.SetReply(r)
-		q := r.Question[0]
-		z.mu.Lock()
-		rrs, known := z.rrs[strings.ToLower(q.Name)]
-		for _, rr := range rrs {
-			if rr.Header().Rrtype == q.Qtype {
-				m.Answer = append(m.Answer, rr)
-			}
-		}
-		z.mu.Unlock()
-		if !known {
-			m.Rcode = dns.RcodeNameError
-		}
-		w.WriteMsg(m)
-	})
-	udp, tcp := &dns.Server{PacketConn: pc, Handler: h}, &dns.Server{Listener: l, Handler: h}
-	go udp.ActivateAndServe()
-	go tcp.ActivateAndServe()
-	t.Cleanup(func() { udp.Shutdown(); tcp.Shutdown() })
-	return z
-}
-
-// add publishes a record in zone-file form ("name 300 IN TXT \"…\"").
-func (z *zone) add(t *testing.T, s string) {
-	t.Helper()
-	rr, err := dns.NewRR(s)
-	if err != nil {
-		t.Fatal(err)
-	}
-	z.mu.Lock()
-	defer z.mu.Unlock()
-	name := strings.ToLower(rr.Header().Name)
-	z.rrs[name] = append(z.rrs[name], rr)
-}
-
-// txt is a TXT record of value split in strings of 255 bytes, as a
-// long DKIM key is published.
-func txt(name, value string) string {
-	var parts []string
-	for len(value) > 255 {
-		parts = append(parts, `"`+value[:255]+`"`)
-		value = value[255:]
-	}
-	parts = append(parts, `"`+value+`"`)
-	return name + " 300 IN TXT " + strings.Join(parts, " ")
-}
 
 func TestRecordsLookedUp(t *testing.T) {
 	t.Parallel()
@@ -110,7 +38,7 @@ func TestRecordsLookedUp(t *testing.T) {
 		t.Fatalf("records: %s", got)
 	}
 
-	z := newZone(t)
+	z := dnstest.New(t)
 	res := domains.Resolver{Server: z.Addr, Timeout: 2 * time.Second}
 	status := func() string {
 		var s []string
@@ -125,13 +53,13 @@ func TestRecordsLookedUp(t *testing.T) {
 	// The RSA key split in 255-byte strings (TCP for the long answer is
 	// not needed here: it fits), the Ed25519 key of another pair, an SPF
 	// record without the include, a DMARC record, the bounce MX.
-	z.add(t, txt("mr1._domainkey.shop.example.", recs[0].Value))
+	z.TXT(t, "mr1._domainkey.shop.example", recs[0].Value)
 	other, _ := domains.NewKeys(true)
-	z.add(t, txt("mr1e._domainkey.shop.example.", "v=DKIM1; k=ed25519; p="+other.Ed25519Public))
-	z.add(t, txt("shop.example.", "v=spf1 include:_spf.google.com ~all"))
-	z.add(t, txt("shop.example.", "google-site-verification=abc"))
-	z.add(t, txt("_dmarc.shop.example.", "v=DMARC1; p=quarantine"))
-	z.add(t, "bounces.shop.example. 300 IN MX 10 in.mailroom.test.")
+	z.TXT(t, "mr1e._domainkey.shop.example", "v=DKIM1; k=ed25519; p="+other.Ed25519Public)
+	z.TXT(t, "shop.example", "v=spf1 include:_spf.google.com ~all")
+	z.TXT(t, "shop.example", "google-site-verification=abc")
+	z.TXT(t, "_dmarc.shop.example", "v=DMARC1; p=quarantine")
+	z.Add(t, "bounces.shop.example. 300 IN MX 10 in.mailroom.test.")
 	checked := res.Check(context.Background(), recs)
 	var got []string
 	for _, r := range checked {
@@ -144,7 +72,7 @@ func TestRecordsLookedUp(t *testing.T) {
 		t.Fatalf("spf found %q (the site verification is no SPF record)", f)
 	}
 	// Two SPF records are an error to receivers (RFC 7208 3.2): wrong.
-	z.add(t, txt("shop.example.", "v=spf1 include:_spf.mailroom.test ~all"))
+	z.TXT(t, "shop.example", "v=spf1 include:_spf.mailroom.test ~all")
 	if s := res.Check(context.Background(), recs)[2].Status; s != mail.RecordWrong {
 		t.Fatalf("two SPF records: %s", s)
 	}

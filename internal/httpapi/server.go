@@ -23,6 +23,7 @@ import (
 
 	"github.com/mailroom/mailroom/internal/activity"
 	"github.com/mailroom/mailroom/internal/contactimport"
+	"github.com/mailroom/mailroom/internal/domains"
 	"github.com/mailroom/mailroom/internal/geo"
 	"github.com/mailroom/mailroom/internal/logging"
 	"github.com/mailroom/mailroom/internal/mail"
@@ -84,6 +85,8 @@ type Server struct {
 	rateLimit      func(ctx context.Context, accountID int64) (bool, time.Duration, error)
 	// lookupHost resolves a webhook's host name at save.
 	lookupHost func(ctx context.Context, host string) ([]netip.Addr, error)
+	// domains makes and checks sending domains.
+	domains *domains.Service
 
 	signerMu sync.Mutex
 	tokens   *mail.TokenSigner // see signer
@@ -137,6 +140,10 @@ type Deps struct {
 	// (docs/webhooks.md). nil: net.DefaultResolver, as the worker's
 	// dialer resolves it.
 	LookupHost func(ctx context.Context, host string) ([]netip.Addr, error)
+	// Domains makes and checks sending domains (docs/deliverability.md);
+	// its Store is DB. nil: one without DKIM_KEY_SECRET, asking the
+	// system's name server (a domain cannot be added).
+	Domains *domains.Service
 }
 
 // New builds the router.
@@ -149,6 +156,9 @@ func newServer(cfg Config, d Deps) *Server {
 		console: d.Console, consolePaths: d.ConsolePaths, media: d.Media,
 		verifySenders:  d.VerifySenders,
 		automationLive: d.AutomationLive, rateLimit: d.RateLimit, metricsHandler: d.MetricsHandler, lookupHost: d.LookupHost}
+	if s.domains = d.Domains; s.domains == nil {
+		s.domains = &domains.Service{Store: d.DB, Resolver: domains.Resolver{Server: domains.SystemServer(), Timeout: 5 * time.Second}}
+	}
 	if s.lookupHost == nil {
 		s.lookupHost = func(ctx context.Context, host string) ([]netip.Addr, error) {
 			return net.DefaultResolver.LookupNetIP(ctx, "ip", host)
@@ -235,6 +245,7 @@ func (s *Server) routes(api *gin.RouterGroup) {
 	s.statsRoutes(api)
 	s.webhookRoutes(api)
 	s.guardRoutes(api)
+	s.domainRoutes(api)
 }
 
 // recover turns a panic into a logged 500, except http.ErrAbortHandler,

@@ -415,6 +415,21 @@ type Sender struct {
 	VerifyRequestedAt *time.Time
 }
 
+type SendingDomain struct {
+	ID             int64
+	UserID         int64
+	Domain         string
+	Selector       string
+	RsaPrivate     []byte
+	Ed25519Private []byte
+	Records        []byte
+	CheckedAt      *time.Time
+	VerifiedAt     *time.Time
+	CreatedAt      time.Time
+	UpdatedAt      time.Time
+	DeletedAt      *time.Time
+}
+
 type SingleSend struct {
 	ID                         int64
 	UserID                     int64

@@ -1,0 +1,120 @@
+package httpapi
+
+import (
+	"strings"
+
+	"github.com/gin-gonic/gin"
+
+	"github.com/mailroom/mailroom/internal/mail"
+)
+
+// Sending domains (docs/deliverability.md): an account's domains, their
+// DKIM keys and the DNS records to publish, looked up on request.
+func (s *Server) domainRoutes(api *gin.RouterGroup) {
+	api.GET("/domains", s.listDomains)
+	api.POST("/domains/save", s.saveDomain)
+	api.GET("/domains/details", s.domainDetails)
+	api.POST("/domains/verify", s.verifyDomain)
+	api.DELETE("/domains/delete", s.deleteByID("id", s.db.DeleteSendingDomain, deleted))
+}
+
+// domainJSON is a sending domain as the API shows it (never a key's
+// private part).
+type domainJSON struct {
+	ID         int64               `json:"id"`
+	Domain     string              `json:"domain"`
+	Selector   string              `json:"selector"`
+	Ed25519    bool                `json:"ed25519"`
+	Verified   bool                `json:"verified"`
+	Records    []mail.DomainRecord `json:"records"`
+	CheckedAt  *string             `json:"checked_at"`
+	VerifiedAt *string             `json:"verified_at"`
+	CreatedAt  string              `json:"created_at"`
+}
+
+func renderDomain(d mail.SendingDomain) domainJSON {
+	return domainJSON{ID: d.ID, Domain: d.Domain, Selector: d.Selector, Ed25519: d.Ed25519, Verified: d.Verified, Records: d.Records,
+		CheckedAt: tsPtr(d.CheckedAt), VerifiedAt: tsPtr(d.VerifiedAt), CreatedAt: ts(d.CreatedAt)}
+}
+
+// listDomains answers GET /domains.
+func (s *Server) listDomains(c *gin.Context) {
+	rows, err := s.db.SendingDomains(c.Request.Context(), userID(c))
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
+	out := make([]domainJSON, len(rows))
+	for i, d := range rows {
+		out[i] = renderDomain(d)
+	}
+	ok(c, gin.H{"domains": out})
+}
+
+// saveDomain answers POST /domains/save: domain, ed25519 (optional,
+// "1"/"true": an Ed25519 key beside the RSA one).
+func (s *Server) saveDomain(c *gin.Context) {
+	f, err := readForm(c)
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
+	ed, edErr := readFlag("ed25519", f.str("ed25519"))
+	if err := f.checked(edErr); err != nil {
+		s.fail(c, err)
+		return
+	}
+	d, err := s.domains.Add(c.Request.Context(), userID(c), f.str("domain"), ed)
+	if err = f.checked(err); err != nil {
+		s.fail(c, err)
+		return
+	}
+	ok(c, gin.H{"domain": renderDomain(d)})
+}
+
+// domainDetails answers GET /domains/details?id=.
+func (s *Server) domainDetails(c *gin.Context) {
+	id, err := queryID(c, "id")
+	var d mail.SendingDomain
+	if err == nil {
+		d, err = s.db.SendingDomain(c.Request.Context(), userID(c), id)
+	}
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
+	ok(c, gin.H{"domain": renderDomain(d)})
+}
+
+// verifyDomain answers POST /domains/verify with id (in the body or the
+// query): the records looked up now, each found, missing or wrong.
+func (s *Server) verifyDomain(c *gin.Context) {
+	f, err := readForm(c)
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
+	id, err := parseID("id", f.str("id"))
+	if err = f.checked(err); err != nil {
+		s.fail(c, err)
+		return
+	}
+	d, err := s.domains.Verify(c.Request.Context(), userID(c), id)
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
+	ok(c, gin.H{"domain": renderDomain(d)})
+}
+
+// readFlag reads an optional boolean field: absent, "0" or "false" is
+// false, "1" or "true" true; anything else is refused.
+func readFlag(field, v string) (bool, error) {
+	switch strings.ToLower(strings.TrimSpace(v)) {
+	case "", "0", "false":
+		return false, nil
+	case "1", "true":
+		return true, nil
+	}
+	return false, mail.Invalid(field, "The "+mail.Label(field)+" field must be true or false.")
+}

@@ -1,0 +1,28 @@
+-- name: CreateSendingDomain :one
+-- No row when the account has the domain already.
+INSERT INTO sending_domains (user_id, domain, selector, rsa_private, ed25519_private, records)
+VALUES (@user_id, @domain, @selector, @rsa_private, sqlc.narg(ed25519_private), @records::jsonb)
+ON CONFLICT (user_id, domain) WHERE deleted_at IS NULL DO NOTHING
+RETURNING id;
+
+-- name: CountSendingDomains :one
+SELECT count(*) FROM sending_domains WHERE user_id = @user_id AND deleted_at IS NULL;
+
+-- name: SendingDomains :many
+SELECT id, user_id, domain, selector, (ed25519_private IS NOT NULL)::bool AS ed25519, records::text AS records, checked_at, verified_at, created_at
+FROM sending_domains WHERE user_id = @user_id AND deleted_at IS NULL ORDER BY id;
+
+-- name: SendingDomain :one
+SELECT id, user_id, domain, selector, (ed25519_private IS NOT NULL)::bool AS ed25519, records::text AS records, checked_at, verified_at, created_at
+FROM sending_domains WHERE id = @id AND user_id = @user_id AND deleted_at IS NULL;
+
+-- name: SaveDomainChecks :execrows
+-- A lookup's findings; verified_at is when every record was first found
+-- together (cleared when one no longer is).
+UPDATE sending_domains
+SET records = @records::jsonb, checked_at = now(), updated_at = now(),
+    verified_at = CASE WHEN @all_found::bool THEN COALESCE(verified_at, now()) END
+WHERE id = @id AND user_id = @user_id AND deleted_at IS NULL;
+
+-- name: DeleteSendingDomain :execrows
+UPDATE sending_domains SET deleted_at = now(), updated_at = now() WHERE id = @id AND user_id = @user_id AND deleted_at IS NULL;
