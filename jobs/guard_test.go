@@ -3,10 +3,12 @@ package jobs_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -116,8 +118,29 @@ func TestBounceGuardPausesASend(t *testing.T) {
 		t.Fatalf("another account's resume: %d %s", code, body)
 	}
 	refuse = false // the sender cleaned the list
-	if code, body = call(f.keys, "/api/single/send/resume?utr="+utr); code != 200 || body != `{"status":"success","message":"Single Send Resumed Successfully"}` {
-		t.Fatalf("resume: %d %s", code, body)
+	// Resumed by many at once: one of them resumes it, the others are
+	// told it is not paused.
+	var wg sync.WaitGroup
+	answers := make([]string, 20)
+	for i := range answers {
+		wg.Go(func() {
+			code, body := call(f.keys, "/api/single/send/resume?utr="+utr)
+			answers[i] = fmt.Sprint(code, " ", body)
+		})
+	}
+	wg.Wait()
+	resumed := 0
+	for _, a := range answers {
+		switch a {
+		case `200 {"status":"success","message":"Single Send Resumed Successfully"}`:
+			resumed++
+		case `409 {"status":"failed","errors":"Only paused single sends can be resumed."}`:
+		default:
+			t.Fatalf("resume: %s", a)
+		}
+	}
+	if resumed != 1 {
+		t.Fatalf("%d of 20 resumes at once resumed it", resumed)
 	}
 	if code, body = call(f.keys, "/api/single/send/resume?utr="+utr); code != 409 || body != `{"status":"failed","errors":"Only paused single sends can be resumed."}` {
 		t.Fatalf("resume again: %d %s", code, body)
@@ -141,6 +164,18 @@ func TestBounceGuardPausesASend(t *testing.T) {
 	}
 	if n := scalar[int64](t, d, "SELECT count(*) FROM deliveries WHERE send_id = $1 AND attempts <> 1", f.send); n != 0 {
 		t.Fatalf("%d deliveries attempted other than once", n)
+	}
+	// A send paused while its last mails were in flight, completed by
+	// them: done, not paused.
+	last := scalar[int64](t, d, `INSERT INTO single_sends (user_id, utr, template_id, sender_id, unsubscribe_group_id, single_send_name,
+			subject, preheader, status, triggered, remaining, paused_at, paused_reason)
+		SELECT user_id, gen_random_uuid(), 1, sender_id, unsubscribe_group_id, 'Last', 'S', 'P', 2, 10, 0, now(), 'x'
+		FROM single_sends WHERE id = $1 RETURNING id`, f.send)
+	if done, err := d.CompleteSend(ctx, last); err != nil || !done {
+		t.Fatalf("complete: %v %v", done, err)
+	}
+	if n := scalar[int64](t, d, "SELECT count(*) FROM single_sends WHERE id = $1 AND status = 3 AND paused_at IS NULL AND paused_reason IS NULL", last); n != 1 {
+		t.Fatal("a completed send is still marked paused")
 	}
 }
 

@@ -95,4 +95,5 @@ func TestProviderReport(t *testing.T) {
 		`{"status":"failed","errors":{"to":["The to must be a valid date in the form YYYY-MM-DD."],"from":["The from must be a valid date in the form YYYY-MM-DD."]}}`)
 	call(f.keys, "/api/providers?from=2020-02-01&to=2020-01-31", 422, `{"status":"failed","errors":{"to":["The to must be a date after or equal to from."]}}`)
 	call(f.keys, "/api/providers?from=2020-01-01&to=2021-01-01", 422, `{"status":"failed","errors":{"to":["The period may not be longer than 366 days."]}}`)
+	call(f.keys, "/api/providers?to=0000-01-01", 422, `{"status":"failed","errors":{"from":["The from must be a valid date in the form YYYY-MM-DD."]}}`)
 }

@@ -37,9 +37,18 @@ func TestReputationGuards(t *testing.T) {
 			`{"status":"failed","errors":{"bounce_rate":["The bounce rate must be a number."],"bounce_after":["The bounce after must be an integer."],"complaint_rate":["The complaint rate must be a number."],"complaint_after":["The complaint after must be between 1 and 1000000000."]}}`},
 		{"too precise", url.Values{"bounce_rate": {"0.125"}, "bounce_after": {"10"}, "complaint_rate": {"Inf"}, "complaint_after": {"10"}},
 			`{"status":"failed","errors":{"bounce_rate":["The bounce rate may have at most 2 decimal places."],"complaint_rate":["The complaint rate must be a number."]}}`},
+		// Written out or refused: an exponent, hex or digit separators
+		// would keep a value other than the one shown (1e-12 kept, 0 shown).
+		{"not written out", url.Values{"bounce_rate": {"1e-12"}, "bounce_after": {"10"}, "complaint_rate": {"0x1p-2"}, "complaint_after": {"10"}},
+			`{"status":"failed","errors":{"bounce_rate":["The bounce rate must be a number."],"complaint_rate":["The complaint rate must be a number."]}}`},
+		{"separators", url.Values{"bounce_rate": {"1_0"}, "bounce_after": {"10"}, "complaint_rate": {"-0.01"}, "complaint_after": {"10"}},
+			`{"status":"failed","errors":{"bounce_rate":["The bounce rate must be a number."],"complaint_rate":["The complaint rate must be between 0 and 100."]}}`},
 	} {
 		save(c.body).expect(t, 422, c.want)
 	}
+	// -0 is 0; a trailing point is a number.
+	save(url.Values{"bounce_rate": {"-0"}, "bounce_after": {"1"}, "complaint_rate": {"100."}, "complaint_after": {"1000000000"}}).
+		expect(t, 200, `{"status":"success","message":"Reputation Guards Saved Successfully"}`)
 	// Nothing of a refused save was kept.
 	a.do(get(acct)).expect(t, 200, `{"status":"success","message":{"guards":{"bounce_rate":0,"bounce_after":1,"complaint_rate":100,"complaint_after":1000000000}}}`)
 	if r := a.do(req{method: "GET", path: "/api/reputation-guards"}); r.code != 401 {

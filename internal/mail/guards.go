@@ -2,6 +2,7 @@ package mail
 
 import (
 	"math"
+	"regexp"
 	"strconv"
 	"strings"
 )
@@ -15,6 +16,9 @@ type ReputationGuards struct {
 	ComplaintRate  float64 `json:"complaint_rate"`  // complaints, % of delivered mails
 	ComplaintAfter int64   `json:"complaint_after"` // delivered mails before it is judged
 }
+
+// plainDecimal is a decimal written out: sign, digits, decimals.
+var plainDecimal = regexp.MustCompile(`^([+-]?)([0-9]+)(?:\.([0-9]*))?$`)
 
 // MaxGuardAfter bounds the counts a guard waits for.
 const MaxGuardAfter = 1_000_000_000
@@ -31,16 +35,19 @@ func ParseReputationGuards(bounceRate, bounceAfter, complaintRate, complaintAfte
 			p.Required(field)
 			return
 		}
+		// A plain decimal: no exponent, hex or digit separators, so the
+		// value kept is the one written (1e-12 would be kept and shown 0).
+		m := plainDecimal.FindStringSubmatch(v)
 		f, err := strconv.ParseFloat(v, 64)
 		switch {
-		case err != nil || math.IsNaN(f) || math.IsInf(f, 0):
+		case m == nil || err != nil:
 			p.Add(field, "The "+Label(field)+" must be a number.")
-		case f < 0 || f > 100:
+		case m[1] == "-" && f != 0 || f > 100:
 			p.Add(field, "The "+Label(field)+" must be between 0 and 100.")
-		case math.Abs(f*100-math.Round(f*100)) > 1e-9:
+		case len(m[3]) > 2:
 			p.Add(field, "The "+Label(field)+" may have at most 2 decimal places.")
 		default:
-			*dst = f
+			*dst = math.Abs(f) // -0 is 0
 		}
 	}
 	count := func(field, v string, dst *int64) {

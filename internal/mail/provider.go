@@ -107,6 +107,8 @@ func ParseReportDays(from, to string, now time.Time) (time.Time, time.Time, erro
 	start := day("from", from, end.AddDate(0, 0, -29))
 	if p.Err() == nil {
 		switch {
+		case start.Year() < 1:
+			p.Add("from", "The from must be a valid date in the form YYYY-MM-DD.")
 		case end.Before(start):
 			p.Add("to", "The to must be a date after or equal to from.")
 		case end.Sub(start) >= MaxReportDays*24*time.Hour:

@@ -283,7 +283,7 @@ func (q *Queries) ClaimDeliveries(ctx context.Context, arg ClaimDeliveriesParams
 
 const completeSend = `-- name: CompleteSend :one
 UPDATE single_sends s
-SET status = 3, sent_at = now(), updated_at = now()
+SET status = 3, sent_at = now(), updated_at = now(), paused_at = NULL, paused_reason = NULL
 WHERE s.id = $1 AND s.status = 2 AND s.remaining <= 0 AND s.expand_after IS NULL
 RETURNING s.user_id, s.triggered, s.delivered, s.bounces, s.automation_id
 `
@@ -298,7 +298,8 @@ type CompleteSendRow struct {
 
 // Marks the send completed when no delivery is left and its audience is
 // whole: a guarded update, so of all the batches that try, exactly one
-// succeeds.
+// succeeds. A send a guard paused while its last mails were in flight is
+// done all the same: the pause goes with it.
 func (q *Queries) CompleteSend(ctx context.Context, id int64) (CompleteSendRow, error) {
 	row := q.db.QueryRow(ctx, completeSend, id)
 	var i CompleteSendRow

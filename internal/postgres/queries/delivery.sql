@@ -379,9 +379,10 @@ FROM added a;
 -- name: CompleteSend :one
 -- Marks the send completed when no delivery is left and its audience is
 -- whole: a guarded update, so of all the batches that try, exactly one
--- succeeds.
+-- succeeds. A send a guard paused while its last mails were in flight is
+-- done all the same: the pause goes with it.
 UPDATE single_sends s
-SET status = 3, sent_at = now(), updated_at = now()
+SET status = 3, sent_at = now(), updated_at = now(), paused_at = NULL, paused_reason = NULL
 WHERE s.id = @id AND s.status = 2 AND s.remaining <= 0 AND s.expand_after IS NULL
 RETURNING s.user_id, s.triggered, s.delivered, s.bounces, s.automation_id;
 

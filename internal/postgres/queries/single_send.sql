@@ -125,7 +125,9 @@ WITH s AS (
     SET paused_at = NULL, paused_reason = NULL, progress_at = now() - interval '1 day', updated_at = now(),
         guard_attempted = ss.attempted, guard_bounces = ss.bounces, guard_delivered = ss.delivered,
         guard_complaints = ss.complaints
-    FROM s WHERE ss.id = s.id AND s.paused_at IS NOT NULL AND ss.status = 2
+    -- paused_at on the row itself too: of resumes at once, the ones that
+    -- waited for the first's lock see it resumed and change nothing
+    FROM s WHERE ss.id = s.id AND s.paused_at IS NOT NULL AND ss.paused_at IS NOT NULL AND ss.status = 2
     RETURNING ss.id
 )
 SELECT s.id, (SELECT count(*) FROM r)::bigint AS resumed FROM s;
