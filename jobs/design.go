@@ -71,7 +71,7 @@ func DesignTestSend(d Deps) asynq.HandlerFunc {
 		}
 		form := render.NewForm(tmpl, dt.Sender, render.FormOptions{MaxBytes: d.Engine.MaxMailBytes})
 		from := dt.Sender.FromEmail.Wire()
-		key := d.DKIM.For(from)
+		key := d.DKIM.ForAccount(dt.UserID, from)
 		var b render.Buffer
 		again := 0
 		for _, to := range dt.Recipients {

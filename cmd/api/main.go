@@ -34,6 +34,7 @@ import (
 	"github.com/mailroom/mailroom/internal/activity"
 	"github.com/mailroom/mailroom/internal/config"
 	"github.com/mailroom/mailroom/internal/console"
+	"github.com/mailroom/mailroom/internal/dkim"
 	"github.com/mailroom/mailroom/internal/domains"
 	"github.com/mailroom/mailroom/internal/geo"
 	healthcheck "github.com/mailroom/mailroom/internal/health"
@@ -459,7 +460,8 @@ func health(ctx context.Context, cfg config.Config) error {
 // (said at start); the records name SPF_INCLUDE and BOUNCE_MX, by default
 // from PUBLIC_URL's host.
 func domainService(cfg config.Config, d *postgres.DB, log *slog.Logger) (*domains.Service, error) {
-	s := &domains.Service{Store: d, Resolver: domains.Resolver{Server: cfg.DNSServer, Timeout: 5 * time.Second}}
+	s := &domains.Service{Store: d, Resolver: domains.Resolver{Server: cfg.DNSServer, Timeout: 5 * time.Second},
+		KeyDomains: dkim.SpecDomains(cfg.DKIMKeys)}
 	if s.Resolver.Server == "" {
 		s.Resolver.Server = domains.SystemServer()
 	}

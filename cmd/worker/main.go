@@ -21,6 +21,7 @@ import (
 
 	"github.com/mailroom/mailroom/internal/config"
 	"github.com/mailroom/mailroom/internal/dkim"
+	"github.com/mailroom/mailroom/internal/domains"
 	healthcheck "github.com/mailroom/mailroom/internal/health"
 	"github.com/mailroom/mailroom/internal/inbound"
 	"github.com/mailroom/mailroom/internal/logging"
@@ -121,6 +122,9 @@ func run(ctx context.Context, getenv func(string) string, stderr io.Writer) erro
 		log.Info("DKIM: RSA signatures by Go", "why_not_libcrypto", why.Error())
 	} else if rsaBackend != "" {
 		log.Info("DKIM: RSA signatures by libcrypto", "backend", rsaBackend)
+	}
+	if err := loadDomainKeys(ctx, cfg, d, keys, log); err != nil {
+		return err
 	}
 	key, err := d.Secret(ctx, "unsubscribe_token")
 	if err != nil {
@@ -288,4 +292,45 @@ func expandStep(n int) int {
 		return -1
 	}
 	return n
+}
+
+// domainKeysEvery is how often the worker reads the verified sending
+// domains' keys again.
+const domainKeysEvery = 30 * time.Second
+
+// loadDomainKeys puts the verified sending domains' keys in force in keys
+// now and every domainKeysEvery until ctx ends (docs/deliverability.md):
+// each account's mails from its own verified domains are signed with
+// their keys. Without DKIM_KEY_SECRET there are none; a wrong one is an
+// error at start.
+func loadDomainKeys(ctx context.Context, cfg config.Config, d *postgres.DB, keys *dkim.Keys, log *slog.Logger) error {
+	if cfg.DKIMKeySecret == "" {
+		log.Info("DKIM: no DKIM_KEY_SECRET: the sending domains' keys are not used")
+		return nil
+	}
+	sealer, err := domains.NewSealer(cfg.DKIMKeySecret)
+	if err != nil {
+		return err
+	}
+	load := func() int {
+		n, err := domains.LoadKeys(ctx, d, sealer, keys)
+		if err != nil {
+			log.Warn("DKIM: sending domains' keys", "domains", n, "err", err)
+		}
+		return n
+	}
+	log.Info("DKIM: sending domains' keys in force", "domains", load(), "reload_every", domainKeysEvery.String())
+	go func() {
+		t := time.NewTicker(domainKeysEvery)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+				load()
+			}
+		}
+	}()
+	return nil
 }

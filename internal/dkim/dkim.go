@@ -14,6 +14,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/mailroom/mailroom/internal/mail"
@@ -33,12 +34,68 @@ type Key struct {
 	next     *Key
 }
 
-// Keys are the configured keys by domain (lower-case). The zero value and
-// nil sign nothing.
+// Keys are the configured keys by domain (lower-case): DKIM_KEYS', for
+// every account, and the accounts' authenticated sending domains', each
+// for its account alone (SetAccountKeys). The zero value and nil sign
+// nothing.
 type Keys struct {
 	byDomain map[string]*Key
 	rsa      string // what signs the RSA keys: "" (none), BackendOpenSSL …, BackendGo
 	rsaWhy   error  // why not libcrypto, when Go signs
+	accounts atomic.Pointer[map[int64]map[string]*Key]
+	pureGo   bool
+}
+
+// SetAccountKeys puts the accounts' sending domains' keys in force (by
+// account, then domain), in place of the ones set before: a mail of an
+// account from such a domain is signed with its account's key rather
+// than DKIM_KEYS'.
+func (ks *Keys) SetAccountKeys(keys map[int64]map[string]*Key) { ks.accounts.Store(&keys) }
+
+// ForAccount is the key account signs address's mails with: its own key
+// of the address's domain, else DKIM_KEYS' (For); nil when there is none.
+func (ks *Keys) ForAccount(account int64, address string) *Key {
+	if ks == nil {
+		return nil
+	}
+	if m := ks.accounts.Load(); m != nil && len(*m) > 0 {
+		i := strings.LastIndexByte(address, '@')
+		if k := (*m)[account][strings.ToLower(strings.TrimSuffix(address[i+1:], ">"))]; k != nil {
+			return k
+		}
+	}
+	return ks.For(address)
+}
+
+// DomainKey is a sending domain's key from PKCS #8 DER: RSA (signed by
+// libcrypto where the worker's RSA keys are), with its Ed25519 key
+// chained when edDER is not nil (RFC 8463: a mail gets both signatures).
+func (ks *Keys) DomainKey(domain, selector string, rsaDER []byte, edSelector string, edDER []byte) (*Key, error) {
+	key, err := x509.ParsePKCS8PrivateKey(rsaDER)
+	if err != nil {
+		return nil, fmt.Errorf("key of %s: %w", domain, err)
+	}
+	r, ok := key.(*rsa.PrivateKey)
+	if !ok {
+		return nil, fmt.Errorf("key of %s: %T is no RSA key", domain, key)
+	}
+	var signer crypto.Signer = r
+	if !ks.pureGo {
+		signer, _, _ = fastRSA(r)
+	}
+	k := NewKey(domain, selector, signer)
+	if edDER != nil {
+		e, err := x509.ParsePKCS8PrivateKey(edDER)
+		if err != nil {
+			return nil, fmt.Errorf("Ed25519 key of %s: %w", domain, err)
+		}
+		ed, ok := e.(ed25519.PrivateKey)
+		if !ok {
+			return nil, fmt.Errorf("Ed25519 key of %s: %T", domain, e)
+		}
+		k.next = NewKey(domain, edSelector, ed)
+	}
+	return k, nil
 }
 
 // What makes RSA signatures.
@@ -77,7 +134,7 @@ func Parse(spec string, read func(string) ([]byte, error), opts ...Option) (*Key
 	for _, opt := range opts {
 		opt(&o)
 	}
-	ks := &Keys{byDomain: map[string]*Key{}}
+	ks := &Keys{byDomain: map[string]*Key{}, pureGo: o.pureGo}
 	for _, entry := range strings.Split(spec, ",") {
 		entry = strings.TrimSpace(entry)
 		if entry == "" {
@@ -197,4 +254,22 @@ func (ks *Keys) Len() int {
 // (sign.go).
 func (k *Key) Sign(dst, msg []byte) ([]byte, error) {
 	return k.sign(dst, msg, time.Now())
+}
+
+// SpecDomains are the domains a DKIM_KEYS spec names (as Parse keeps
+// them: lower-case, A-label), without reading its keys: for the API,
+// which tells a send whether its mails are signed.
+func SpecDomains(spec string) []string {
+	var out []string
+	for _, entry := range strings.Split(spec, ",") {
+		domain, _, ok := strings.Cut(strings.TrimSpace(entry), "=")
+		if domain = strings.ToLower(strings.TrimSpace(domain)); !ok || domain == "" {
+			continue
+		}
+		if a, ok := mail.DomainALabel(domain); ok {
+			domain = a
+		}
+		out = append(out, domain)
+	}
+	return out
 }

@@ -4,54 +4,21 @@ import (
 	"bytes"
 	"crypto"
 	"crypto/x509"
-	"encoding/json"
-	"os"
-	"os/exec"
 	"strings"
 	"testing"
+
+	"github.com/mailroom/mailroom/internal/dkim/dkimtest"
 )
 
-// dkimpy is Debian's python3-dkim, an outside DKIM verifier: it reads the
-// signed message on standard input, the selectors' TXT records from
-// DKIM_RECORDS (JSON, by selector), verifies every DKIM-Signature and
-// prints one line per signature: ok, or fail and why.
-const dkimpy = `
-import os, sys, json, dkim
-msg = sys.stdin.buffer.read()
-recs = json.loads(os.environ["DKIM_RECORDS"])
-def txt(name, timeout=5):
-    return recs[name.decode().split(".")[0]].encode()
-d = dkim.DKIM(msg)
-n = len([h for h in d.headers if h[0].lower() == b"dkim-signature"])
-for i in range(n):
-    try:
-        print("ok" if d.verify(idx=i, dnsfunc=txt) else "fail")
-    except dkim.ValidationError as e:
-        print("fail:", e)
-`
-
 // outsideVerify has python3-dkim verify signed, each selector's record
-// publishing its signer's public key; it skips, saying so, where the
-// module is not installed (.ci/run installs it).
+// publishing its signer's public key (dkimtest.Verify).
 func outsideVerify(t *testing.T, signed []byte, signers map[string]crypto.Signer) string {
 	t.Helper()
-	py := "/usr/bin/python3"
-	if err := exec.Command(py, "-c", "import dkim").Run(); err != nil {
-		t.Skipf("no python3-dkim (%s -c 'import dkim': %v): the outside DKIM verification is skipped; apt-get install python3-dkim", py, err)
-	}
-	cmd := exec.Command(py, "-c", dkimpy)
 	recs := map[string]string{}
 	for sel, signer := range signers {
 		recs[sel] = record(t, signer)
 	}
-	js, _ := json.Marshal(recs)
-	cmd.Env = append(os.Environ(), "DKIM_RECORDS="+string(js))
-	cmd.Stdin = bytes.NewReader(signed)
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		t.Fatalf("python3-dkim: %v\n%s", err, out)
-	}
-	return strings.TrimSpace(string(out))
+	return dkimtest.Verify(t, signed, recs)
 }
 
 // Mails signed with RSA (by libcrypto where it loads, as the worker does),

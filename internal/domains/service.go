@@ -2,7 +2,9 @@ package domains
 
 import (
 	"context"
+	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/mailroom/mailroom/internal/mail"
@@ -19,6 +21,8 @@ type Store interface {
 	SaveDomainChecks(ctx context.Context, userID, id int64, recs []mail.DomainRecord) error
 	// CountSendingDomains is how many domains an account has.
 	CountSendingDomains(ctx context.Context, userID int64) (int64, error)
+	// DomainVerified reports whether an account has a domain verified.
+	DomainVerified(ctx context.Context, userID int64, domain string) (bool, error)
 }
 
 // NewDomain is a domain to keep: its keys sealed.
@@ -38,6 +42,38 @@ type Service struct {
 	Resolver Resolver
 	Setup    Setup
 	Now      func() time.Time
+	// KeyDomains are the domains DKIM_KEYS signs for every account.
+	KeyDomains []string
+}
+
+// SendWarnings say what receivers will hold against the mails of account
+// userID from address from: a From domain that is neither a verified
+// sending domain of the account nor one DKIM_KEYS signs for (its mails
+// go unsigned by the domain, and Gmail and Yahoo require DKIM aligned
+// with the From domain of bulk senders). Empty when there is nothing, and
+// for an account that has added no sending domain: the send details of
+// those keep interface.md's fields exactly (docs/deliverability.md).
+func (s *Service) SendWarnings(ctx context.Context, userID int64, from mail.Email) ([]string, error) {
+	if n, err := s.Store.CountSendingDomains(ctx, userID); err != nil || n == 0 {
+		return nil, err
+	}
+	at := strings.LastIndexByte(string(from), '@')
+	if at < 0 {
+		return nil, nil
+	}
+	domain := strings.ToLower(string(from)[at+1:])
+	if a, ok := mail.DomainALabel(domain); ok {
+		domain = a
+	}
+	if slices.Contains(s.KeyDomains, domain) {
+		return nil, nil
+	}
+	ok, err := s.Store.DomainVerified(ctx, userID, domain)
+	if err != nil || ok {
+		return nil, err
+	}
+	return []string{"The sender's domain " + domain + " is not a verified sending domain of the account: its mails are not DKIM-signed by " +
+		domain + ", and Gmail and Yahoo require that of bulk senders. Add it with POST /api/domains/save, publish its records and verify it."}, nil
 }
 
 // Add makes domain's keys and records for account userID and keeps them:

@@ -171,3 +171,51 @@ func TestSendingDomains(t *testing.T) {
 		t.Fatalf("saved again after the delete: %d %s", r.code, r.body)
 	}
 }
+
+// A send's details warn when its sender's domain is not a verified
+// sending domain of an account that has added domains; an account that
+// has added none sees interface.md's fields alone.
+func TestSendWarnings(t *testing.T) {
+	t.Parallel()
+	sealer, _ := domains.NewSealer(base64.StdEncoding.EncodeToString([]byte("abcdefghijklmnopqrstuvwxyz012345")))
+	z := dnstest.New(t)
+	a := newAPIWith(t, httpapi.Config{MaxBodyBytes: 1 << 20}, func(d *httpapi.Deps) {
+		d.Domains = &domains.Service{Store: d.DB, Sealer: sealer, Resolver: domains.Resolver{Server: z.Addr, Timeout: 2 * time.Second},
+			Setup: domains.Setup{SPFInclude: "_spf.mailroom.test", BounceMX: "in.mailroom.test"}}
+	})
+	acct := a.account()
+	sender, _ := seedSender(t, acct, true) // news@acme.example
+	group, typ := seedGroup(t, a, acct, "News").ID, seedType(t, acct, "Customers")
+	r := a.do(req{method: "POST", path: "/api/single/send/create", acct: &acct, body: url.Values{
+		"template_id": {"2"}, "sender_id": {fmt.Sprint(sender)}, "unsubscribe_group_id": {fmt.Sprint(group)},
+		"single_send_name": {"Weekly"}, "subject": {"Hello"}, "preheader": {"P"}, "recipient_id[0]": {fmt.Sprintf("contacts_%d", typ)},
+		"schedule_type": {"1"}, "schedule_date": {"2031-01-01"}, "schedule_time": {"09:00"}}})
+	m := utrRE.FindStringSubmatch(r.body)
+	if m == nil {
+		t.Fatalf("create: %d %s", r.code, r.body)
+	}
+	details := req{method: "GET", path: "/api/single-send/details?utr=" + m[1], acct: &acct}
+	warning := `"warnings":["The sender's domain acme.example is not a verified sending domain of the account: its mails are not DKIM-signed by acme.example, and Gmail and Yahoo require that of bulk senders. Add it with POST /api/domains/save, publish its records and verify it."]`
+	if r := a.do(details); r.code != 200 || strings.Contains(r.body, "warnings") {
+		t.Fatalf("no domains added: %d %s", r.code, r.body)
+	}
+	r = a.do(req{method: "POST", path: "/api/domains/save", acct: &acct, body: url.Values{"domain": {"acme.example"}}})
+	var got domainAnswer
+	if r.code != 200 || json.Unmarshal([]byte(r.body), &got) != nil {
+		t.Fatalf("save: %d %s", r.code, r.body)
+	}
+	if r := a.do(details); r.code != 200 || !strings.HasSuffix(r.body, warning+"}]}}") {
+		t.Fatalf("domain not verified: %d %s", r.code, r.body)
+	}
+	for _, rec := range got.Message.Domain.Records {
+		if rec.Type == "TXT" {
+			z.TXT(t, rec.Host, rec.Value)
+		} else {
+			z.Add(t, rec.Host+". 300 IN MX "+rec.Value)
+		}
+	}
+	a.do(req{method: "POST", path: "/api/domains/verify", acct: &acct, body: url.Values{"id": {fmt.Sprint(got.Message.Domain.ID)}}})
+	if r := a.do(details); r.code != 200 || strings.Contains(r.body, "warnings") {
+		t.Fatalf("domain verified: %d %s", r.code, r.body)
+	}
+}

@@ -67,6 +67,9 @@ type singleSendJSON struct {
 	// when and why.
 	PausedAt     *string `json:"paused_at,omitempty"`
 	PausedReason *string `json:"paused_reason,omitempty"`
+	// Only in the details, only when there is any: what receivers will
+	// hold against its mails (an unauthenticated From domain).
+	Warnings []string `json:"warnings,omitempty"`
 }
 
 func renderLists(lists []mail.ListRef) []listRefJSON {
@@ -131,7 +134,14 @@ func (s *Server) singleSendDetails(c *gin.Context) {
 		s.fail(c, err)
 		return
 	}
-	ok(c, gin.H{"singleSend": []singleSendJSON{renderSingleSend(&ss)}})
+	out := renderSingleSend(&ss)
+	if ss.Sender != nil {
+		if out.Warnings, err = s.domains.SendWarnings(c.Request.Context(), userID(c), ss.Sender.FromEmail); err != nil {
+			s.fail(c, err)
+			return
+		}
+	}
+	ok(c, gin.H{"singleSend": []singleSendJSON{out}})
 }
 
 // readUTR reads a required utr; one that is no UUID names no record.

@@ -94,3 +94,20 @@ func sendingDomainOf(r db.SendingDomainsRow) (mail.SendingDomain, error) {
 	}
 	return sd, nil
 }
+
+// VerifiedDomainKeys are the sealed keys of every verified sending domain
+// (domains.KeyStore).
+func (d *DB) VerifiedDomainKeys(ctx context.Context) ([]domains.SealedKeys, error) {
+	rows, err := d.q.VerifiedDomainKeys(ctx)
+	out := make([]domains.SealedKeys, len(rows))
+	for i, r := range rows {
+		out[i] = domains.SealedKeys{UserID: r.UserID, Domain: r.Domain, Selector: r.Selector, RSA: r.RsaPrivate, Ed25519: r.Ed25519Private}
+	}
+	return out, err
+}
+
+// DomainVerified reports whether account userID has domain (lower-case,
+// A-label) as a verified sending domain.
+func (d *DB) DomainVerified(ctx context.Context, userID int64, domain string) (bool, error) {
+	return d.q.DomainVerified(ctx, db.DomainVerifiedParams{UserID: userID, Domain: domain})
+}

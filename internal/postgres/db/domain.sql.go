@@ -69,6 +69,23 @@ func (q *Queries) DeleteSendingDomain(ctx context.Context, arg DeleteSendingDoma
 	return result.RowsAffected(), nil
 }
 
+const domainVerified = `-- name: DomainVerified :one
+SELECT EXISTS (SELECT 1 FROM sending_domains WHERE user_id = $1 AND domain = $2 AND deleted_at IS NULL AND verified_at IS NOT NULL)
+`
+
+type DomainVerifiedParams struct {
+	UserID int64
+	Domain string
+}
+
+// Whether the account has domain as a verified sending domain.
+func (q *Queries) DomainVerified(ctx context.Context, arg DomainVerifiedParams) (bool, error) {
+	row := q.db.QueryRow(ctx, domainVerified, arg.UserID, arg.Domain)
+	var exists bool
+	err := row.Scan(&exists)
+	return exists, err
+}
+
 const saveDomainChecks = `-- name: SaveDomainChecks :execrows
 UPDATE sending_domains
 SET records = $1::jsonb, checked_at = now(), updated_at = now(),
@@ -173,6 +190,49 @@ func (q *Queries) SendingDomains(ctx context.Context, userID int64) ([]SendingDo
 			&i.CheckedAt,
 			&i.VerifiedAt,
 			&i.CreatedAt,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const verifiedDomainKeys = `-- name: VerifiedDomainKeys :many
+SELECT DISTINCT ON (user_id, domain) user_id, domain, selector, rsa_private, ed25519_private
+FROM sending_domains
+WHERE deleted_at IS NULL AND verified_at IS NOT NULL
+ORDER BY user_id, domain, verified_at DESC
+`
+
+type VerifiedDomainKeysRow struct {
+	UserID         int64
+	Domain         string
+	Selector       string
+	RsaPrivate     []byte
+	Ed25519Private []byte
+}
+
+// The sealed keys of every verified sending domain, by account: the ones
+// the worker signs with (the latest verified of an account's domain).
+func (q *Queries) VerifiedDomainKeys(ctx context.Context) ([]VerifiedDomainKeysRow, error) {
+	rows, err := q.db.Query(ctx, verifiedDomainKeys)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []VerifiedDomainKeysRow
+	for rows.Next() {
+		var i VerifiedDomainKeysRow
+		if err := rows.Scan(
+			&i.UserID,
+			&i.Domain,
+			&i.Selector,
+			&i.RsaPrivate,
+			&i.Ed25519Private,
 		); err != nil {
 			return nil, err
 		}

@@ -26,3 +26,15 @@ WHERE id = @id AND user_id = @user_id AND deleted_at IS NULL;
 
 -- name: DeleteSendingDomain :execrows
 UPDATE sending_domains SET deleted_at = now(), updated_at = now() WHERE id = @id AND user_id = @user_id AND deleted_at IS NULL;
+
+-- name: VerifiedDomainKeys :many
+-- The sealed keys of every verified sending domain, by account: the ones
+-- the worker signs with (the latest verified of an account's domain).
+SELECT DISTINCT ON (user_id, domain) user_id, domain, selector, rsa_private, ed25519_private
+FROM sending_domains
+WHERE deleted_at IS NULL AND verified_at IS NOT NULL
+ORDER BY user_id, domain, verified_at DESC;
+
+-- name: DomainVerified :one
+-- Whether the account has domain as a verified sending domain.
+SELECT EXISTS (SELECT 1 FROM sending_domains WHERE user_id = @user_id AND domain = @domain AND deleted_at IS NULL AND verified_at IS NOT NULL);
