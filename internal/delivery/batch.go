@@ -227,7 +227,7 @@ func (e *Engine) deliver(ctx context.Context, cs *compiledSend, claimed []mail.C
 	steps *stepRange, lost, down *atomic.Bool) {
 	var failing atomic.Int32 // connection-level failures in a row
 	plan.fill(out)
-	sender := cs.send.Sender.FromEmail.Wire() // the envelope's and the DKIM key's form
+	sender := cs.send.Sender.FromEmail.Wire()        // the envelope's and the DKIM key's form
 	key := e.DKIM.ForAccount(cs.send.UserID, sender) // its account's own domain key, else DKIM_KEYS'
 	var next atomic.Int64
 	var wg sync.WaitGroup
