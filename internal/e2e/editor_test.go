@@ -257,6 +257,9 @@ func TestDesignEditorInBrowser(t *testing.T) {
 		img.Width != 240 || img.Height != 120 || btn.Type != "button" || btn.Text != "Shop the spring sale" || btn.URL != "https://example.com" {
 		t.Fatalf("stored: status %d, image %+v, button %+v, html built: %v", status, img, btn, html == built)
 	}
+	// The saved page lists the document's blocks as its script renders
+	// them: waited for, whole.
+	until(t, tab, `document.querySelectorAll("#blocks > li").length === 13`)
 	if got := blockTypes(t, tab); got != "header,label,heading,text,heading,steps,button,divider,text,button,image,text,footer" {
 		t.Fatalf("reopened: %s", got)
 	}
