@@ -8,9 +8,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/mailroom/mailroom/internal/dkim"
 	"github.com/mailroom/mailroom/internal/dkim/dkimtest"
 	"github.com/mailroom/mailroom/internal/domains"
+	"github.com/mailroom/mailroom/internal/mail"
+	"github.com/mailroom/mailroom/internal/ratelimit"
 	"github.com/mailroom/mailroom/internal/smtp"
 	"github.com/mailroom/mailroom/internal/smtp/smtptest"
 	"github.com/mailroom/mailroom/internal/testdb"
@@ -93,5 +97,50 @@ func TestVerifiedDomainSigns(t *testing.T) {
 	wrong, _ := domains.NewSealer(base64.StdEncoding.EncodeToString(bytes.Repeat([]byte{4}, 32)))
 	if n, err := domains.LoadKeys(ctx, d, wrong, keys); n != 0 || err == nil || !strings.Contains(err.Error(), "does not open") {
 		t.Fatalf("another secret: %d %v", n, err)
+	}
+}
+
+// A send from a domain warming up goes out to the day's allowance,
+// counted in Redis across workers; the rest waits for the next UTC day,
+// deferred with the reason warm-up, untried.
+func TestWarmupHoldsTheRest(t *testing.T) {
+	// Not parallel: its sweeper works on every send of the package's
+	// database.
+	ctx := context.Background()
+	d := testdb.New(t)
+	f := newSendFixture(t, d, `<html><body><p>Hi ((first_name))</p></body></html>`)
+	sealer, _ := domains.NewSealer(base64.StdEncoding.EncodeToString(bytes.Repeat([]byte{5}, 32)))
+	svc := domains.Service{Store: d, Sealer: sealer, Setup: domains.Setup{SPFInclude: "_spf.m.test", BounceMX: "in.m.test"}}
+	dom, err := svc.Add(ctx, f.user, "acme.example", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := svc.SetWarmup(ctx, f.user, dom.ID, true, "2"); err != nil {
+		t.Fatal(err)
+	}
+	rdb := redis.NewClient(&redis.Options{Addr: "127.0.0.1:6379", DB: 12})
+	t.Cleanup(func() { rdb.Close() })
+	s := smtptest.New(t, smtptest.Options{})
+	pool := smtp.NewPool(smtp.Config{Addr: s.Addr, Size: 2, Timeout: 5 * time.Second})
+	defer pool.Close()
+	mux, q, _ := engine(t, d, pool, jobs.Engine{BatchSize: 100, Window: 1}, func(deps *jobs.Deps) {
+		deps.Warmups = ratelimit.NewDaily(rdb, "test:warmup:"+time.Now().Format("150405.000000")+":")
+	})
+	exec(t, d, "UPDATE single_sends SET status = 1 WHERE id = $1", f.send)
+	version := scalar[int32](t, d, "SELECT version FROM single_sends WHERE id = $1", f.send)
+	q.enqueue(ctx, jobs.NewDispatchTask(f.send, version, time.Now()))
+	q.drain(t, mux)
+	triggered := scalar[int64](t, d, "SELECT triggered FROM single_sends WHERE id = $1", f.send)
+	if n := s.Count(); n != 2 || triggered < 4 {
+		t.Fatalf("%d mails went of %d, want 2", n, triggered)
+	}
+	tomorrow := time.Now().UTC().Truncate(24 * time.Hour).Add(24 * time.Hour)
+	held := scalar[int64](t, d, `SELECT count(*) FROM deliveries WHERE send_id = $1 AND status = 0 AND attempts = 0
+		AND error = $2 AND next_at = $3`, f.send, mail.WarmupReason, tomorrow)
+	if held != triggered-2 {
+		t.Fatalf("%d of %d put off to %s with the warm-up reason", held, triggered-2, tomorrow)
+	}
+	if n := scalar[int64](t, d, "SELECT COALESCE(sum(deferred), 0)::bigint FROM send_stats WHERE scope = 's' AND scope_id = $1", f.send); n != held {
+		t.Fatalf("statistics count %d deferred, want %d", n, held)
 	}
 }

@@ -55,6 +55,9 @@ type Deps struct {
 	// every worker through Redis (DOMAIN_LIMITS, docs/throttling.md); nil:
 	// no domain is throttled.
 	Domains *ratelimit.Domains
+	// Warmups count warming sending domains' mails of a day across the
+	// workers (docs/deliverability.md); nil: no warm-up is enforced.
+	Warmups *ratelimit.Daily
 	// VERP makes each mail's return path bounces+{token}@BOUNCE_DOMAIN
 	// (docs/bounces.md); off (the sender's address) when its Domain is
 	// empty.
@@ -112,6 +115,9 @@ func newEngine(d Deps) *delivery.Engine {
 	}
 	if d.Domains != nil { // a nil *Domains is not a nil DomainLimiter
 		e.Domains = d.Domains
+	}
+	if d.Warmups != nil {
+		e.Warmups = d.Warmups
 	}
 	return delivery.New(e)
 }

@@ -178,6 +178,7 @@ func run(ctx context.Context, getenv func(string) string, stderr io.Writer) erro
 		PublicURL: cfg.PublicURL, DKIM: keys, AllowUnverifiedSenders: cfg.AllowUnverifiedSenders,
 		SendRate:          ratelimit.NewSender(rdb, "mailroom:rate:send:").Take,
 		Domains:           domains,
+		Warmups:           ratelimit.NewDaily(rdb, "mailroom:warmup:"),
 		Links:             mail.Links{Base: cfg.PublicURL, Signer: signer},
 		UnsubscribeMailto: cfg.UnsubscribeMailto,
 		VERP:              mail.VERP{Domain: cfg.BounceDomain, Signer: signer},

@@ -59,7 +59,7 @@ func (e *Engine) RunChain(ctx context.Context, sendID, k int64, once bool) error
 		if errors.As(err, &th) {
 			// The account's sending rate is spent: the range's rest waits,
 			// and this chain with it (not the workers).
-			at := time.Now().Add(th.wait)
+			at := e.now().Add(th.wait)
 			if once {
 				return e.Scheduler.Revisit(ctx, sendID, j, at)
 			}
@@ -109,6 +109,25 @@ func (e *Engine) runRange(ctx context.Context, cs *compiledSend, k, from, to int
 				deferred = append(deferred, mail.Outcome{ID: c.ID, Email: c.Recipient.Email, Status: mail.DeliveryPending, NextAt: &next, NotTried: true})
 			}
 			claimed = claimed[:got]
+		}
+	}
+	// The sending domain's warm-up: past the day's allowance, across every
+	// worker, the mails wait untried for the next day, deferred with the
+	// reason warm-up (docs/deliverability.md).
+	if limit := cs.send.Warmup.Allowance(e.now()); limit > 0 && e.Warmups != nil && len(claimed) > 0 {
+		now := e.now()
+		got, err := e.Warmups.TakeDay(ctx, warmupKey(&cs.send, now), limit, len(claimed), nextDay(now).Add(time.Hour))
+		switch {
+		case err != nil:
+			e.Log.WarnContext(ctx, "warm-up allowance not checked: the range goes", "send_id", cs.send.ID, "err", err)
+		case got < len(claimed):
+			next := nextDay(now)
+			for _, c := range claimed[got:] {
+				deferred = append(deferred, mail.Outcome{ID: c.ID, Email: c.Recipient.Email, Status: mail.DeliveryPending, NextAt: &next,
+					NotTried: true, Deferred: true, Error: mail.WarmupReason})
+			}
+			claimed = claimed[:got]
+			wait = max(wait, next.Sub(now))
 		}
 	}
 	// The recipient domains' limits: mails of a domain on hold, past its

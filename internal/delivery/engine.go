@@ -101,6 +101,13 @@ func (f LimiterFunc) Take(ctx context.Context, account int64, perSecond, n int) 
 	return f(ctx, account, perSecond, n)
 }
 
+// WarmupLimiter counts a warming sending domain's mails of a day across
+// every worker (internal/ratelimit): of n asked, how many the day's limit
+// still allows under key, the count kept until until.
+type WarmupLimiter interface {
+	TakeDay(ctx context.Context, key string, limit, n int, until time.Time) (int, error)
+}
+
 // DomainLimiter is the recipient domains' limits and holds shared by every
 // worker (internal/ratelimit.Domains, docs/throttling.md).
 type DomainLimiter interface {
@@ -202,6 +209,9 @@ type Deps struct {
 	Rates Limiter
 	// Domains are the per-recipient-domain limits; nil: none throttled.
 	Domains DomainLimiter
+	// Warmups count warming sending domains' mails of a day; nil: no
+	// warm-up is enforced.
+	Warmups WarmupLimiter
 	Log     *slog.Logger
 	// DKIM signs each mail whose From domain has a key; nil signs none.
 	DKIM *dkim.Keys

@@ -426,3 +426,20 @@ func (s *memScheduler) take() []scheduled {
 	s.work = nil
 	return w
 }
+
+// memDaily counts a day's mails per key, as the Redis script does.
+type memDaily struct {
+	mu   sync.Mutex
+	used map[string]int
+}
+
+func (d *memDaily) TakeDay(_ context.Context, key string, limit, n int, _ time.Time) (int, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.used == nil {
+		d.used = map[string]int{}
+	}
+	got := max(min(n, limit-d.used[key]), 0)
+	d.used[key] += got
+	return got, nil
+}

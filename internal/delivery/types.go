@@ -41,6 +41,8 @@ type Send struct {
 	SenderAvailable bool
 	SendRate        int  // the account's mails a second across workers; 0: no limit
 	Expanding       bool // the rest of its audience is still to be expanded
+	// Warmup is its sender's domain's warm-up; nil: none.
+	Warmup *Warmup
 }
 
 // Lease is a batch run's hold on one range of a send: renewed while it

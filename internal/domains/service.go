@@ -23,6 +23,23 @@ type Store interface {
 	CountSendingDomains(ctx context.Context, userID int64) (int64, error)
 	// DomainVerified reports whether an account has a domain verified.
 	DomainVerified(ctx context.Context, userID int64, domain string) (bool, error)
+	// SetDomainWarmup starts (from today) or ends a domain's warm-up.
+	SetDomainWarmup(ctx context.Context, userID, id int64, on bool, schedule []int) error
+}
+
+// SetWarmup starts account userID's domain id's warm-up from today, with
+// schedule (comma-separated day-by-day allowances; empty: the default
+// ramp), or ends it. A warm-up under way keeps its first day; a new
+// schedule replaces the old.
+func (s *Service) SetWarmup(ctx context.Context, userID, id int64, on bool, schedule string) (mail.SendingDomain, error) {
+	sched, err := mail.ParseWarmupSchedule(schedule)
+	if err != nil {
+		return mail.SendingDomain{}, err
+	}
+	if err := s.Store.SetDomainWarmup(ctx, userID, id, on, sched); err != nil {
+		return mail.SendingDomain{}, err
+	}
+	return s.Store.SendingDomain(ctx, userID, id)
 }
 
 // NewDomain is a domain to keep: its keys sealed.

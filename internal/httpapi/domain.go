@@ -2,9 +2,11 @@ package httpapi
 
 import (
 	"strings"
+	"time"
 
 	"github.com/gin-gonic/gin"
 
+	"github.com/mailroom/mailroom/internal/delivery"
 	"github.com/mailroom/mailroom/internal/mail"
 )
 
@@ -16,6 +18,42 @@ func (s *Server) domainRoutes(api *gin.RouterGroup) {
 	api.GET("/domains/details", s.domainDetails)
 	api.POST("/domains/verify", s.verifyDomain)
 	api.DELETE("/domains/delete", s.deleteByID("id", s.db.DeleteSendingDomain, deleted))
+	api.POST("/domains/warmup", s.warmupDomain)
+}
+
+// warmupJSON is a domain's warm-up as the API shows it: its first day,
+// its schedule (the default ramp when it has none of its own), and
+// today's allowance (0: its warm-up is over).
+type warmupJSON struct {
+	From     string `json:"from"`
+	Schedule []int  `json:"schedule"`
+	Today    int    `json:"today"`
+}
+
+// warmupDomain answers POST /domains/warmup: id, warmup (true: start it
+// from today, or change its schedule; false: end it), schedule (optional:
+// day-by-day allowances, comma-separated).
+func (s *Server) warmupDomain(c *gin.Context) {
+	f, err := readForm(c)
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
+	id, idErr := parseID("id", f.str("id"))
+	on, onErr := readFlag("warmup", f.str("warmup"))
+	if f.str("warmup") == "" {
+		onErr = mail.Invalid("warmup", mail.RequiredMessage("warmup"))
+	}
+	if err := f.checked(mail.JoinInvalid(idErr, onErr)); err != nil {
+		s.fail(c, err)
+		return
+	}
+	d, err := s.domains.SetWarmup(c.Request.Context(), userID(c), id, on, f.str("schedule"))
+	if err = f.checked(err); err != nil {
+		s.fail(c, err)
+		return
+	}
+	ok(c, gin.H{"domain": renderDomain(d)})
 }
 
 // domainJSON is a sending domain as the API shows it (never a key's
@@ -30,11 +68,20 @@ type domainJSON struct {
 	CheckedAt  *string             `json:"checked_at"`
 	VerifiedAt *string             `json:"verified_at"`
 	CreatedAt  string              `json:"created_at"`
+	Warmup     *warmupJSON         `json:"warmup"` // null: not warming up
 }
 
 func renderDomain(d mail.SendingDomain) domainJSON {
-	return domainJSON{ID: d.ID, Domain: d.Domain, Selector: d.Selector, Ed25519: d.Ed25519, Verified: d.Verified, Records: d.Records,
+	out := domainJSON{ID: d.ID, Domain: d.Domain, Selector: d.Selector, Ed25519: d.Ed25519, Verified: d.Verified, Records: d.Records,
 		CheckedAt: tsPtr(d.CheckedAt), VerifiedAt: tsPtr(d.VerifiedAt), CreatedAt: ts(d.CreatedAt)}
+	if d.WarmupFrom != nil {
+		w := delivery.Warmup{Domain: d.Domain, From: *d.WarmupFrom, Schedule: d.WarmupSchedule}
+		out.Warmup = &warmupJSON{From: d.WarmupFrom.Format(time.DateOnly), Schedule: d.WarmupSchedule, Today: w.Allowance(time.Now())}
+		if out.Warmup.Schedule == nil {
+			out.Warmup.Schedule = delivery.DefaultWarmup
+		}
+	}
+	return out
 }
 
 // listDomains answers GET /domains.

@@ -219,3 +219,43 @@ func TestSendWarnings(t *testing.T) {
 		t.Fatalf("domain verified: %d %s", r.code, r.body)
 	}
 }
+
+func TestDomainWarmup(t *testing.T) {
+	t.Parallel()
+	sealer, _ := domains.NewSealer(base64.StdEncoding.EncodeToString([]byte("abcdefghijklmnopqrstuvwxyz543210")))
+	a := newAPIWith(t, httpapi.Config{MaxBodyBytes: 1 << 20}, func(d *httpapi.Deps) {
+		d.Domains = &domains.Service{Store: d.DB, Sealer: sealer, Setup: domains.Setup{SPFInclude: "_spf.m.test", BounceMX: "in.m.test"}}
+	})
+	acct, other := a.account(), a.account()
+	r := a.do(req{method: "POST", path: "/api/domains/save", acct: &acct, body: url.Values{"domain": {"warm.example"}}})
+	var got domainAnswer
+	if r.code != 200 || json.Unmarshal([]byte(r.body), &got) != nil || !strings.Contains(r.body, `"warmup":null`) {
+		t.Fatalf("save: %d %s", r.code, r.body)
+	}
+	id := fmt.Sprint(got.Message.Domain.ID)
+	warm := func(acct account, v url.Values) response {
+		return a.do(req{method: "POST", path: "/api/domains/warmup", acct: &acct, body: v})
+	}
+	today := time.Now().UTC().Format(time.DateOnly)
+	if r := warm(acct, url.Values{"id": {id}, "warmup": {"true"}}); r.code != 200 ||
+		!strings.Contains(r.body, `"warmup":{"from":"`+today+`","schedule":[50,100,500,1000,5000,10000,20000],"today":50}`) {
+		t.Fatalf("warm-up on: %d %s", r.code, r.body)
+	}
+	if r := warm(acct, url.Values{"id": {id}, "warmup": {"1"}, "schedule": {" 10, 20,20 "}}); r.code != 200 ||
+		!strings.Contains(r.body, `"warmup":{"from":"`+today+`","schedule":[10,20,20],"today":10}`) {
+		t.Fatalf("a schedule of its own: %d %s", r.code, r.body)
+	}
+	bad := `{"status":"failed","errors":{"schedule":["The schedule must be day-by-day mail counts, comma-separated, each from 1 to 1000000000 and none below the one before."]}}`
+	for _, s := range []string{"10,5", "abc", "0", "1,,2", "1000000001", "-5"} {
+		warm(acct, url.Values{"id": {id}, "warmup": {"true"}, "schedule": {s}}).expect(t, 422, bad)
+	}
+	warm(acct, url.Values{"id": {id}, "warmup": {"true"}, "schedule": {strings.Repeat("1,", 60) + "1"}}).expect(t, 422,
+		`{"status":"failed","errors":{"schedule":["The schedule may not have more than 60 days."]}}`)
+	warm(acct, url.Values{"id": {id}}).expect(t, 422, `{"status":"failed","errors":{"warmup":["The warmup field is required."]}}`)
+	warm(acct, url.Values{"warmup": {"yes"}}).expect(t, 422,
+		`{"status":"failed","errors":{"id":["The id field is required."],"warmup":["The warmup field must be true or false."]}}`)
+	warm(other, url.Values{"id": {id}, "warmup": {"true"}}).expect(t, 404, `{"status":"failed","errors":"Record Not Found"}`)
+	if r := warm(acct, url.Values{"id": {id}, "warmup": {"false"}}); r.code != 200 || !strings.Contains(r.body, `"warmup":null`) {
+		t.Fatalf("warm-up off: %d %s", r.code, r.body)
+	}
+}

@@ -2,6 +2,7 @@ package mail
 
 import (
 	"net"
+	"strconv"
 	"strings"
 	"time"
 
@@ -40,6 +41,38 @@ type SendingDomain struct {
 	CheckedAt  *time.Time
 	VerifiedAt *time.Time
 	CreatedAt  time.Time
+	// WarmupFrom is the first day (UTC) of its warm-up, nil when it is not
+	// warming up; WarmupSchedule its day-by-day allowance (nil: the
+	// default ramp).
+	WarmupFrom     *time.Time
+	WarmupSchedule []int
+}
+
+// MaxWarmupDays bounds a warm-up schedule's entries.
+const MaxWarmupDays = 60
+
+// ParseWarmupSchedule reads a warm-up schedule: empty (the default ramp),
+// or the day-by-day allowances, comma-separated, each an integer from 1
+// to 1,000,000,000 and none below the one before, at most MaxWarmupDays.
+func ParseWarmupSchedule(v string) ([]int, error) {
+	v = strings.TrimSpace(v)
+	if v == "" {
+		return nil, nil
+	}
+	parts := strings.Split(v, ",")
+	msg := "The schedule must be day-by-day mail counts, comma-separated, each from 1 to 1000000000 and none below the one before."
+	if len(parts) > MaxWarmupDays {
+		return nil, Invalid("schedule", "The schedule may not have more than 60 days.")
+	}
+	out := make([]int, len(parts))
+	for i, p := range parts {
+		n, err := strconv.Atoi(strings.TrimSpace(p))
+		if err != nil || n < 1 || n > 1_000_000_000 || i > 0 && n < out[i-1] {
+			return nil, Invalid("schedule", msg)
+		}
+		out[i] = n
+	}
+	return out, nil
 }
 
 // ParseSendingDomain validates a domain to send from: a DNS name of at

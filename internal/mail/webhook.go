@@ -212,6 +212,10 @@ type WebhookAttempt struct {
 // its dropped event's reason).
 const SkippedReason = "suppressed after the send started"
 
+// WarmupReason is the error and deferred event reason of a mail put off
+// to the next day by its sending domain's warm-up (docs/deliverability.md).
+const WarmupReason = "warm-up: the sending domain's allowance for today is spent"
+
 // HeldReason is the reason of a deferred event for a mail put off untried
 // by its recipient domain's limits (docs/throttling.md).
 const HeldReason = "held for the recipient domain's limits"

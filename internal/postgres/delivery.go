@@ -431,7 +431,22 @@ func (d *DB) SendForBatch(ctx context.Context, id int64) (BatchSend, error) {
 	if err := json.Unmarshal([]byte(r.UniqueOpenToken), &s.ListTokens); err != nil {
 		return s, fmt.Errorf("postgres: send %d unique_open_token: %w", id, err)
 	}
+	if r.WarmupDomain != "" && r.WarmupFrom.Valid {
+		s.Warmup = &delivery.Warmup{Domain: r.WarmupDomain, From: r.WarmupFrom.Time.UTC(), Schedule: ints(r.WarmupSchedule)}
+	}
 	return s, nil
+}
+
+// ints are int32s as ints (nil for none).
+func ints(v []int32) []int {
+	if len(v) == 0 {
+		return nil
+	}
+	out := make([]int, len(v))
+	for i, n := range v {
+		out[i] = int(n)
+	}
+	return out
 }
 
 // Lease is a batch run's hold on one range of a send (the engine's type).

@@ -86,9 +86,29 @@ func (d *DB) DeleteSendingDomain(ctx context.Context, userID, id int64) error {
 	return err
 }
 
+// SetDomainWarmup starts account userID's domain id's warm-up from today
+// (UTC; one under way keeps its first day) with schedule (nil: the
+// default ramp), or ends it.
+func (d *DB) SetDomainWarmup(ctx context.Context, userID, id int64, on bool, schedule []int) error {
+	var sched []int32
+	for _, n := range schedule {
+		sched = append(sched, int32(n))
+	}
+	n, err := d.q.SetDomainWarmup(ctx, db.SetDomainWarmupParams{Warm: on, Schedule: sched, ID: id, UserID: userID})
+	if err == nil && n == 0 {
+		return mail.NotFound()
+	}
+	return err
+}
+
 func sendingDomainOf(r db.SendingDomainsRow) (mail.SendingDomain, error) {
 	sd := mail.SendingDomain{ID: r.ID, UserID: r.UserID, Domain: r.Domain, Selector: r.Selector, Ed25519: r.Ed25519,
-		CheckedAt: r.CheckedAt, VerifiedAt: r.VerifiedAt, Verified: r.VerifiedAt != nil, CreatedAt: r.CreatedAt}
+		CheckedAt: r.CheckedAt, VerifiedAt: r.VerifiedAt, Verified: r.VerifiedAt != nil, CreatedAt: r.CreatedAt,
+		WarmupSchedule: ints(r.WarmupSchedule)}
+	if r.WarmupFrom.Valid {
+		from := r.WarmupFrom.Time.UTC()
+		sd.WarmupFrom = &from
+	}
 	if err := json.Unmarshal([]byte(r.Records), &sd.Records); err != nil {
 		return sd, fmt.Errorf("postgres: sending domain %d records: %w", r.ID, err)
 	}

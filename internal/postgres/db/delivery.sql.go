@@ -1140,13 +1140,18 @@ SELECT s.id, s.user_id, s.version, s.status, s.template_id, COALESCE(s.template_
     TRIM(BOTH ' ' FROM COALESCE(se.company_address, '') || ' ' || COALESCE(se.company_address2, ''))::text AS company_address,
     COALESCE(ci.name, '')::text AS city, COALESCE(st.name, '')::text AS state, COALESCE(co.name, '')::text AS country,
     COALESCE((SELECT ac.send_rate FROM accounts ac WHERE ac.id = s.user_id), 0)::int AS send_rate,
-    (s.expand_after IS NOT NULL)::bool AS expanding
+    (s.expand_after IS NOT NULL)::bool AS expanding,
+    -- the sender's domain's warm-up, when it is a sending domain of the
+    -- account warming up
+    COALESCE(wu.domain, '')::text AS warmup_domain, wu.warmup_from, wu.warmup_schedule::int[] AS warmup_schedule
 FROM single_sends s
 LEFT JOIN automation_schedules sc ON sc.id = s.automation_schedule_id -- a run's template is its schedule's
 LEFT JOIN senders se ON se.id = s.sender_id
 LEFT JOIN cities ci ON ci.id = se.city_id
 LEFT JOIN states st ON st.id = se.state_id
 LEFT JOIN countries co ON co.id = se.country_id
+LEFT JOIN sending_domains wu ON wu.user_id = s.user_id AND wu.domain = lower(split_part(se.from_email, '@', 2))
+    AND wu.deleted_at IS NULL AND wu.warmup_from IS NOT NULL
 WHERE s.id = $1 AND s.deleted_at IS NULL
 `
 
@@ -1172,6 +1177,9 @@ type SendForBatchRow struct {
 	Country            string
 	SendRate           int32
 	Expanding          bool
+	WarmupDomain       string
+	WarmupFrom         pgtype.Date
+	WarmupSchedule     []int32
 }
 
 // What a batch needs of a running send to make its mails: the template
@@ -1202,6 +1210,9 @@ func (q *Queries) SendForBatch(ctx context.Context, id int64) (SendForBatchRow, 
 		&i.Country,
 		&i.SendRate,
 		&i.Expanding,
+		&i.WarmupDomain,
+		&i.WarmupFrom,
+		&i.WarmupSchedule,
 	)
 	return i, err
 }

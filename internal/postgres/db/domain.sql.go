@@ -8,6 +8,8 @@ package db
 import (
 	"context"
 	"time"
+
+	"github.com/jackc/pgx/v5/pgtype"
 )
 
 const countSendingDomains = `-- name: CountSendingDomains :one
@@ -116,7 +118,8 @@ func (q *Queries) SaveDomainChecks(ctx context.Context, arg SaveDomainChecksPara
 }
 
 const sendingDomain = `-- name: SendingDomain :one
-SELECT id, user_id, domain, selector, (ed25519_private IS NOT NULL)::bool AS ed25519, records::text AS records, checked_at, verified_at, created_at
+SELECT id, user_id, domain, selector, (ed25519_private IS NOT NULL)::bool AS ed25519, records::text AS records, checked_at, verified_at, created_at,
+    warmup_from, warmup_schedule::int[] AS warmup_schedule
 FROM sending_domains WHERE id = $1 AND user_id = $2 AND deleted_at IS NULL
 `
 
@@ -126,15 +129,17 @@ type SendingDomainParams struct {
 }
 
 type SendingDomainRow struct {
-	ID         int64
-	UserID     int64
-	Domain     string
-	Selector   string
-	Ed25519    bool
-	Records    string
-	CheckedAt  *time.Time
-	VerifiedAt *time.Time
-	CreatedAt  time.Time
+	ID             int64
+	UserID         int64
+	Domain         string
+	Selector       string
+	Ed25519        bool
+	Records        string
+	CheckedAt      *time.Time
+	VerifiedAt     *time.Time
+	CreatedAt      time.Time
+	WarmupFrom     pgtype.Date
+	WarmupSchedule []int32
 }
 
 func (q *Queries) SendingDomain(ctx context.Context, arg SendingDomainParams) (SendingDomainRow, error) {
@@ -150,25 +155,30 @@ func (q *Queries) SendingDomain(ctx context.Context, arg SendingDomainParams) (S
 		&i.CheckedAt,
 		&i.VerifiedAt,
 		&i.CreatedAt,
+		&i.WarmupFrom,
+		&i.WarmupSchedule,
 	)
 	return i, err
 }
 
 const sendingDomains = `-- name: SendingDomains :many
-SELECT id, user_id, domain, selector, (ed25519_private IS NOT NULL)::bool AS ed25519, records::text AS records, checked_at, verified_at, created_at
+SELECT id, user_id, domain, selector, (ed25519_private IS NOT NULL)::bool AS ed25519, records::text AS records, checked_at, verified_at, created_at,
+    warmup_from, warmup_schedule::int[] AS warmup_schedule
 FROM sending_domains WHERE user_id = $1 AND deleted_at IS NULL ORDER BY id
 `
 
 type SendingDomainsRow struct {
-	ID         int64
-	UserID     int64
-	Domain     string
-	Selector   string
-	Ed25519    bool
-	Records    string
-	CheckedAt  *time.Time
-	VerifiedAt *time.Time
-	CreatedAt  time.Time
+	ID             int64
+	UserID         int64
+	Domain         string
+	Selector       string
+	Ed25519        bool
+	Records        string
+	CheckedAt      *time.Time
+	VerifiedAt     *time.Time
+	CreatedAt      time.Time
+	WarmupFrom     pgtype.Date
+	WarmupSchedule []int32
 }
 
 func (q *Queries) SendingDomains(ctx context.Context, userID int64) ([]SendingDomainsRow, error) {
@@ -190,6 +200,8 @@ func (q *Queries) SendingDomains(ctx context.Context, userID int64) ([]SendingDo
 			&i.CheckedAt,
 			&i.VerifiedAt,
 			&i.CreatedAt,
+			&i.WarmupFrom,
+			&i.WarmupSchedule,
 		); err != nil {
 			return nil, err
 		}
@@ -199,6 +211,34 @@ func (q *Queries) SendingDomains(ctx context.Context, userID int64) ([]SendingDo
 		return nil, err
 	}
 	return items, nil
+}
+
+const setDomainWarmup = `-- name: SetDomainWarmup :execrows
+UPDATE sending_domains
+SET warmup_from = CASE WHEN $1::bool THEN COALESCE(warmup_from, (now() AT TIME ZONE 'UTC')::date) END,
+    warmup_schedule = CASE WHEN $1::bool THEN $2::int[] END, updated_at = now()
+WHERE id = $3 AND user_id = $4 AND deleted_at IS NULL
+`
+
+type SetDomainWarmupParams struct {
+	Warm     bool
+	Schedule []int32
+	ID       int64
+	UserID   int64
+}
+
+// Starts (from today, UTC) or ends a sending domain's warm-up.
+func (q *Queries) SetDomainWarmup(ctx context.Context, arg SetDomainWarmupParams) (int64, error) {
+	result, err := q.db.Exec(ctx, setDomainWarmup,
+		arg.Warm,
+		arg.Schedule,
+		arg.ID,
+		arg.UserID,
+	)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
 }
 
 const verifiedDomainKeys = `-- name: VerifiedDomainKeys :many

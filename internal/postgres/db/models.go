@@ -428,6 +428,8 @@ type SendingDomain struct {
 	CreatedAt      time.Time
 	UpdatedAt      time.Time
 	DeletedAt      *time.Time
+	WarmupFrom     pgtype.Date
+	WarmupSchedule []int32
 }
 
 type SingleSend struct {

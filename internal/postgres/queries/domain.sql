@@ -9,11 +9,13 @@ RETURNING id;
 SELECT count(*) FROM sending_domains WHERE user_id = @user_id AND deleted_at IS NULL;
 
 -- name: SendingDomains :many
-SELECT id, user_id, domain, selector, (ed25519_private IS NOT NULL)::bool AS ed25519, records::text AS records, checked_at, verified_at, created_at
+SELECT id, user_id, domain, selector, (ed25519_private IS NOT NULL)::bool AS ed25519, records::text AS records, checked_at, verified_at, created_at,
+    warmup_from, warmup_schedule::int[] AS warmup_schedule
 FROM sending_domains WHERE user_id = @user_id AND deleted_at IS NULL ORDER BY id;
 
 -- name: SendingDomain :one
-SELECT id, user_id, domain, selector, (ed25519_private IS NOT NULL)::bool AS ed25519, records::text AS records, checked_at, verified_at, created_at
+SELECT id, user_id, domain, selector, (ed25519_private IS NOT NULL)::bool AS ed25519, records::text AS records, checked_at, verified_at, created_at,
+    warmup_from, warmup_schedule::int[] AS warmup_schedule
 FROM sending_domains WHERE id = @id AND user_id = @user_id AND deleted_at IS NULL;
 
 -- name: SaveDomainChecks :execrows
@@ -38,3 +40,10 @@ ORDER BY user_id, domain, verified_at DESC;
 -- name: DomainVerified :one
 -- Whether the account has domain as a verified sending domain.
 SELECT EXISTS (SELECT 1 FROM sending_domains WHERE user_id = @user_id AND domain = @domain AND deleted_at IS NULL AND verified_at IS NOT NULL);
+
+-- name: SetDomainWarmup :execrows
+-- Starts (from today, UTC) or ends a sending domain's warm-up.
+UPDATE sending_domains
+SET warmup_from = CASE WHEN @warm::bool THEN COALESCE(warmup_from, (now() AT TIME ZONE 'UTC')::date) END,
+    warmup_schedule = CASE WHEN @warm::bool THEN sqlc.narg(schedule)::int[] END, updated_at = now()
+WHERE id = @id AND user_id = @user_id AND deleted_at IS NULL;
