@@ -144,7 +144,9 @@ func TestHostilePublicRoutesNever500(t *testing.T) {
 			if route.Method == "GET" {
 				bodies = bodies[:1]
 			}
-			for _, b := range append(bodies, struct{ ct, body string }{"application/x-www-form-urlencoded", "List-Unsubscribe=One-Click&action=all&group=1"}) {
+			// A copy: appended to in place, hostileBodies[1] was overwritten
+			// under the other hostile test (a data race, and a body lost).
+			for _, b := range append(bodies[:len(bodies):len(bodies)], struct{ ct, body string }{"application/x-www-form-urlencoded", "List-Unsubscribe=One-Click&action=all&group=1"}) {
 				n++
 				req := httptest.NewRequest(route.Method, path+"?done=%00", strings.NewReader(b.body))
 				if b.ct != "" {
