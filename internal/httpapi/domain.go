@@ -154,14 +154,14 @@ func (s *Server) verifyDomain(c *gin.Context) {
 	ok(c, gin.H{"domain": renderDomain(d)})
 }
 
-// readFlag reads an optional boolean field: absent, "0" or "false" is
-// false, "1" or "true" true; anything else is refused.
+// readFlag reads an optional flag field (mail.ParseFlag): absent is off.
 func readFlag(field, v string) (bool, error) {
-	switch strings.ToLower(strings.TrimSpace(v)) {
-	case "", "0", "false":
+	if strings.TrimSpace(v) == "" {
 		return false, nil
-	case "1", "true":
-		return true, nil
 	}
-	return false, mail.Invalid(field, "The "+mail.Label(field)+" field must be true or false.")
+	on, ok := mail.ParseFlag(v)
+	if !ok {
+		return false, mail.Invalid(field, mail.FlagMessage(field))
+	}
+	return on, nil
 }

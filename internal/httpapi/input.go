@@ -591,7 +591,7 @@ func shapeMessage(field string) string {
 	case integerFields[field]:
 		return "The " + mail.Label(field) + " must be an integer."
 	case booleanFields[field]:
-		return "The " + mail.Label(field) + " field must be true or false."
+		return mail.FlagMessage(field)
 	}
 	return "The " + mail.Label(field) + " must be a string."
 }

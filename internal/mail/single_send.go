@@ -241,15 +241,14 @@ func ParseSingleSend(f SingleSendForm, rules SingleSendRules) (SingleSendInput, 
 // parseSchedule reads schedule_type and, when it is 1, schedule_date
 // (YYYY-MM-DD) and schedule_time (HH:MM:SS or HH:MM), taken as UTC.
 func parseSchedule(f SingleSendForm, add func(field, msg string)) *time.Time {
-	switch strings.ToLower(strings.TrimSpace(f.ScheduleType)) {
-	case "":
+	switch on, ok := ParseFlag(f.ScheduleType); {
+	case strings.TrimSpace(f.ScheduleType) == "":
 		add("schedule_type", RequiredMessage("schedule_type"))
 		return nil
-	case "0", "false":
+	case !ok:
+		add("schedule_type", FlagMessage("schedule_type"))
 		return nil
-	case "1", "true":
-	default:
-		add("schedule_type", "The schedule type field must be true or false.")
+	case !on:
 		return nil
 	}
 	date, clock := strings.TrimSpace(f.ScheduleDate), strings.TrimSpace(f.ScheduleTime)

@@ -65,14 +65,13 @@ func ParseUnsubscribeGroup(name, description, isDisplay string) (UnsubscribeGrou
 	case TextProblem("description", in.Description, GroupDescriptionMax) != "":
 		p.Add("description", TextProblem("description", in.Description, GroupDescriptionMax))
 	}
-	switch strings.ToLower(strings.TrimSpace(isDisplay)) {
-	case "":
+	switch on, ok := ParseFlag(isDisplay); {
+	case strings.TrimSpace(isDisplay) == "":
 		p.Required("is_display")
-	case "1", "true":
-		in.Display = true
-	case "0", "false":
+	case !ok:
+		p.Add("is_display", FlagMessage("is_display"))
 	default:
-		p.Add("is_display", "The is display field must be true or false.")
+		in.Display = on
 	}
 	return in, p.Err()
 }
@@ -131,3 +130,18 @@ func NewRandID() string {
 	}
 	return n.Add(n, big.NewInt(1_000_000_000)).String()
 }
+
+// ParseFlag reads a flag field: 1 or true (any case, spaces around) is
+// on, 0 or false off; ok is false for anything else, "" included.
+func ParseFlag(v string) (on, ok bool) {
+	switch strings.ToLower(strings.TrimSpace(v)) {
+	case "1", "true":
+		return true, true
+	case "0", "false":
+		return false, true
+	}
+	return false, false
+}
+
+// FlagMessage is a flag field's message for a value ParseFlag refuses.
+func FlagMessage(field string) string { return "The " + Label(field) + " field must be true or false." }
