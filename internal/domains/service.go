@@ -21,8 +21,9 @@ type Store interface {
 	SaveDomainChecks(ctx context.Context, userID, id int64, recs []mail.DomainRecord) error
 	// CountSendingDomains is how many domains an account has.
 	CountSendingDomains(ctx context.Context, userID int64) (int64, error)
-	// DomainVerified reports whether an account has a domain verified.
-	DomainVerified(ctx context.Context, userID int64, domain string) (bool, error)
+	// DomainStanding reports whether an account has any sending domain,
+	// and whether it has this one verified.
+	DomainStanding(ctx context.Context, userID int64, domain string) (anyDomain, verified bool, err error)
 	// SetDomainWarmup starts (from today) or ends a domain's warm-up.
 	SetDomainWarmup(ctx context.Context, userID, id int64, on bool, schedule []int) error
 }
@@ -71,9 +72,6 @@ type Service struct {
 // for an account that has added no sending domain: the send details of
 // those keep interface.md's fields exactly (docs/deliverability.md).
 func (s *Service) SendWarnings(ctx context.Context, userID int64, from mail.Email) ([]string, error) {
-	if n, err := s.Store.CountSendingDomains(ctx, userID); err != nil || n == 0 {
-		return nil, err
-	}
 	at := strings.LastIndexByte(string(from), '@')
 	if at < 0 {
 		return nil, nil
@@ -85,8 +83,8 @@ func (s *Service) SendWarnings(ctx context.Context, userID int64, from mail.Emai
 	if slices.Contains(s.KeyDomains, domain) {
 		return nil, nil
 	}
-	ok, err := s.Store.DomainVerified(ctx, userID, domain)
-	if err != nil || ok {
+	anyDomain, verified, err := s.Store.DomainStanding(ctx, userID, domain)
+	if err != nil || !anyDomain || verified {
 		return nil, err
 	}
 	return []string{"The sender's domain " + domain + " is not a verified sending domain of the account: its mails are not DKIM-signed by " +

@@ -126,8 +126,9 @@ func (d *DB) VerifiedDomainKeys(ctx context.Context) ([]domains.SealedKeys, erro
 	return out, err
 }
 
-// DomainVerified reports whether account userID has domain (lower-case,
-// A-label) as a verified sending domain.
-func (d *DB) DomainVerified(ctx context.Context, userID int64, domain string) (bool, error) {
-	return d.q.DomainVerified(ctx, db.DomainVerifiedParams{UserID: userID, Domain: domain})
+// DomainStanding reports whether account userID has any sending domain,
+// and whether domain (lower-case, A-label) is one of them, verified.
+func (d *DB) DomainStanding(ctx context.Context, userID int64, domain string) (anyDomain, verified bool, err error) {
+	r, err := d.q.DomainStanding(ctx, db.DomainStandingParams{UserID: userID, Domain: domain})
+	return r.AnyDomain, r.Verified, err
 }

@@ -71,21 +71,29 @@ func (q *Queries) DeleteSendingDomain(ctx context.Context, arg DeleteSendingDoma
 	return result.RowsAffected(), nil
 }
 
-const domainVerified = `-- name: DomainVerified :one
-SELECT EXISTS (SELECT 1 FROM sending_domains WHERE user_id = $1 AND domain = $2 AND deleted_at IS NULL AND verified_at IS NOT NULL)
+const domainStanding = `-- name: DomainStanding :one
+SELECT (count(*) > 0)::bool AS any_domain,
+    COALESCE(bool_or(domain = $1 AND verified_at IS NOT NULL), false)::bool AS verified
+FROM sending_domains WHERE user_id = $2 AND deleted_at IS NULL
 `
 
-type DomainVerifiedParams struct {
-	UserID int64
+type DomainStandingParams struct {
 	Domain string
+	UserID int64
 }
 
-// Whether the account has domain as a verified sending domain.
-func (q *Queries) DomainVerified(ctx context.Context, arg DomainVerifiedParams) (bool, error) {
-	row := q.db.QueryRow(ctx, domainVerified, arg.UserID, arg.Domain)
-	var exists bool
-	err := row.Scan(&exists)
-	return exists, err
+type DomainStandingRow struct {
+	AnyDomain bool
+	Verified  bool
+}
+
+// Whether the account has any sending domain, and whether domain is one
+// of them, verified: one read of its few rows.
+func (q *Queries) DomainStanding(ctx context.Context, arg DomainStandingParams) (DomainStandingRow, error) {
+	row := q.db.QueryRow(ctx, domainStanding, arg.Domain, arg.UserID)
+	var i DomainStandingRow
+	err := row.Scan(&i.AnyDomain, &i.Verified)
+	return i, err
 }
 
 const saveDomainChecks = `-- name: SaveDomainChecks :execrows

@@ -37,9 +37,12 @@ FROM sending_domains
 WHERE deleted_at IS NULL AND verified_at IS NOT NULL
 ORDER BY user_id, domain, verified_at DESC;
 
--- name: DomainVerified :one
--- Whether the account has domain as a verified sending domain.
-SELECT EXISTS (SELECT 1 FROM sending_domains WHERE user_id = @user_id AND domain = @domain AND deleted_at IS NULL AND verified_at IS NOT NULL);
+-- name: DomainStanding :one
+-- Whether the account has any sending domain, and whether domain is one
+-- of them, verified: one read of its few rows.
+SELECT (count(*) > 0)::bool AS any_domain,
+    COALESCE(bool_or(domain = @domain AND verified_at IS NOT NULL), false)::bool AS verified
+FROM sending_domains WHERE user_id = @user_id AND deleted_at IS NULL;
 
 -- name: SetDomainWarmup :execrows
 -- Starts (from today, UTC) or ends a sending domain's warm-up.
