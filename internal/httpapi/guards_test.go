@@ -46,6 +46,9 @@ func TestReputationGuards(t *testing.T) {
 	} {
 		save(c.body).expect(t, 422, c.want)
 	}
+	// An array or object for a number is told what the field wants.
+	save(jsonBody(`{"bounce_rate":[5],"bounce_after":{"a":1},"complaint_rate":0.3,"complaint_after":1000}`)).expect(t, 422,
+		`{"status":"failed","errors":{"bounce_rate":["The bounce rate must be a number."],"bounce_after":["The bounce after must be an integer."]}}`)
 	// -0 is 0; a trailing point is a number.
 	save(url.Values{"bounce_rate": {"-0"}, "bounce_after": {"1"}, "complaint_rate": {"100."}, "complaint_after": {"1000000000"}}).
 		expect(t, 200, `{"status":"success","message":"Reputation Guards Saved Successfully"}`)

@@ -573,13 +573,15 @@ func (f form) noteShape(field, msg string) {
 }
 
 // Scalar fields by the type the contract gives them, for shapeMessage:
-// integers (ids, counts, exit_criteria) and 0/1 flags; any other is text.
+// integers (ids, counts, exit_criteria), numbers (the guards' rates) and
+// 0/1 flags; any other is text.
 var (
 	integerFields = map[string]bool{"id": true, "contact_id": true, "contact_type_id": true, "segment_id": true,
 		"sender_id": true, "template_id": true, "unsubscribe_group_id": true, "unsubscribe_groups_id": true,
 		"country": true, "country_id": true, "state_id": true, "city_id": true, "waiting_period": true,
-		"exit_criteria": true}
-	booleanFields = map[string]bool{"schedule_type": true, "is_display": true}
+		"exit_criteria": true, "bounce_after": true, "complaint_after": true}
+	numberFields  = map[string]bool{"bounce_rate": true, "complaint_rate": true}
+	booleanFields = map[string]bool{"schedule_type": true, "is_display": true, "ed25519": true, "warmup": true}
 )
 
 // shapeMessage is what a scalar field sent as an array or object is told,
@@ -590,6 +592,8 @@ func shapeMessage(field string) string {
 	switch {
 	case integerFields[field]:
 		return "The " + mail.Label(field) + " must be an integer."
+	case numberFields[field]:
+		return "The " + mail.Label(field) + " must be a number."
 	case booleanFields[field]:
 		return mail.FlagMessage(field)
 	}
