@@ -67,6 +67,9 @@ func progressOf(utr string, p mail.SendProgress, samples string) progressData {
 		Done: p.Status == mail.SendCompleted, Waiting: p.Status == mail.SendReady, Triggered: count(p.Triggered),
 		Final: count(p.Done()), Delivered: count(p.Delivered), Remaining: count(p.Remaining), Bounced: count(p.Bounces),
 		Deferred: count(p.Deferred), Paused: p.PausedReason}
+	if d.Running && d.Paused != "" {
+		d.State = sendState{Label: "Paused", Class: "paused"}
+	}
 	switch {
 	case p.Triggered > 0:
 		d.Percent = int(p.Done() * 100 / p.Triggered)

@@ -545,7 +545,7 @@ func TestSendPausedAndResumed(t *testing.T) {
 	v := s.browser().signedIn(a.viewer, a.viewerPW)
 	for _, p := range []string{"/sends/" + utr, "/sends/" + utr + "/progress"} {
 		page := v.get(p)
-		want(t, "viewer "+p, page, 200, `id="progress-paused"`, "Paused by a reputation guard:", reason)
+		want(t, "viewer "+p, page, 200, `id="progress-paused"`, "Paused by a reputation guard:", reason, `class="state state-paused">Paused<`)
 		if strings.Contains(page.body, "resume-send") {
 			t.Fatalf("a viewer sees the resume button on %s", p)
 		}

@@ -284,9 +284,36 @@ func TestConsoleSingleSendInBrowser(t *testing.T) {
 	}
 	screenshots(t, tab, "sends-stats")
 
+	// A send a reputation guard paused: its page says why and offers the
+	// owner a resume (a copy of the send's row, running, paused).
+	var paused string
+	if err := d.Pool.QueryRow(ctx, `INSERT INTO single_sends (user_id, utr, template_id, sender_id, unsubscribe_group_id, single_send_name,
+			subject, preheader, recipient_id, exclude_specific_recipient_id, status, triggered, remaining, delivered, bounces, attempted,
+			started_at, paused_at, paused_reason)
+		SELECT user_id, gen_random_uuid(), template_id, sender_id, unsubscribe_group_id, 'Autumn sale', subject, preheader, recipient_id,
+			exclude_specific_recipient_id, 2, 8000, 6700,
+			1170, 130, 1300, now() - interval '3 minutes', now(),
+			'hard bounces reached 9.92 % of 1048 attempted mails (104); the limit is 5 % once 1000 are attempted'
+		FROM single_sends WHERE utr = $1::uuid RETURNING utr::text`, utr).Scan(&paused); err != nil {
+		t.Fatal(err)
+	}
+	run(t, tab, chromedp.Navigate(base+"/sends/"+paused), chromedp.WaitVisible(chromedp.CSS("#progress-paused")))
+	if got := text(t, tab, chromedp.CSS("#progress-paused")); !strings.Contains(got, "Paused by a reputation guard: hard bounces reached 9.92 %") ||
+		!strings.Contains(got, "Resume the send") {
+		t.Errorf("paused panel %q", got)
+	}
+	if got := text(t, tab, chromedp.CSS(".progress-state .state")); got != "Paused" {
+		t.Errorf("paused send's state %q", got)
+	}
+	if shown := value(t, tab, chromedp.Evaluate[bool](`getComputedStyle(document.getElementById("stats-link")).display !== "none"`)); !shown {
+		t.Error("a paused send's page hides its statistics link")
+	}
+	screenshots(t, tab, "sends-paused")
+
 	// The list shows it sent.
 	run(t, tab, chromedp.Navigate(base+"/sends"), chromedp.WaitVisible(chromedp.CSS("table.sends")))
-	if got := text(t, tab, chromedp.CSS("table.sends tbody tr")); !strings.Contains(got, "Spring sale") || !strings.Contains(got, "Sent") {
+	// (The paused copy is the newest, listed first.)
+	if got := value(t, tab, chromedp.Evaluate[string](`[...document.querySelectorAll("table.sends tbody tr")].map(r => r.innerText).find(s => s.includes("Spring sale")) || ""`)); !strings.Contains(got, "Sent") {
 		t.Errorf("list row %q", got)
 	}
 	screenshots(t, tab, "sends-list")
