@@ -23,8 +23,36 @@ func NewMetrics(reg prometheus.Registerer) *Metrics { return delivery.NewMetrics
 // RegisterPool registers an SMTP pool's series with reg, read from
 // Pool.Stats at each scrape: nothing is counted on the send path.
 func RegisterPool(reg prometheus.Registerer, p *smtp.Pool) {
+	registerPoolSeries(reg, p.Stats)
+}
+
+// RegisterRelays registers the relays' series with reg: the pool series
+// of every relay's pool together, and each relay's own (its state, the
+// mails it took and those it handed on), read at each scrape.
+func RegisterRelays(reg prometheus.Registerer, rs *smtp.Relays) {
+	registerPoolSeries(reg, func() (sum smtp.Stats) {
+		for _, r := range rs.Stats() {
+			sum.Size += r.Pool.Size
+			sum.InUse += r.Pool.InUse
+			sum.Open += r.Pool.Open
+			sum.Dials += r.Pool.Dials
+			sum.DialErrors += r.Pool.DialErrors
+		}
+		return sum
+	})
+	reg.MustRegister(&relayCollector{rs: rs,
+		up: prometheus.NewDesc("mailroom_smtp_relay_up", "1 while the relay takes mail, 0 while it backs off after failing before the recipient.",
+			[]string{"relay"}, nil),
+		sent: prometheus.NewDesc("mailroom_smtp_relay_sent_total", "Mails the relay accepted.", []string{"relay"}, nil),
+		failovers: prometheus.NewDesc("mailroom_smtp_relay_failovers_total",
+			"Mails the relay failed before the recipient, handed to another relay.", []string{"relay"}, nil),
+	})
+}
+
+// registerPoolSeries registers the pool series of stats.
+func registerPoolSeries(reg prometheus.Registerer, stats func() smtp.Stats) {
 	stat := func(f func(smtp.Stats) float64) func() float64 {
-		return func() float64 { return f(p.Stats()) }
+		return func() float64 { return f(stats()) }
 	}
 	reg.MustRegister(
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "mailroom_smtp_pool_size", Help: "SMTP connections the pool keeps at most."},
@@ -38,6 +66,30 @@ func RegisterPool(reg prometheus.Registerer, p *smtp.Pool) {
 		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "mailroom_smtp_dial_errors_total", Help: "SMTP dials that failed."},
 			stat(func(s smtp.Stats) float64 { return float64(s.DialErrors) })),
 	)
+}
+
+// relayCollector reports each relay's series at a scrape.
+type relayCollector struct {
+	rs                  *smtp.Relays
+	up, sent, failovers *prometheus.Desc
+}
+
+func (c *relayCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- c.up
+	ch <- c.sent
+	ch <- c.failovers
+}
+
+func (c *relayCollector) Collect(ch chan<- prometheus.Metric) {
+	for _, r := range c.rs.Stats() {
+		up := 1.0
+		if r.Out {
+			up = 0
+		}
+		ch <- prometheus.MustNewConstMetric(c.up, prometheus.GaugeValue, up, r.Name)
+		ch <- prometheus.MustNewConstMetric(c.sent, prometheus.CounterValue, float64(r.Sent), r.Name)
+		ch <- prometheus.MustNewConstMetric(c.failovers, prometheus.CounterValue, float64(r.Failovers), r.Name)
+	}
 }
 
 // QueueCollector reports asynq's queues at each scrape, asked of Redis

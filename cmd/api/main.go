@@ -325,7 +325,7 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger) error {
 	}
 	con, err := console.New(console.Config{PublicURL: cfg.PublicURL, TrustedProxies: cfg.TrustedProxies,
 		AllowUnverifiedSenders: cfg.AllowUnverifiedSenders, MaxMailBytes: int(cfg.MaxMailBytes),
-		MediaQuota: cfg.MediaQuota}, console.Deps{
+		MediaQuota: cfg.MediaQuota, Relays: cfg.RelayNames()}, console.Deps{
 		DB:  d,
 		Log: log,
 		// docs/console.md: 10 tries per address and client per 10 minutes,
@@ -390,6 +390,7 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger) error {
 		PublicURL:              cfg.PublicURL,
 		AllowPrivateWebhooks:   cfg.WebhookAllowPrivate,
 		MaxMailBytes:           int(cfg.MaxMailBytes),
+		Relays:                 cfg.RelayNames(),
 	}, deps)
 
 	go resumeRebuilds(ctx, d, log)

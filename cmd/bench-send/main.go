@@ -46,6 +46,7 @@ type options struct {
 	drill             string // "", "pg" or "redis"
 	webhook           bool   // a webhook wanting every event, to a receiver in this process
 	trackedLinks      bool   // the template's links are plain addresses, tracked unless CLICK_TRACKING=off
+	relays            int    // SMTP_URL names this many relays, all to the sink, sharing the connections
 }
 
 func main() {
@@ -62,11 +63,25 @@ func main() {
 	flag.StringVar(&o.drill, "drill", "", "a fault mid-send (docs/operations.md): pg (restart PostgreSQL), redis (stop Redis for 30 s) or kill (SIGKILL the workers at 28 % and start them again)")
 	flag.BoolVar(&o.trackedLinks, "tracked-links", false, "the template's four links are plain addresses (tracked unless CLICK_TRACKING=off) rather than ones holding ((postal_code)) (never tracked)")
 	flag.BoolVar(&o.webhook, "webhook", false, "the account has a webhook wanting every event, posting to a receiver in this process that checks signatures")
+	flag.IntVar(&o.relays, "relays", 1, "SMTP_URL names this many relays (the mails split evenly between them), all to the sink, each with its share of -conns: what routing among relays costs")
 	flag.Parse()
 	if err := run(context.Background(), o); err != nil {
 		fmt.Fprintln(os.Stderr, "bench-send:", err)
 		os.Exit(1)
 	}
+}
+
+// smtpURL is SMTP_URL for relays relays to addr sharing conns
+// connections (one relay: the plain URL).
+func smtpURL(addr string, conns, relays int) string {
+	if relays <= 1 {
+		return "smtp://" + addr + "?pool=" + strconv.Itoa(conns)
+	}
+	var urls []string
+	for i := range relays {
+		urls = append(urls, fmt.Sprintf("smtp://%s?pool=%d&name=r%d", addr, max(1, conns/relays), i+1))
+	}
+	return strings.Join(urls, " ")
 }
 
 func run(ctx context.Context, o options) error {
@@ -116,7 +131,7 @@ func run(ctx context.Context, o options) error {
 		return fmt.Errorf("flushing %s: %w", o.redis, err)
 	}
 	env := append(os.Environ(), "DATABASE_URL="+dsn, "REDIS_URL="+o.redis, "HTTP_ADDR="+o.addr,
-		"PUBLIC_URL=http://"+o.addr, "SMTP_URL=smtp://"+sink.Addr()+"?pool="+strconv.Itoa(o.conns),
+		"PUBLIC_URL=http://"+o.addr, "SMTP_URL="+smtpURL(sink.Addr(), o.conns, o.relays),
 		"ALLOW_UNVERIFIED_SENDERS=true", "LOG_LEVEL="+logLevel(), "MAX_UPLOAD_BYTES=4GB", "WEBHOOK_ALLOW_PRIVATE=true")
 	// Metrics are kept and served as in production: on any free port, so
 	// that workers never clash, unless WORKER_METRICS_ADDR names one (to

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/hibiken/asynq"
+	"github.com/redis/go-redis/v9"
 
 	"github.com/mailroom/mailroom/internal/config"
 	"github.com/mailroom/mailroom/internal/dkim"
@@ -131,10 +132,7 @@ func run(ctx context.Context, getenv func(string) string, stderr io.Writer) erro
 		return err
 	}
 	signer := mail.NewTokenSigner(key)
-	transport, err := newTransport(cfg)
-	if err != nil {
-		return err
-	}
+	transport := newTransport(cfg, rdb)
 	defer transport.Close()
 	tasks := asynq.NewClient(redisOpt)
 	defer tasks.Close()
@@ -148,8 +146,11 @@ func run(ctx context.Context, getenv func(string) string, stderr io.Writer) erro
 		metrics.RSABackend(reg, strings.Fields(rsaBackend)[0])
 	}
 	if cfg.WorkerMetricsAddr != "" {
-		if pool, ok := transport.(*smtp.Pool); ok {
-			jobs.RegisterPool(reg, pool)
+		switch t := transport.(type) {
+		case *smtp.Pool:
+			jobs.RegisterPool(reg, t)
+		case *smtp.Relays:
+			jobs.RegisterRelays(reg, t)
 		}
 		inspector := asynq.NewInspector(redisOpt)
 		defer inspector.Close()
@@ -245,17 +246,17 @@ func run(ctx context.Context, getenv func(string) string, stderr io.Writer) erro
 	return nil
 }
 
-// newTransport is the SMTP pool of SMTP_URL, or the .eml outbox when it is
-// unset.
-func newTransport(cfg config.Config) (smtp.Transport, error) {
-	if cfg.SMTPURL == "" {
-		return &smtp.Outbox{Dir: cfg.OutboxDir}, nil
+// newTransport is the SMTP pool of SMTP_URL's relay, the relays when it
+// names several (or caps its one relay's rate, kept in rdb), or the .eml
+// outbox when it is unset.
+func newTransport(cfg config.Config, rdb redis.UniversalClient) smtp.Transport {
+	switch {
+	case len(cfg.Relays) == 0:
+		return &smtp.Outbox{Dir: cfg.OutboxDir}
+	case len(cfg.Relays) == 1 && cfg.Relays[0].Rate == 0:
+		return smtp.NewPool(cfg.Relays[0].Config)
 	}
-	sc, err := smtp.ParseURL(cfg.SMTPURL)
-	if err != nil {
-		return nil, err
-	}
-	return smtp.NewPool(sc), nil
+	return smtp.NewRelays(cfg.Relays, ratelimit.NewRelays(rdb, "mailroom:rate:relay:"))
 }
 
 // asynqLogger routes asynq's own log lines into slog.

@@ -17,70 +17,82 @@ import (
 	"github.com/mailroom/mailroom/internal/media"
 	"github.com/mailroom/mailroom/internal/ratelimit"
 	"github.com/mailroom/mailroom/internal/redisconn"
+	"github.com/mailroom/mailroom/internal/smtp"
 )
+
+// RelayNames are the names of the relays SMTP_URL names (nil without
+// SMTP_URL): what a send's relay may be.
+func (c Config) RelayNames() []string {
+	var names []string
+	for _, r := range c.Relays {
+		names = append(names, r.Name)
+	}
+	return names
+}
 
 // Config is every setting of both processes.
 type Config struct {
-	DatabaseURL            string        // DATABASE_URL
-	RedisURL               string        // REDIS_URL
-	HTTPAddr               string        // HTTP_ADDR
-	PublicURL              string        // PUBLIC_URL
-	SMTPURL                string        // SMTP_URL; empty: write .eml files to OutboxDir
-	OutboxDir              string        // OUTBOX_DIR
-	NotifyFrom             string        // NOTIFY_FROM: From of notification mails
-	UnsubscribeMailto      string        // UNSUBSCRIBE_MAILTO: the mailto: of List-Unsubscribe; "none" leaves it out
-	BounceDomain           string        // BOUNCE_DOMAIN: mails go with the return path bounces+{token}@ it; empty: VERP off
-	InboundSMTPAddr        string        // INBOUND_SMTP_ADDR: the worker's SMTP listener for bounces, reports, mailto unsubscribes; empty: none
-	InboundMaxBytes        int64         // INBOUND_MAX_BYTES: cap on an inbound message
-	InboundKeepPerHour     int           // INBOUND_KEEP_PER_HOUR: inbound messages kept for inspection per hour and listener
-	InboundMaxConns        int           // INBOUND_MAX_CONNS: inbound connections at once; more are answered 421
-	InboundMaxConnsPerIP   int           // INBOUND_MAX_CONNS_PER_IP: inbound connections at once from one address (IPv6: one /64)
-	InboundGreetingTimeout time.Duration // INBOUND_GREETING_TIMEOUT: from the greeting to an inbound connection's first command
-	InboundTimeout         time.Duration // INBOUND_TIMEOUT: each later inbound command's read, each reply's write
-	DKIMKeys               string        // DKIM_KEYS: domain=selector:/path/key.pem,… (read by the worker)
-	DKIMKeySecret          string        // DKIM_KEY_SECRET: 32 bytes (base64) sealing the sending domains' private keys
-	DNSServer              string        // DNS_SERVER: host:port the sending domains' records are looked up at; empty: /etc/resolv.conf's first
-	SPFInclude             string        // SPF_INCLUDE: the include: a sending domain's SPF record names; empty: _spf. and PUBLIC_URL's host
-	BounceMX               string        // BOUNCE_MX: the MX host of a sending domain's bounces. domain; empty: PUBLIC_URL's host
-	AllowUnverifiedSenders bool          // ALLOW_UNVERIFIED_SENDERS
-	ClickTracking          bool          // CLICK_TRACKING: on (default) rewrites mails' links to tracked ones; off leaves them
-	MonitoringUser         string        // MONITORING_USER
-	MonitoringPassword     string        // MONITORING_PASSWORD
-	APIMetrics             bool          // API_METRICS: GET /metrics on the API's listener
-	WorkerMetricsAddr      string        // WORKER_METRICS_ADDR: the worker's /metrics listener; empty ("off"): none
-	MetricsUser            string        // METRICS_USER: with METRICS_PASSWORD, /metrics asks for basic auth
-	MetricsPassword        string        // METRICS_PASSWORD
-	MaxBodyBytes           int64         // MAX_BODY_BYTES: cap on a request body
-	MaxUploadBytes         int64         // MAX_UPLOAD_BYTES: cap on a CSV upload
-	MaxMailBytes           int64         // MAX_MAIL_BYTES: cap on a built mail, and on a template's worst case
-	MailMemoryBudget       int64         // MAIL_MEMORY_BUDGET: bytes a worker's mails in flight hold together
-	WorkerConcurrency      int           // WORKER_CONCURRENCY
-	SendBatchSize          int           // SEND_BATCH_SIZE: deliveries per batch task
-	SendWindow             int           // SEND_WINDOW: batch tasks of one send queued at once
-	SendExpandStep         int           // SEND_EXPAND_STEP: recipients in a large send's first expansion step (0: one step)
-	SendConcurrency        int           // SEND_CONCURRENCY: mails of one batch in flight at once
-	SendLease              time.Duration // SEND_LEASE: how long a batch holds its deliveries
-	SendStallAfter         time.Duration // SEND_STALL_AFTER: a running send idle this long is restarted
-	SendSweepEvery         time.Duration // SEND_SWEEP_EVERY: how often the sweeper runs
-	SendSlice              time.Duration // SEND_SLICE: how long one batch task goes on along its send's chain
-	AutomationRunEvery     time.Duration // AUTOMATION_RUN_EVERY: how long a schedule that made a small run waits for its next
-	WorkerPollInterval     time.Duration // WORKER_POLL_INTERVAL: how often an idle worker asks Redis for tasks
-	DeliveryRetention      time.Duration // DELIVERY_RETENTION: deliveries kept after their send completed; 0 keeps them
-	MaxImports             int           // MAX_CONCURRENT_IMPORTS: CSV imports at once per API process
-	ShutdownTimeout        time.Duration // SHUTDOWN_TIMEOUT: the API's HTTP drain
-	APIRateLimit           int           // API_RATE_LIMIT: requests a second per account on /api; 0: no limit
-	APIRateBurst           int           // API_RATE_BURST: requests at once per account; 0: twice API_RATE_LIMIT
-	HTTPReadTimeout        time.Duration // HTTP_READ_TIMEOUT: a request's headers and body (the CSV upload sets its own)
-	HTTPWriteTimeout       time.Duration // HTTP_WRITE_TIMEOUT: an answer (long lists and the CSV upload extend it)
-	HTTPIdleTimeout        time.Duration // HTTP_IDLE_TIMEOUT: a kept-alive connection between requests
-	WorkerShutdownTimeout  time.Duration // WORKER_SHUTDOWN_TIMEOUT: how long a stopping worker lets running tasks finish
-	WebhookConcurrency     int           // WEBHOOK_CONCURRENCY: webhook POSTs a worker makes at once, in slots of their own
-	WebhookTimeout         time.Duration // WEBHOOK_TIMEOUT: one webhook POST, connection to answer
-	WebhookRetryMin        time.Duration // WEBHOOK_RETRY_MIN: the first retry's delay after a failed POST (doubling)
-	WebhookRetryMax        time.Duration // WEBHOOK_RETRY_MAX: the longest delay between two tries
-	WebhookRetryFor        time.Duration // WEBHOOK_RETRY_FOR: how long events are retried before they are given up
-	WebhookAllowPrivate    bool          // WEBHOOK_ALLOW_PRIVATE: webhooks may post to loopback, private and link-local addresses
-	LogLevel               string        // LOG_LEVEL: debug, info, warn, error
+	DatabaseURL            string             // DATABASE_URL
+	RedisURL               string             // REDIS_URL
+	HTTPAddr               string             // HTTP_ADDR
+	PublicURL              string             // PUBLIC_URL
+	SMTPURL                string             // SMTP_URL; empty: write .eml files to OutboxDir
+	Relays                 []smtp.RelayConfig // the relays SMTP_URL names (docs/deliverability.md)
+	OutboxDir              string             // OUTBOX_DIR
+	NotifyFrom             string             // NOTIFY_FROM: From of notification mails
+	UnsubscribeMailto      string             // UNSUBSCRIBE_MAILTO: the mailto: of List-Unsubscribe; "none" leaves it out
+	BounceDomain           string             // BOUNCE_DOMAIN: mails go with the return path bounces+{token}@ it; empty: VERP off
+	InboundSMTPAddr        string             // INBOUND_SMTP_ADDR: the worker's SMTP listener for bounces, reports, mailto unsubscribes; empty: none
+	InboundMaxBytes        int64              // INBOUND_MAX_BYTES: cap on an inbound message
+	InboundKeepPerHour     int                // INBOUND_KEEP_PER_HOUR: inbound messages kept for inspection per hour and listener
+	InboundMaxConns        int                // INBOUND_MAX_CONNS: inbound connections at once; more are answered 421
+	InboundMaxConnsPerIP   int                // INBOUND_MAX_CONNS_PER_IP: inbound connections at once from one address (IPv6: one /64)
+	InboundGreetingTimeout time.Duration      // INBOUND_GREETING_TIMEOUT: from the greeting to an inbound connection's first command
+	InboundTimeout         time.Duration      // INBOUND_TIMEOUT: each later inbound command's read, each reply's write
+	DKIMKeys               string             // DKIM_KEYS: domain=selector:/path/key.pem,… (read by the worker)
+	DKIMKeySecret          string             // DKIM_KEY_SECRET: 32 bytes (base64) sealing the sending domains' private keys
+	DNSServer              string             // DNS_SERVER: host:port the sending domains' records are looked up at; empty: /etc/resolv.conf's first
+	SPFInclude             string             // SPF_INCLUDE: the include: a sending domain's SPF record names; empty: _spf. and PUBLIC_URL's host
+	BounceMX               string             // BOUNCE_MX: the MX host of a sending domain's bounces. domain; empty: PUBLIC_URL's host
+	AllowUnverifiedSenders bool               // ALLOW_UNVERIFIED_SENDERS
+	ClickTracking          bool               // CLICK_TRACKING: on (default) rewrites mails' links to tracked ones; off leaves them
+	MonitoringUser         string             // MONITORING_USER
+	MonitoringPassword     string             // MONITORING_PASSWORD
+	APIMetrics             bool               // API_METRICS: GET /metrics on the API's listener
+	WorkerMetricsAddr      string             // WORKER_METRICS_ADDR: the worker's /metrics listener; empty ("off"): none
+	MetricsUser            string             // METRICS_USER: with METRICS_PASSWORD, /metrics asks for basic auth
+	MetricsPassword        string             // METRICS_PASSWORD
+	MaxBodyBytes           int64              // MAX_BODY_BYTES: cap on a request body
+	MaxUploadBytes         int64              // MAX_UPLOAD_BYTES: cap on a CSV upload
+	MaxMailBytes           int64              // MAX_MAIL_BYTES: cap on a built mail, and on a template's worst case
+	MailMemoryBudget       int64              // MAIL_MEMORY_BUDGET: bytes a worker's mails in flight hold together
+	WorkerConcurrency      int                // WORKER_CONCURRENCY
+	SendBatchSize          int                // SEND_BATCH_SIZE: deliveries per batch task
+	SendWindow             int                // SEND_WINDOW: batch tasks of one send queued at once
+	SendExpandStep         int                // SEND_EXPAND_STEP: recipients in a large send's first expansion step (0: one step)
+	SendConcurrency        int                // SEND_CONCURRENCY: mails of one batch in flight at once
+	SendLease              time.Duration      // SEND_LEASE: how long a batch holds its deliveries
+	SendStallAfter         time.Duration      // SEND_STALL_AFTER: a running send idle this long is restarted
+	SendSweepEvery         time.Duration      // SEND_SWEEP_EVERY: how often the sweeper runs
+	SendSlice              time.Duration      // SEND_SLICE: how long one batch task goes on along its send's chain
+	AutomationRunEvery     time.Duration      // AUTOMATION_RUN_EVERY: how long a schedule that made a small run waits for its next
+	WorkerPollInterval     time.Duration      // WORKER_POLL_INTERVAL: how often an idle worker asks Redis for tasks
+	DeliveryRetention      time.Duration      // DELIVERY_RETENTION: deliveries kept after their send completed; 0 keeps them
+	MaxImports             int                // MAX_CONCURRENT_IMPORTS: CSV imports at once per API process
+	ShutdownTimeout        time.Duration      // SHUTDOWN_TIMEOUT: the API's HTTP drain
+	APIRateLimit           int                // API_RATE_LIMIT: requests a second per account on /api; 0: no limit
+	APIRateBurst           int                // API_RATE_BURST: requests at once per account; 0: twice API_RATE_LIMIT
+	HTTPReadTimeout        time.Duration      // HTTP_READ_TIMEOUT: a request's headers and body (the CSV upload sets its own)
+	HTTPWriteTimeout       time.Duration      // HTTP_WRITE_TIMEOUT: an answer (long lists and the CSV upload extend it)
+	HTTPIdleTimeout        time.Duration      // HTTP_IDLE_TIMEOUT: a kept-alive connection between requests
+	WorkerShutdownTimeout  time.Duration      // WORKER_SHUTDOWN_TIMEOUT: how long a stopping worker lets running tasks finish
+	WebhookConcurrency     int                // WEBHOOK_CONCURRENCY: webhook POSTs a worker makes at once, in slots of their own
+	WebhookTimeout         time.Duration      // WEBHOOK_TIMEOUT: one webhook POST, connection to answer
+	WebhookRetryMin        time.Duration      // WEBHOOK_RETRY_MIN: the first retry's delay after a failed POST (doubling)
+	WebhookRetryMax        time.Duration      // WEBHOOK_RETRY_MAX: the longest delay between two tries
+	WebhookRetryFor        time.Duration      // WEBHOOK_RETRY_FOR: how long events are retried before they are given up
+	WebhookAllowPrivate    bool               // WEBHOOK_ALLOW_PRIVATE: webhooks may post to loopback, private and link-local addresses
+	LogLevel               string             // LOG_LEVEL: debug, info, warn, error
 	// TRUSTED_PROXIES: the addresses (IPs or CIDR prefixes) of the
 	// reverse proxies in front of the API, whose X-Forwarded-For the
 	// console believes for a client's IP (sign-in limits, audit trail).
@@ -318,7 +330,7 @@ func Load(getenv func(string) string) (Config, error) {
 	return c, errors.Join(errs...)
 }
 
-func (c Config) validate() []error {
+func (c *Config) validate() []error {
 	var errs []error
 	if u, err := url.Parse(c.DatabaseURL); err != nil || (u.Scheme != "postgres" && u.Scheme != "postgresql") || strings.Trim(u.Path, "/") == "" {
 		errs = append(errs, fmt.Errorf("DATABASE_URL: %q is not a postgres://host/dbname URL", redact(c.DatabaseURL)))
@@ -336,8 +348,17 @@ func (c Config) validate() []error {
 		errs = append(errs, fmt.Errorf("NOTIFY_FROM: %q is not an address (\"Name <addr@example.com>\" or addr@example.com)", c.NotifyFrom))
 	}
 	if c.SMTPURL != "" {
-		if u, err := url.Parse(c.SMTPURL); err != nil || (u.Scheme != "smtp" && u.Scheme != "smtps") || u.Hostname() == "" {
-			errs = append(errs, fmt.Errorf("SMTP_URL: %q is not an smtp:// or smtps:// URL", redact(c.SMTPURL)))
+		bad := false
+		for _, raw := range strings.Fields(c.SMTPURL) {
+			if u, err := url.Parse(raw); err != nil || (u.Scheme != "smtp" && u.Scheme != "smtps") || u.Hostname() == "" {
+				errs, bad = append(errs, fmt.Errorf("SMTP_URL: %q is not an smtp:// or smtps:// URL", redact(raw))), true
+			}
+		}
+		if !bad { // the URLs parse: what they say (its messages hold no password)
+			var err error
+			if c.Relays, err = smtp.ParseURLs(c.SMTPURL); err != nil {
+				errs = append(errs, err)
+			}
 		}
 	}
 	if (c.MonitoringUser == "") != (c.MonitoringPassword == "") {

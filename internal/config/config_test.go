@@ -261,3 +261,31 @@ func TestMedia(t *testing.T) {
 		}
 	}
 }
+
+// SMTP_URL may name several relays; what is wrong with one is reported
+// with its place, never with its password.
+func TestRelays(t *testing.T) {
+	t.Parallel()
+	cfg, err := Load(env(map[string]string{
+		"SMTP_URL": "smtp://u:hunter2@mx1.relay.example:587?starttls=true&weight=3 smtp://mx2.relay.example?name=backup&weight=0",
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Join(cfg.RelayNames(), " "); got != "mx1 backup" || cfg.Relays[0].Weight != 3 || cfg.Relays[0].Password != "hunter2" {
+		t.Fatalf("relays %q: %+v", got, cfg.Relays)
+	}
+	if cfg, err := Load(env(map[string]string{})); err != nil || cfg.RelayNames() != nil {
+		t.Fatalf("without SMTP_URL: %v %v", cfg.RelayNames(), err)
+	}
+	for raw, want := range map[string]string{
+		"smtp://u:hunter2@a.example smtp://u:hunter2@a.example": `SMTP_URL relay 2: the name "a" is taken by another relay (set name=)`,
+		"smtp://u:hunter2@a.example ftp://u:hunter2@b.example":  `SMTP_URL: "ftp://u:xxxxx@b.example" is not an smtp:// or smtps:// URL`,
+		"smtp://u:hunter2@a.example?providers=aol":              `SMTP_URL: providers="aol": "aol" is not one of gmail, microsoft, yahoo, apple, others`,
+	} {
+		_, err := Load(env(map[string]string{"SMTP_URL": raw}))
+		if err == nil || err.Error() != want {
+			t.Errorf("SMTP_URL=%s: %v\nwant %s", raw, err, want)
+		}
+	}
+}

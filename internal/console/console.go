@@ -38,6 +38,9 @@ type Config struct {
 	// API does (ALLOW_UNVERIFIED_SENDERS, MAX_MAIL_BYTES).
 	AllowUnverifiedSenders bool
 	MaxMailBytes           int
+	// Relays are the relays SMTP_URL names, which a send's relay must be
+	// one of (nil: any well-formed name).
+	Relays []string
 	// MediaQuota bounds the bytes of an account's uploaded images
 	// (MEDIA_QUOTA_BYTES); 0: no bound.
 	MediaQuota int64
@@ -124,7 +127,7 @@ func New(cfg Config, d Deps) (*Handler, error) {
 		return nil, err
 	}
 	h.sends = singlesend.New(d.DB, d.Log, singlesend.Config{AllowUnverified: cfg.AllowUnverifiedSenders,
-		PublicURL: cfg.PublicURL, MaxMailBytes: cfg.MaxMailBytes}, d.EnqueueDispatch)
+		PublicURL: cfg.PublicURL, MaxMailBytes: cfg.MaxMailBytes, Relays: cfg.Relays}, d.EnqueueDispatch)
 	h.counts = newAudienceCounts(d.DB.CountAudience, d.Log)
 	h.mux = http.NewServeMux()
 	h.routes()

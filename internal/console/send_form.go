@@ -26,6 +26,7 @@ type sendForm struct {
 	// ScheduleType is "0" (now) or "1"; ScheduleDate and ScheduleTime are
 	// UTC (the page's script fills them from the browser's local time).
 	ScheduleType, ScheduleDate, ScheduleTime string
+	Relay                                    string // the relay its mails go to first; "": the relays' rules
 }
 
 // readSendForm reads the posted compose form. Without the page's script
@@ -37,7 +38,7 @@ func readSendForm(r *http.Request) sendForm {
 	f := sendForm{Name: v.Get("single_send_name"), Subject: v.Get("subject"), Preheader: v.Get("preheader"),
 		SenderID: v.Get("sender_id"), GroupID: v.Get("unsubscribe_group_id"), Recipients: v["recipient_id"],
 		Excluded: v["exclude_specific_recipient_id"], TemplateID: v.Get("template_id"), ScheduleType: v.Get("schedule_type"),
-		ScheduleDate: v.Get("schedule_date"), ScheduleTime: v.Get("schedule_time")}
+		ScheduleDate: v.Get("schedule_date"), ScheduleTime: v.Get("schedule_time"), Relay: v.Get("relay")}
 	if local := strings.TrimSpace(v.Get("schedule_local")); f.ScheduleDate == "" && f.ScheduleTime == "" && local != "" {
 		f.ScheduleDate, f.ScheduleTime, _ = strings.Cut(local, "T")
 	}
@@ -47,7 +48,7 @@ func readSendForm(r *http.Request) sendForm {
 // sendFormOf is a stored send's fields in the form.
 func sendFormOf(ss *mail.SingleSend) sendForm {
 	f := sendForm{Name: ss.Name, Subject: ss.Subject, Preheader: ss.Preheader, SenderID: id(ss.SenderID),
-		GroupID: id(ss.GroupID), TemplateID: id(ss.TemplateID), ScheduleType: strconv.Itoa(int(ss.ScheduleType))}
+		GroupID: id(ss.GroupID), TemplateID: id(ss.TemplateID), ScheduleType: strconv.Itoa(int(ss.ScheduleType)), Relay: ss.Relay}
 	for _, l := range ss.Recipients {
 		f.Recipients = append(f.Recipients, l.Key())
 	}
@@ -81,7 +82,7 @@ func id(n int64) string {
 func (f sendForm) input(stored *mail.SingleSend) mail.SingleSendForm {
 	in := mail.SingleSendForm{TemplateID: f.TemplateID, SenderID: f.SenderID, GroupID: f.GroupID, Name: f.Name,
 		Subject: f.Subject, Preheader: f.Preheader, Recipients: f.Recipients, Excluded: f.Excluded,
-		ScheduleType: f.ScheduleType, ScheduleDate: f.ScheduleDate, ScheduleTime: f.ScheduleTime}
+		ScheduleType: f.ScheduleType, ScheduleDate: f.ScheduleDate, ScheduleTime: f.ScheduleTime, Relay: f.Relay}
 	if f.TemplateID == keepDesign {
 		in.TemplateID = ""
 		if hasDesign(stored) {
@@ -113,6 +114,9 @@ type composeData struct {
 	Unverified bool
 	// CountURL is the audience count's address for the form's lists.
 	CountURL string
+	// Relays are the relays SMTP_URL names when there are several (a send
+	// may name the one its mails go to first).
+	Relays []string
 }
 
 // listOption is a contact type or segment a send can go to.
@@ -133,7 +137,7 @@ type senderOption struct {
 // account's lists and segments with their sizes, its senders (verified
 // first) and unsubscribe groups, and the design catalogue.
 func (h *Handler) composeFor(ctx context.Context, account int64, f sendForm, utr string, stored *mail.SingleSend) (composeData, error) {
-	d := composeData{Form: f, UTR: utr, Stored: stored, Templates: design.Templates()}
+	d := composeData{Form: f, UTR: utr, Stored: stored, Templates: design.Templates(), Relays: h.cfg.Relays}
 	all := &mail.Page{Number: 1, Size: mail.MaxPageSize}
 	types, _, err := h.db.ContactTypes(ctx, account, all)
 	if err != nil {

@@ -43,10 +43,16 @@ func (d *dispatches) count() int {
 // returned recorder.
 func newSendSite(t *testing.T) (*site, *dispatches) {
 	t.Helper()
+	return newSendSiteWith(t, console.Config{})
+}
+
+// newSendSiteWith is newSendSite with its own configuration.
+func newSendSiteWith(t *testing.T, cfg console.Config) (*site, *dispatches) {
+	t.Helper()
 	s := &site{t: t, d: testdb.New(t)}
 	rec := &dispatches{}
-	con, err := console.New(console.Config{PublicURL: "http://console.test", BcryptCost: bcrypt.MinCost},
-		console.Deps{DB: s.d, Log: quiet, EnqueueDispatch: rec.enqueue})
+	cfg.PublicURL, cfg.BcryptCost = "http://console.test", bcrypt.MinCost
+	con, err := console.New(cfg, console.Deps{DB: s.d, Log: quiet, EnqueueDispatch: rec.enqueue})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -573,5 +579,57 @@ func TestSendPausedAndResumed(t *testing.T) {
 	var audited int
 	if err := s.d.Pool.QueryRow(ctx, "SELECT count(*) FROM audit_events WHERE user_id = $1 AND action = 'resumed a paused single send'", a.id).Scan(&audited); err != nil || audited != 1 {
 		t.Fatalf("audit lines %d (%v)", audited, err)
+	}
+}
+
+// With several relays the composer offers them; the review carries the
+// choice, the save stores it and the edit page shows it. Without them a
+// relay named through the API is kept by an edit in the console.
+func TestSendRelayInConsole(t *testing.T) {
+	t.Parallel()
+	s, _ := newSendSiteWith(t, console.Config{Relays: []string{"primary", "bulk"}})
+	a := s.sendAccount("Acme", "sendrelay.example", 3)
+	b := s.browser().signedIn(a.owner, a.ownerPW)
+	want(t, "compose", b.get("/sends/new"), 200, `<select id="f-relay" name="relay" >`,
+		`<option value="">Chosen by the relays' rules and weights</option>`, `<option value="bulk">bulk</option>`)
+	f := a.form()
+	f.Set("relay", "nope")
+	want(t, "unknown relay", b.post("/sends/review", "/sends/new", f), 422, "The selected relay is invalid.",
+		`aria-invalid="true" aria-describedby="f-relay-error"`)
+	f.Set("relay", "bulk")
+	want(t, "review", b.post("/sends/review", "/sends/new", f), 200, `<input type="hidden" name="relay" value="bulk">`,
+		`<dd id="review-relay">bulk first</dd>`)
+	loc := sendLocation.FindStringSubmatch(b.post("/sends", "/sends/new", f).header.Get("Location"))
+	if loc == nil {
+		t.Fatal("not saved")
+	}
+	if ss, err := s.d.SingleSend(context.Background(), a.id, loc[1]); err != nil || ss.Relay != "bulk" {
+		t.Fatalf("saved relay %q (%v)", ss.Relay, err)
+	}
+	want(t, "edit", b.get("/sends/"+loc[1]+"/edit"), 200, `<option value="bulk" selected>bulk</option>`)
+
+	// One console without relays: the relay stays through an edit.
+	s2, _ := newSendSite(t)
+	a2 := s2.sendAccount("Beta", "sendrelay2.example", 3)
+	b2 := s2.browser().signedIn(a2.owner, a2.ownerPW)
+	loc = sendLocation.FindStringSubmatch(b2.post("/sends", "/sends/new", a2.form()).header.Get("Location"))
+	if loc == nil {
+		t.Fatal("not saved")
+	}
+	if _, err := s2.d.Pool.Exec(context.Background(), "UPDATE single_sends SET relay = 'eu-1' WHERE utr = $1", loc[1]); err != nil {
+		t.Fatal(err)
+	}
+	edit := b2.get("/sends/" + loc[1] + "/edit")
+	want(t, "edit without relays", edit, 200, `<input type="hidden" name="relay" value="eu-1">`)
+	if strings.Contains(edit.body, `id="f-relay"`) {
+		t.Fatal("a console without relays offers a choice of relay")
+	}
+	g := a2.form()
+	g.Set("relay", "eu-1")
+	if r := b2.post("/sends/"+loc[1], "/sends/"+loc[1]+"/edit", g); r.status != 303 {
+		t.Fatalf("update: %d\n%s", r.status, r.body)
+	}
+	if ss, _ := s2.d.SingleSend(context.Background(), a2.id, loc[1]); ss.Relay != "eu-1" {
+		t.Fatalf("after the edit the relay is %q", ss.Relay)
 	}
 }

@@ -248,6 +248,7 @@ func (e *Engine) deliver(ctx context.Context, cs *compiledSend, claimed []mail.C
 	plan.fill(out)
 	sender := cs.send.Sender.FromEmail.Wire()        // the envelope's and the DKIM key's form
 	key := e.DKIM.ForAccount(cs.send.UserID, sender) // its account's own domain key, else DKIM_KEYS'
+	route := smtp.Route{Relay: cs.send.Relay, SenderDomain: strings.ToLower(sender[strings.LastIndexByte(sender, '@')+1:])}
 	var next atomic.Int64
 	var wg sync.WaitGroup
 	for range min(e.Config.Concurrency, plan.sending(len(claimed))) {
@@ -325,7 +326,9 @@ func (e *Engine) deliver(ctx context.Context, cs *compiledSend, claimed []mail.C
 				if e.VERP.On() { // the return path names the delivery (docs/bounces.md)
 					from = e.VERP.Address(cs.send.ID, c.ID)
 				}
-				res := e.Transport.Send(ctx, &smtp.Message{From: from, To: r.Email.Wire(), Data: msg})
+				route := route
+				route.Provider = mail.ProviderOf(r.Email).Name()
+				res := e.Transport.Send(ctx, &smtp.Message{From: from, To: r.Email.Wire(), Data: msg, Route: route})
 				out[i] = outcome(c, res)
 				run.done(ctx, res, &out[i])
 				e.Metrics.mail(&out[i])

@@ -43,6 +43,9 @@ type Send struct {
 	Expanding       bool // the rest of its audience is still to be expanded
 	// Warmup is its sender's domain's warm-up; nil: none.
 	Warmup *Warmup
+	// Relay is the relay its mails go to first (smtp.Route); "": the
+	// relays' rules and weights choose.
+	Relay string
 }
 
 // Lease is a batch run's hold on one range of a send: renewed while it

@@ -51,6 +51,9 @@ type Config struct {
 	// MaxMailBytes is the longest mail a send's template may make
 	// (MAX_MAIL_BYTES, docs/limits.md); 0 is render.MaxMailBytes, 10 MB.
 	MaxMailBytes int
+	// Relays are the relays SMTP_URL names, which a send's relay must be
+	// one of (nil: any well-formed name).
+	Relays []string
 }
 
 // Server holds the API's dependencies.
@@ -165,7 +168,7 @@ func newServer(cfg Config, d Deps) *Server {
 		}
 	}
 	s.sends = singlesend.New(d.DB, d.Log, singlesend.Config{AllowUnverified: cfg.AllowUnverifiedSenders,
-		PublicURL: cfg.PublicURL, MaxMailBytes: cfg.MaxMailBytes}, d.EnqueueDispatch)
+		PublicURL: cfg.PublicURL, MaxMailBytes: cfg.MaxMailBytes, Relays: cfg.Relays}, d.EnqueueDispatch)
 	s.importer = contactimport.New(d.DB, d.Log, cfg.MaxImports, s.lookupCountry)
 	s.activity, s.links = d.Activity, newLinkCache(d.DB.SendLinks)
 	if s.activity == nil {

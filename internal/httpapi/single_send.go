@@ -67,6 +67,8 @@ type singleSendJSON struct {
 	// when and why.
 	PausedAt     *string `json:"paused_at,omitempty"`
 	PausedReason *string `json:"paused_reason,omitempty"`
+	// Only for a send that names the relay its mails go to first.
+	Relay string `json:"relay,omitempty"`
 	// Only in the details, only when there is any: what receivers will
 	// hold against its mails (an unauthenticated From domain).
 	Warnings []string `json:"warnings,omitempty"`
@@ -87,7 +89,7 @@ func renderSingleSend(ss *mail.SingleSend) singleSendJSON {
 		ScheduleDate: ss.ScheduleDate, ScheduleTime: ss.ScheduleTime, Status: ss.Status, UTR: ss.UTR,
 		TemplateJSON: ss.TemplateJSON, TemplateHTML: ss.TemplateHTML, Triggered: ss.Triggered, Delivered: ss.Delivered,
 		UniqueOpens: ss.UniqueOpens, TotalOpens: ss.TotalOpens, Bounces: ss.Bounces, Unsubscribes: ss.Unsubscribes,
-		UniqueOpenToken: ss.OpenTokens, CreatedAt: ts(ss.CreatedAt), UpdatedAt: ts(ss.UpdatedAt)}
+		UniqueOpenToken: ss.OpenTokens, CreatedAt: ts(ss.CreatedAt), UpdatedAt: ts(ss.UpdatedAt), Relay: ss.Relay}
 	if out.UniqueOpenToken == nil {
 		out.UniqueOpenToken = map[string]string{}
 	}
@@ -173,6 +175,7 @@ func (s *Server) parseSingleSend(c *gin.Context, f form) (mail.SingleSendInput, 
 		ScheduleType: f.str("schedule_type"),
 		ScheduleDate: f.str("schedule_date"),
 		ScheduleTime: f.str("schedule_time"),
+		Relay:        f.str("relay"),
 	})
 }
 

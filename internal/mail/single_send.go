@@ -4,6 +4,7 @@ import (
 	"crypto/rand"
 	"encoding/base64"
 	"encoding/hex"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -79,6 +80,7 @@ type SingleSendForm struct {
 	ScheduleType string
 	ScheduleDate string
 	ScheduleTime string
+	Relay        string // the relay its mails go to first; "": none
 }
 
 // SendRefs are the records a send names, to be looked up in the account.
@@ -109,6 +111,9 @@ type SingleSendRules struct {
 	AllowUnverified bool
 	// MailSize refuses a template_html whose mails can be too large.
 	MailSize MailSize
+	// Relays are the relays SMTP_URL names, which a send's relay must be
+	// one of; nil (no SMTP_URL here) takes any well-formed name.
+	Relays []string
 }
 
 // SingleSendInput is a validated single send create or update.
@@ -126,6 +131,9 @@ type SingleSendInput struct {
 	// Schedule is the UTC time of a scheduled send (schedule_type 1); nil
 	// sends at once.
 	Schedule *time.Time
+	// Relay is the relay its mails go to first (docs/deliverability.md);
+	// "": the relays' rules and weights choose.
+	Relay string
 }
 
 // ParseSingleSend validates a single send create or update. Fields are
@@ -189,6 +197,7 @@ func ParseSingleSend(f SingleSendForm, rules SingleSendRules) (SingleSendInput, 
 		rules.MailSize.check(in.Subject, in.Preheader, *in.TemplateHTML, add)
 	}
 	in.TemplateJSON = templateBody("template_json", f.TemplateJSON, add)
+	in.Relay = parseRelay(f.Relay, rules.Relays, add)
 
 	refs := SendRefs{SenderID: in.SenderID, GroupID: in.GroupID}
 	for _, l := range append(in.Recipients[:len(in.Recipients):len(in.Recipients)], in.Excluded...) {
@@ -230,13 +239,35 @@ func ParseSingleSend(f SingleSendForm, rules SingleSendRules) (SingleSendInput, 
 	var p Problems
 	for _, field := range []string{"single_send_name", "sender_id", "subject", "preheader", "unsubscribe_group_id",
 		"schedule_type", "schedule_date", "schedule_time", "recipient_id", "exclude_specific_recipient_id",
-		"template_id", "template_html", "template_json"} {
+		"template_id", "template_html", "template_json", "relay"} {
 		for _, msg := range found[field] {
 			p.Add(field, msg)
 		}
 	}
 	return in, p.Err()
 }
+
+// parseRelay reads a send's relay: none, or a relay's name (of relays
+// when they are known).
+func parseRelay(v string, relays []string, add func(field, msg string)) string {
+	v = strings.TrimSpace(v)
+	switch {
+	case v == "":
+	case !ValidRelayName(v):
+		add("relay", "The relay must be a relay name (a-z, 0-9, - and _, up to 63 characters).")
+	case relays != nil && !slices.Contains(relays, v):
+		add("relay", "The selected relay is invalid.")
+	default:
+		return v
+	}
+	return ""
+}
+
+// relayName is the form of a relay's name in SMTP_URL.
+var relayName = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,62}$`)
+
+// ValidRelayName reports whether s is a relay's name.
+func ValidRelayName(s string) bool { return relayName.MatchString(s) }
 
 // parseSchedule reads schedule_type and, when it is 1, schedule_date
 // (YYYY-MM-DD) and schedule_time (HH:MM:SS or HH:MM), taken as UTC.
@@ -497,6 +528,8 @@ type SingleSend struct {
 	SentAt       *time.Time
 	CreatedAt    time.Time
 	UpdatedAt    time.Time
+	// Relay is the relay its mails go to first; "": none named.
+	Relay string
 	// Sender is the send's sender, nil when no such sender exists.
 	Sender *Sender
 	// PausedAt is when a reputation guard paused the running send (nil:

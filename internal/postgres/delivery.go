@@ -426,6 +426,7 @@ func (d *DB) SendForBatch(ctx context.Context, id int64) (BatchSend, error) {
 	s := BatchSend{ID: r.ID, UserID: r.UserID, Version: r.Version, Status: r.Status, TemplateID: r.TemplateID,
 		TemplateHTML: r.TemplateHtml, Subject: r.Subject, Preheader: r.Preheader, GroupID: r.UnsubscribeGroupID,
 		First: r.FirstDeliveryID, BatchSize: int(r.BatchSize), SenderAvailable: r.FromEmail != "", SendRate: int(r.SendRate), Expanding: r.Expanding,
+		Relay: r.Relay,
 		Sender: mail.Sender{FromName: r.FromName, FromEmail: mail.Email(r.FromEmail), ReplyTo: mail.Email(r.ReplyToEmail),
 			Address: r.CompanyAddress, City: r.City, State: r.State, Country: r.Country}}
 	if err := json.Unmarshal([]byte(r.UniqueOpenToken), &s.ListTokens); err != nil {

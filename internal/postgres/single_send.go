@@ -45,7 +45,7 @@ func (d *DB) CreateSingleSend(ctx context.Context, userID int64, in mail.SingleS
 	r, err := d.q.CreateSingleSend(ctx, db.CreateSingleSendParams{UserID: userID, Utr: utr, TemplateID: in.TemplateID,
 		TemplateJson: in.TemplateJSON, TemplateHtml: in.TemplateHTML, SenderID: in.SenderID, UnsubscribeGroupID: in.GroupID,
 		SingleSendName: in.Name, Subject: in.Subject, Preheader: in.Preheader, RecipientID: recipients,
-		ExcludeSpecificRecipientID: excluded, ScheduleType: scheduleType(in), ScheduleAt: in.Schedule, UniqueOpenToken: tokens})
+		ExcludeSpecificRecipientID: excluded, ScheduleType: scheduleType(in), ScheduleAt: in.Schedule, UniqueOpenToken: tokens, Relay: in.Relay})
 	if err != nil {
 		return mail.Queued{}, err
 	}
@@ -77,7 +77,7 @@ func (d *DB) UpdateSingleSend(ctx context.Context, userID int64, utr string, in 
 		r, err := q.UpdateSingleSend(ctx, db.UpdateSingleSendParams{TemplateID: in.TemplateID, TemplateJson: in.TemplateJSON,
 			TemplateHtml: in.TemplateHTML, SenderID: in.SenderID, UnsubscribeGroupID: in.GroupID, SingleSendName: in.Name,
 			Subject: in.Subject, Preheader: in.Preheader, RecipientID: recipients, ExcludeSpecificRecipientID: excluded,
-			ScheduleType: scheduleType(in), ScheduleAt: in.Schedule, UniqueOpenToken: tokens, ID: s.ID})
+			ScheduleType: scheduleType(in), ScheduleAt: in.Schedule, UniqueOpenToken: tokens, Relay: in.Relay, ID: s.ID})
 		if err != nil {
 			return err
 		}
@@ -181,7 +181,7 @@ SELECT s.id, s.user_id, s.utr::text, s.template_id, s.template_json, s.template_
     s.sent_at, s.created_at, s.updated_at,
     se.id IS NOT NULL, COALESCE(se.from_name, ''), COALESCE(se.from_email, ''), COALESCE(se.reply_to_email, ''),
     concat_ws(' ', NULLIF(se.company_address, ''), NULLIF(se.company_address2, '')),
-    COALESCE(ci.name, ''), COALESCE(st.name, ''), COALESCE(co.name, ''), s.paused_at, COALESCE(s.paused_reason, '')`
+    COALESCE(ci.name, ''), COALESCE(st.name, ''), COALESCE(co.name, ''), s.paused_at, COALESCE(s.paused_reason, ''), COALESCE(s.relay, '')`
 
 const singleSendJoins = `
 LEFT JOIN senders se ON se.id = s.sender_id AND se.user_id = s.user_id
@@ -213,7 +213,7 @@ func scanSingleSend(row pgx.Row, s *mail.SingleSend) error {
 		&s.Triggered, &s.Delivered, &s.UniqueOpens, &s.TotalOpens, &s.Bounces, &s.Unsubscribes, &tokens,
 		&s.SentAt, &s.CreatedAt, &s.UpdatedAt,
 		&hasSender, &snd.FromName, &from, &replyTo, &snd.Address, &snd.City, &snd.State, &snd.Country,
-		&s.PausedAt, &s.PausedReason); err != nil {
+		&s.PausedAt, &s.PausedReason, &s.Relay); err != nil {
 		return err
 	}
 	var err error

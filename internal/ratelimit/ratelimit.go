@@ -65,11 +65,33 @@ func NewSender(rdb redis.UniversalClient, prefix string) *Sender {
 // (as many at once): how many it got, and how long until the next one
 // when it got fewer than n.
 func (s *Sender) Take(ctx context.Context, account int64, perSecond, n int) (got int, retryAfter time.Duration, err error) {
-	r, err := s.l.AllowAtMost(ctx, s.key(account), redis_rate.Limit{Rate: perSecond, Burst: perSecond, Period: time.Second}, n)
+	return s.take(ctx, s.key(account), perSecond, n)
+}
+
+// take takes up to n of key's allowance of perSecond a second (as many at
+// once).
+func (b buckets) take(ctx context.Context, key string, perSecond, n int) (got int, retryAfter time.Duration, err error) {
+	r, err := b.l.AllowAtMost(ctx, key, redis_rate.Limit{Rate: perSecond, Burst: perSecond, Period: time.Second}, n)
 	if err != nil {
 		return 0, 0, err
 	}
 	return r.Allowed, r.RetryAfter, nil
+}
+
+// Relays are the relays' sending rates (smtp.RelayPace), shared by every
+// worker: a relay's rate= caps what all of them hand it.
+type Relays struct{ buckets }
+
+// NewRelays is the relays' buckets in rdb under prefix.
+func NewRelays(rdb redis.UniversalClient, prefix string) *Relays {
+	return &Relays{newBuckets(rdb, prefix)}
+}
+
+// Take takes up to n mails of relay's allowance of perSecond a second (as
+// many at once): how many it got, and how long until the next one when it
+// got fewer than n.
+func (r *Relays) Take(ctx context.Context, relay string, perSecond, n int) (got int, retryAfter time.Duration, err error) {
+	return r.take(ctx, r.prefix+relay, perSecond, n)
 }
 
 // Keyed allows each key (an address, an IP) Limit.Rate tries a

@@ -28,6 +28,9 @@ type Config struct {
 	// MaxMailBytes is the longest mail a send's template may make
 	// (MAX_MAIL_BYTES, docs/limits.md); 0 is render.MaxMailBytes.
 	MaxMailBytes int
+	// Relays are the relays SMTP_URL names, which a send's relay must be
+	// one of; nil takes any well-formed name.
+	Relays []string
 }
 
 // Enqueue asks the worker to dispatch version of send sendID at at.
@@ -56,6 +59,7 @@ func (s *Sends) Parse(ctx context.Context, userID int64, f mail.SingleSendForm) 
 		},
 		AllowUnverified: s.cfg.AllowUnverified,
 		MailSize:        s.MailSize(),
+		Relays:          s.cfg.Relays,
 	})
 }
 

@@ -35,6 +35,8 @@ type Message struct {
 	From string
 	To   string
 	Data []byte
+	// Route chooses the relay among several (Relays); a Pool ignores it.
+	Route Route
 }
 
 // Class sorts a send's outcome.

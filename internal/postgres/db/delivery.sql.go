@@ -1140,7 +1140,7 @@ SELECT s.id, s.user_id, s.version, s.status, s.template_id, COALESCE(s.template_
     TRIM(BOTH ' ' FROM COALESCE(se.company_address, '') || ' ' || COALESCE(se.company_address2, ''))::text AS company_address,
     COALESCE(ci.name, '')::text AS city, COALESCE(st.name, '')::text AS state, COALESCE(co.name, '')::text AS country,
     COALESCE((SELECT ac.send_rate FROM accounts ac WHERE ac.id = s.user_id), 0)::int AS send_rate,
-    (s.expand_after IS NOT NULL)::bool AS expanding,
+    (s.expand_after IS NOT NULL)::bool AS expanding, COALESCE(s.relay, '')::text AS relay,
     -- the sender's domain's warm-up, when it is a sending domain of the
     -- account warming up
     COALESCE(wu.domain, '')::text AS warmup_domain, wu.warmup_from, wu.warmup_schedule::int[] AS warmup_schedule
@@ -1177,6 +1177,7 @@ type SendForBatchRow struct {
 	Country            string
 	SendRate           int32
 	Expanding          bool
+	Relay              string
 	WarmupDomain       string
 	WarmupFrom         pgtype.Date
 	WarmupSchedule     []int32
@@ -1210,6 +1211,7 @@ func (q *Queries) SendForBatch(ctx context.Context, id int64) (SendForBatchRow, 
 		&i.Country,
 		&i.SendRate,
 		&i.Expanding,
+		&i.Relay,
 		&i.WarmupDomain,
 		&i.WarmupFrom,
 		&i.WarmupSchedule,

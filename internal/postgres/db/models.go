@@ -479,6 +479,7 @@ type SingleSend struct {
 	GuardBounces               int64
 	GuardDelivered             int64
 	GuardComplaints            int64
+	Relay                      *string
 }
 
 type State struct {

@@ -24,13 +24,13 @@ func (q *Queries) CountSingleSends(ctx context.Context, userID int64) (int64, er
 const createSingleSend = `-- name: CreateSingleSend :one
 INSERT INTO single_sends (user_id, utr, template_id, template_json, template_html, sender_id, unsubscribe_group_id,
     single_send_name, subject, preheader, recipient_id, exclude_specific_recipient_id, schedule_type,
-    schedule_date, schedule_time, status, version, due_at, unique_open_token)
+    schedule_date, schedule_time, status, version, due_at, unique_open_token, relay)
 VALUES ($1, ($2::text)::uuid, $3, $4, $5, $6,
     $7, $8, $9, $10, $11::jsonb,
     $12::jsonb, $13,
     ($14::timestamptz AT TIME ZONE 'UTC')::date,
     ($14::timestamptz AT TIME ZONE 'UTC')::time,
-    1, 1, COALESCE($14::timestamptz, now()), $15::jsonb)
+    1, 1, COALESCE($14::timestamptz, now()), $15::jsonb, NULLIF($16::text, ''))
 RETURNING id, version, due_at::timestamptz AS due_at
 `
 
@@ -50,6 +50,7 @@ type CreateSingleSendParams struct {
 	ScheduleType               int16
 	ScheduleAt                 *time.Time
 	UniqueOpenToken            []byte
+	Relay                      string
 }
 
 type CreateSingleSendRow struct {
@@ -77,6 +78,7 @@ func (q *Queries) CreateSingleSend(ctx context.Context, arg CreateSingleSendPara
 		arg.ScheduleType,
 		arg.ScheduleAt,
 		arg.UniqueOpenToken,
+		arg.Relay,
 	)
 	var i CreateSingleSendRow
 	err := row.Scan(&i.ID, &i.Version, &i.DueAt)
@@ -97,11 +99,11 @@ func (q *Queries) DeleteSingleSends(ctx context.Context, ids []int64) error {
 const duplicateSingleSend = `-- name: DuplicateSingleSend :one
 INSERT INTO single_sends (user_id, utr, template_id, template_json, template_html, sender_id, unsubscribe_group_id,
     single_send_name, subject, preheader, recipient_id, exclude_specific_recipient_id, schedule_type,
-    schedule_date, schedule_time, status, version, unique_open_token)
+    schedule_date, schedule_time, status, version, unique_open_token, relay)
 SELECT src.user_id, ($1::text)::uuid, src.template_id, src.template_json, src.template_html, src.sender_id,
     src.unsubscribe_group_id, src.single_send_name, src.subject, src.preheader, src.recipient_id,
     src.exclude_specific_recipient_id, src.schedule_type, src.schedule_date, src.schedule_time, 0, 1,
-    $2::jsonb
+    $2::jsonb, src.relay
 FROM single_sends src WHERE src.id = $3
 RETURNING id
 `
@@ -455,8 +457,8 @@ UPDATE single_sends SET template_id = $1, template_json = $2,
     schedule_date = ($12::timestamptz AT TIME ZONE 'UTC')::date,
     schedule_time = ($12::timestamptz AT TIME ZONE 'UTC')::time,
     status = 1, version = version + 1, due_at = COALESCE($12::timestamptz, now()),
-    unique_open_token = $13::jsonb, updated_at = now()
-WHERE id = $14
+    unique_open_token = $13::jsonb, relay = NULLIF($14::text, ''), updated_at = now()
+WHERE id = $15
 RETURNING version, due_at::timestamptz AS due_at
 `
 
@@ -474,6 +476,7 @@ type UpdateSingleSendParams struct {
 	ScheduleType               int16
 	ScheduleAt                 *time.Time
 	UniqueOpenToken            []byte
+	Relay                      string
 	ID                         int64
 }
 
@@ -499,6 +502,7 @@ func (q *Queries) UpdateSingleSend(ctx context.Context, arg UpdateSingleSendPara
 		arg.ScheduleType,
 		arg.ScheduleAt,
 		arg.UniqueOpenToken,
+		arg.Relay,
 		arg.ID,
 	)
 	var i UpdateSingleSendRow

@@ -16,13 +16,13 @@ SELECT
 -- whose date and time are also kept apart as the API shows them.
 INSERT INTO single_sends (user_id, utr, template_id, template_json, template_html, sender_id, unsubscribe_group_id,
     single_send_name, subject, preheader, recipient_id, exclude_specific_recipient_id, schedule_type,
-    schedule_date, schedule_time, status, version, due_at, unique_open_token)
+    schedule_date, schedule_time, status, version, due_at, unique_open_token, relay)
 VALUES (@user_id, (@utr::text)::uuid, @template_id, sqlc.narg(template_json), sqlc.narg(template_html), @sender_id,
     @unsubscribe_group_id, @single_send_name, @subject, @preheader, @recipient_id::jsonb,
     @exclude_specific_recipient_id::jsonb, @schedule_type,
     (sqlc.narg(schedule_at)::timestamptz AT TIME ZONE 'UTC')::date,
     (sqlc.narg(schedule_at)::timestamptz AT TIME ZONE 'UTC')::time,
-    1, 1, COALESCE(sqlc.narg(schedule_at)::timestamptz, now()), @unique_open_token::jsonb)
+    1, 1, COALESCE(sqlc.narg(schedule_at)::timestamptz, now()), @unique_open_token::jsonb, NULLIF(@relay::text, ''))
 RETURNING id, version, due_at::timestamptz AS due_at;
 
 -- name: LockSingleSend :one
@@ -44,7 +44,7 @@ UPDATE single_sends SET template_id = @template_id, template_json = sqlc.narg(te
     schedule_date = (sqlc.narg(schedule_at)::timestamptz AT TIME ZONE 'UTC')::date,
     schedule_time = (sqlc.narg(schedule_at)::timestamptz AT TIME ZONE 'UTC')::time,
     status = 1, version = version + 1, due_at = COALESCE(sqlc.narg(schedule_at)::timestamptz, now()),
-    unique_open_token = @unique_open_token::jsonb, updated_at = now()
+    unique_open_token = @unique_open_token::jsonb, relay = NULLIF(@relay::text, ''), updated_at = now()
 WHERE id = @id
 RETURNING version, due_at::timestamptz AS due_at;
 
@@ -61,11 +61,11 @@ FOR SHARE;
 -- defaults.
 INSERT INTO single_sends (user_id, utr, template_id, template_json, template_html, sender_id, unsubscribe_group_id,
     single_send_name, subject, preheader, recipient_id, exclude_specific_recipient_id, schedule_type,
-    schedule_date, schedule_time, status, version, unique_open_token)
+    schedule_date, schedule_time, status, version, unique_open_token, relay)
 SELECT src.user_id, (@utr::text)::uuid, src.template_id, src.template_json, src.template_html, src.sender_id,
     src.unsubscribe_group_id, src.single_send_name, src.subject, src.preheader, src.recipient_id,
     src.exclude_specific_recipient_id, src.schedule_type, src.schedule_date, src.schedule_time, 0, 1,
-    @unique_open_token::jsonb
+    @unique_open_token::jsonb, src.relay
 FROM single_sends src WHERE src.id = @id
 RETURNING id;
 

@@ -13,6 +13,7 @@ import (
 	"net"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -57,6 +58,8 @@ type Server struct {
 
 	opts     Options
 	srv      *smtp.Server
+	ln       net.Listener
+	gone     atomic.Bool // GoAway: MAIL FROM refused, no new connection
 	mu       sync.Mutex
 	messages []Message
 	count    int
@@ -80,7 +83,7 @@ func Start(opts Options) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Server{Addr: l.Addr().String(), opts: opts, received: make(chan struct{}, 1)}
+	s := &Server{Addr: l.Addr().String(), opts: opts, ln: l, received: make(chan struct{}, 1)}
 	s.srv = smtp.NewServer(smtp.BackendFunc(func(c *smtp.Conn) (smtp.Session, error) {
 		return &session{s: s, conn: c.Conn()}, nil
 	}))
@@ -99,6 +102,15 @@ func Start(opts Options) (*Server, error) {
 
 // Close stops the server.
 func (s *Server) Close() error { return s.srv.Close() }
+
+// GoAway makes the server go away as a relay taken down does: it stops
+// listening (a dial is refused) and answers the MAIL FROM of the
+// connections still open 421 (service not available), so every mail
+// from now on fails before its recipient and none is half taken.
+func (s *Server) GoAway() {
+	s.gone.Store(true)
+	s.ln.Close()
+}
 
 // Messages returns the messages received so far.
 func (s *Server) Messages() []Message {
@@ -157,6 +169,9 @@ func (se *session) Reset() { se.from, se.to, se.utf8, se.body = "", nil, false, 
 func (se *session) Logout() error { return nil }
 
 func (se *session) Mail(from string, opts *smtp.MailOptions) error {
+	if se.s.gone.Load() {
+		return &smtp.SMTPError{Code: 421, EnhancedCode: smtp.EnhancedCode{4, 3, 2}, Message: "going away"}
+	}
 	se.from = from
 	if opts != nil {
 		se.utf8, se.body = opts.UTF8, string(opts.Body)
