@@ -36,6 +36,9 @@ type sendState struct {
 	At           *time.Time // when it is due, or when it finished
 }
 
+// pausedState is how a running send a reputation guard paused reads.
+var pausedState = sendState{Label: "Paused", Class: "paused"}
+
 // sendStateOf is how a send of status, due at due and sent at sent reads.
 func sendStateOf(status int16, due, sent *time.Time) sendState {
 	switch status {
@@ -88,6 +91,9 @@ func (h *Handler) sendList(w http.ResponseWriter, r *http.Request) {
 		row := sendRow{SendSummary: s, State: sendStateOf(s.Status, s.DueAt, s.SentAt), Recipients: count(s.Triggered),
 			Delivered: count(s.Delivered), Bounces: count(s.Bounces), Opens: count(s.UniqueOpens),
 			Changeable: s.Status == mail.SendDraft || s.Status == mail.SendReady}
+		if s.Paused && s.Status == mail.SendRunning {
+			row.State = pausedState
+		}
 		if s.Triggered > 0 {
 			row.Percent = int(s.Done() * 100 / s.Triggered)
 		} else if s.Status == mail.SendCompleted {

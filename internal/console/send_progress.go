@@ -68,7 +68,7 @@ func progressOf(utr string, p mail.SendProgress, samples string) progressData {
 		Final: count(p.Done()), Delivered: count(p.Delivered), Remaining: count(p.Remaining), Bounced: count(p.Bounces),
 		Deferred: count(p.Deferred), Paused: p.PausedReason}
 	if d.Running && d.Paused != "" {
-		d.State = sendState{Label: "Paused", Class: "paused"}
+		d.State = pausedState
 	}
 	switch {
 	case p.Triggered > 0:

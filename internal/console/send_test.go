@@ -556,6 +556,7 @@ func TestSendPausedAndResumed(t *testing.T) {
 			t.Fatalf("a viewer sees the resume button on %s", p)
 		}
 	}
+	want(t, "list paused", v.get("/sends"), 200, `class="state state-paused">Paused<`)
 	f := url.Values{"csrf": {v.csrf("/sends")}}
 	want(t, "viewer resume", v.post("/sends/"+utr+"/resume", "", f), 403, "may not do this")
 
@@ -574,6 +575,9 @@ func TestSendPausedAndResumed(t *testing.T) {
 	want(t, "resumed", page, 200, "The send is resumed")
 	if strings.Contains(page.body, "progress-paused") {
 		t.Fatal("the resumed send still shows paused")
+	}
+	if list := b.get("/sends"); strings.Contains(list.body, "state-paused") || !strings.Contains(list.body, `class="state state-running">Sending<`) {
+		t.Fatalf("the list after the resume:\n%s", list.body)
 	}
 	want(t, "resume again", b.post("/sends/"+utr+"/resume", "/sends/"+utr, url.Values{}), 409, "Only paused single sends can be resumed.")
 	var audited int

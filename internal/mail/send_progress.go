@@ -20,6 +20,7 @@ type SendSummary struct {
 	Bounces      int64
 	Remaining    int64 // deliveries not final yet
 	UniqueOpens  int64
+	Paused       bool // a running send a reputation guard paused
 }
 
 // Done is how many of a running or completed send's deliveries are final.

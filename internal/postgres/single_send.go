@@ -329,7 +329,7 @@ func (d *DB) SendSummaries(ctx context.Context, userID int64, page mail.Page) ([
 	for i, r := range rows {
 		out[i] = mail.SendSummary{ID: r.ID, UTR: r.Utr, Name: r.SingleSendName, Subject: r.Subject, Status: r.Status,
 			ScheduleType: r.ScheduleType, DueAt: r.DueAt, StartedAt: r.StartedAt, SentAt: r.SentAt, CreatedAt: r.CreatedAt,
-			Triggered: r.Triggered, Delivered: r.Delivered, Bounces: r.Bounces, Remaining: r.Remaining, UniqueOpens: r.UniqueOpens}
+			Triggered: r.Triggered, Delivered: r.Delivered, Bounces: r.Bounces, Remaining: r.Remaining, UniqueOpens: r.UniqueOpens, Paused: r.Paused}
 	}
 	return out, total, nil
 }

@@ -359,7 +359,7 @@ func (q *Queries) SendReferences(ctx context.Context, arg SendReferencesParams) 
 
 const sendSummaries = `-- name: SendSummaries :many
 SELECT id, utr::text AS utr, single_send_name, subject, status, schedule_type, due_at, started_at, sent_at, created_at,
-    triggered, delivered, bounces, remaining, unique_opens
+    triggered, delivered, bounces, remaining, unique_opens, (paused_at IS NOT NULL)::bool AS paused
 FROM single_sends
 WHERE user_id = $1 AND deleted_at IS NULL AND automation_id IS NULL
 ORDER BY id DESC
@@ -388,6 +388,7 @@ type SendSummariesRow struct {
 	Bounces        int64
 	Remaining      int64
 	UniqueOpens    int64
+	Paused         bool
 }
 
 // A page of the account's sends, newest first, with their counters and
@@ -419,6 +420,7 @@ func (q *Queries) SendSummaries(ctx context.Context, arg SendSummariesParams) ([
 			&i.Bounces,
 			&i.Remaining,
 			&i.UniqueOpens,
+			&i.Paused,
 		); err != nil {
 			return nil, err
 		}

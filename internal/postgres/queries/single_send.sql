@@ -95,7 +95,7 @@ WHERE utr = (@utr::text)::uuid AND user_id = @user_id AND deleted_at IS NULL AND
 -- backwards, so a page costs its offset in index entries, not the sends'
 -- rows.
 SELECT id, utr::text AS utr, single_send_name, subject, status, schedule_type, due_at, started_at, sent_at, created_at,
-    triggered, delivered, bounces, remaining, unique_opens
+    triggered, delivered, bounces, remaining, unique_opens, (paused_at IS NOT NULL)::bool AS paused
 FROM single_sends
 WHERE user_id = @user_id AND deleted_at IS NULL AND automation_id IS NULL
 ORDER BY id DESC
