@@ -67,6 +67,7 @@ func (h *Handler) routes() {
 	h.handle("POST /sends/{utr}", writer, "updated a single send", h.sendSave)
 	h.handle("POST /sends/{utr}/duplicate", writer, "duplicated a single send", h.sendDuplicate)
 	h.handle("POST /sends/{utr}/resume", writer, "resumed a paused single send", h.sendResume)
+	h.handle("POST /sends/{utr}/cancel", writer, "cancelled a paused single send", h.sendCancel)
 	h.handle("POST /sends/{utr}/delete", writer, "deleted a single send", h.sendDelete)
 }
 

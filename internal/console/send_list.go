@@ -19,6 +19,7 @@ var sendNotices = map[string]string{
 	"duplicated": "This is a copy, saved as a draft: change what you need, review it, then send it.",
 	"deleted":    "The send is deleted.",
 	"resumed":    "The send is resumed: it goes on within a few seconds.",
+	"cancelled":  "The send is cancelled: the mails it had not sent are skipped.",
 }
 
 // sendRow is a send as the list shows it.
@@ -38,6 +39,11 @@ type sendState struct {
 
 // pausedState is how a running send a reputation guard paused reads.
 var pausedState = sendState{Label: "Paused", Class: "paused"}
+
+// cancelledState is how a send cancelled after a pause reads.
+func cancelledState(at *time.Time) sendState {
+	return sendState{Label: "Cancelled", Class: "cancelled", At: at}
+}
 
 // sendStateOf is how a send of status, due at due and sent at sent reads.
 func sendStateOf(status int16, due, sent *time.Time) sendState {
@@ -91,8 +97,11 @@ func (h *Handler) sendList(w http.ResponseWriter, r *http.Request) {
 		row := sendRow{SendSummary: s, State: sendStateOf(s.Status, s.DueAt, s.SentAt), Recipients: count(s.Triggered),
 			Delivered: count(s.Delivered), Bounces: count(s.Bounces), Opens: count(s.UniqueOpens),
 			Changeable: s.Status == mail.SendDraft || s.Status == mail.SendReady}
-		if s.Paused && s.Status == mail.SendRunning {
+		switch {
+		case s.Paused && s.Status == mail.SendRunning:
 			row.State = pausedState
+		case s.CancelledAt != nil:
+			row.State = cancelledState(s.CancelledAt)
 		}
 		if s.Triggered > 0 {
 			row.Percent = int(s.Done() * 100 / s.Triggered)

@@ -67,8 +67,11 @@ func progressOf(utr string, p mail.SendProgress, samples string) progressData {
 		Done: p.Status == mail.SendCompleted, Waiting: p.Status == mail.SendReady, Triggered: count(p.Triggered),
 		Final: count(p.Done()), Delivered: count(p.Delivered), Remaining: count(p.Remaining), Bounced: count(p.Bounces),
 		Deferred: count(p.Deferred), Paused: p.PausedReason}
-	if d.Running && d.Paused != "" {
+	switch {
+	case d.Running && d.Paused != "":
 		d.State = pausedState
+	case p.CancelledAt != nil:
+		d.State = cancelledState(p.CancelledAt)
 	}
 	switch {
 	case p.Triggered > 0:

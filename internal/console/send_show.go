@@ -38,6 +38,9 @@ func (h *Handler) sendShow(w http.ResponseWriter, r *http.Request) {
 	}
 	d := showData{Send: ss, State: sendStateOf(ss.Status, p.DueAt, ss.SentAt), Progress: progressOf(ss.UTR, p, "").withResume(r),
 		Changeable: ss.Status == mail.SendDraft || ss.Status == mail.SendReady}
+	if ss.CancelledAt != nil {
+		d.State = cancelledState(ss.CancelledAt)
+	}
 	if !hasDesign(&ss) {
 		d.Template = templateName(id(ss.TemplateID))
 	}

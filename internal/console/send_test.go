@@ -637,3 +637,43 @@ func TestSendRelayInConsole(t *testing.T) {
 		t.Fatalf("after the edit the relay is %q", ss.Relay)
 	}
 }
+
+// A paused send is cancelled from its page: a viewer sees no button and
+// is refused; after the cancel the page, its fragment and the list read
+// Cancelled, and the audit trail has it.
+func TestSendPausedCancelled(t *testing.T) {
+	t.Parallel()
+	s, _ := newSendSite(t)
+	a := s.sendAccount("Acme", "sendpausedcancelled.example", 1)
+	ctx := context.Background()
+	var utr string
+	if err := s.d.Pool.QueryRow(ctx, `INSERT INTO single_sends (user_id, utr, template_id, sender_id, unsubscribe_group_id, single_send_name,
+			subject, preheader, status, triggered, remaining, delivered, bounces, attempted, started_at, paused_at, paused_reason)
+		VALUES ($1, gen_random_uuid(), 1, $2, $3, 'Paused', 'S', 'P', 2, 10000, 8700, 1170, 130, 1300, now() - interval '1 minute', now(),
+			'hard bounces reached 10 % of 1300 attempted mails (130)')
+		RETURNING utr::text`, a.id, a.verified, a.group).Scan(&utr); err != nil {
+		t.Fatal(err)
+	}
+	v := s.browser().signedIn(a.viewer, a.viewerPW)
+	if page := v.get("/sends/" + utr); page.status != 200 || strings.Contains(page.body, "cancel-send") {
+		t.Fatalf("a viewer's page: %d, cancel button shown: %v", page.status, strings.Contains(page.body, "cancel-send"))
+	}
+	want(t, "viewer cancel", v.post("/sends/"+utr+"/cancel", "", url.Values{"csrf": {v.csrf("/sends")}}), 403, "may not do this")
+
+	b := s.browser().signedIn(a.owner, a.ownerPW)
+	want(t, "owner page", b.get("/sends/"+utr), 200, `id="cancel-send"`, `action="/sends/`+utr+`/cancel"`,
+		`data-confirm="Cancel the rest of this send?`)
+	want(t, "no token", b.post("/sends/"+utr+"/cancel", "", url.Values{}), 403)
+	res := b.post("/sends/"+utr+"/cancel", "/sends/"+utr, url.Values{})
+	if res.status != 303 || res.header.Get("Location") != "/sends/"+utr+"?notice=cancelled" {
+		t.Fatalf("cancel: %d %s\n%s", res.status, res.header.Get("Location"), res.body)
+	}
+	want(t, "cancelled page", b.get("/sends/"+utr+"?notice=cancelled"), 200, "The send is cancelled", `class="state state-cancelled">Cancelled<`)
+	want(t, "cancelled fragment", b.get("/sends/"+utr+"/progress"), 200, `data-state="cancelled"`, "Finished: 1,170 delivered")
+	want(t, "cancelled list", b.get("/sends"), 200, `class="state state-cancelled">Cancelled<`)
+	want(t, "cancel again", b.post("/sends/"+utr+"/cancel", "/sends/"+utr, url.Values{}), 409, "Only paused single sends can be cancelled.")
+	var audited int
+	if err := s.d.Pool.QueryRow(ctx, "SELECT count(*) FROM audit_events WHERE user_id = $1 AND action = 'cancelled a paused single send'", a.id).Scan(&audited); err != nil || audited != 1 {
+		t.Fatalf("audit lines %d (%v)", audited, err)
+	}
+}

@@ -21,6 +21,7 @@ func (s *Server) singleSendRoutes(api *gin.RouterGroup) {
 	api.DELETE("/single/send/delete", lower, s.deleteSingleSend)
 	api.POST("/single/send/bulk-delete", lower, s.bulkDelete(s.db.DeleteSingleSends))
 	api.GET("/single/send/resume", lower, s.resumeSingleSend)
+	api.GET("/single/send/cancel", lower, s.cancelSingleSend)
 }
 
 // listRefJSON is a recipient list of a send: {"id":"3","table":"contacts_"}.
@@ -69,6 +70,8 @@ type singleSendJSON struct {
 	PausedReason *string `json:"paused_reason,omitempty"`
 	// Only for a send that names the relay its mails go to first.
 	Relay string `json:"relay,omitempty"`
+	// Only for a paused send that was cancelled: when.
+	CancelledAt *string `json:"cancelled_at,omitempty"`
 	// Only in the details, only when there is any: what receivers will
 	// hold against its mails (an unauthenticated From domain).
 	Warnings []string `json:"warnings,omitempty"`
@@ -96,6 +99,10 @@ func renderSingleSend(ss *mail.SingleSend) singleSendJSON {
 	if ss.SentAt != nil {
 		v := ss.SentAt.UTC().Format("2006-01-02 15:04:05")
 		out.SentAt = &v
+	}
+	if ss.CancelledAt != nil {
+		at := ss.CancelledAt.UTC().Format("2006-01-02 15:04:05")
+		out.CancelledAt = &at
 	}
 	if ss.PausedAt != nil {
 		at, why := ss.PausedAt.UTC().Format("2006-01-02 15:04:05"), ss.PausedReason
@@ -317,6 +324,21 @@ func (s *Server) resumeSingleSend(c *gin.Context) {
 		return
 	}
 	ok(c, "Single Send Resumed Successfully")
+}
+
+// cancelSingleSend answers GET /single/send/cancel?utr=: a send a
+// reputation guard paused gives up the mails it has not sent, and
+// completes.
+func (s *Server) cancelSingleSend(c *gin.Context) {
+	utr, err := readUTR(c.Query("utr"))
+	if err == nil {
+		err = s.db.CancelSingleSend(c.Request.Context(), userID(c), utr)
+	}
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
+	ok(c, "Single Send Cancelled Successfully")
 }
 
 // deleteSingleSend answers DELETE /single/send/delete?utr=.

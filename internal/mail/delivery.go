@@ -44,6 +44,7 @@ const (
 	EventSingleSendStarted   = "single_send.started"   // subject: single_send; payload: triggered
 	EventSingleSendCompleted = "single_send.completed" // subject: single_send; payload: triggered, delivered, bounces
 	EventSingleSendPaused    = "single_send.paused"    // subject: single_send; payload: reason, attempted, bounces, delivered, complaints
+	EventSingleSendCancelled = "single_send.cancelled" // subject: single_send; payload: cancelled, delivered, bounces
 	EventAddressBounced      = "address.bounced"       // subject: single_send; payload: email_address, reason
 )
 

@@ -59,6 +59,9 @@ func (e Event) Notice() (subject, text string) {
 	case EventSingleSendPaused:
 		return "A single send was paused", fmt.Sprintf("The single send%s was paused at %s: %v. It sends nothing more until it is resumed (GET /api/single/send/resume) after review: %v mails attempted, %v hard bounces, %v delivered, %v complaints.\n",
 			id(), when, p["reason"], p["attempted"], p["bounces"], p["delivered"], p["complaints"])
+	case EventSingleSendCancelled:
+		return "A paused single send was cancelled", fmt.Sprintf("The single send%s, paused by a reputation guard, was cancelled at %s: its %v mails not sent yet are skipped. %v delivered, %v bounced before.\n",
+			id(), when, p["cancelled"], p["delivered"], p["bounces"])
 	case EventAddressBounced:
 		return "An address bounced", fmt.Sprintf("A mail of single send%s to %v was refused for good at %s (%v); the address is suppressed for later sends.\n",
 			id(), p["email_address"], when, p["reason"])

@@ -20,7 +20,8 @@ type SendSummary struct {
 	Bounces      int64
 	Remaining    int64 // deliveries not final yet
 	UniqueOpens  int64
-	Paused       bool // a running send a reputation guard paused
+	Paused       bool       // a running send a reputation guard paused
+	CancelledAt  *time.Time // when it was cancelled after a pause
 }
 
 // Done is how many of a running or completed send's deliveries are final.
@@ -44,6 +45,7 @@ type SendProgress struct {
 	// PausedReason says why a reputation guard paused the running send
 	// ("" when it is not paused; docs/deliverability.md).
 	PausedReason string
+	CancelledAt  *time.Time // when it was cancelled after a pause
 }
 
 // Done is how many of the send's deliveries are final (delivered,

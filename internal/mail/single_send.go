@@ -530,6 +530,8 @@ type SingleSend struct {
 	UpdatedAt    time.Time
 	// Relay is the relay its mails go to first; "": none named.
 	Relay string
+	// CancelledAt is when the send was cancelled after a pause; nil: not.
+	CancelledAt *time.Time
 	// Sender is the send's sender, nil when no such sender exists.
 	Sender *Sender
 	// PausedAt is when a reputation guard paused the running send (nil:

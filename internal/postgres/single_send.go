@@ -181,7 +181,7 @@ SELECT s.id, s.user_id, s.utr::text, s.template_id, s.template_json, s.template_
     s.sent_at, s.created_at, s.updated_at,
     se.id IS NOT NULL, COALESCE(se.from_name, ''), COALESCE(se.from_email, ''), COALESCE(se.reply_to_email, ''),
     concat_ws(' ', NULLIF(se.company_address, ''), NULLIF(se.company_address2, '')),
-    COALESCE(ci.name, ''), COALESCE(st.name, ''), COALESCE(co.name, ''), s.paused_at, COALESCE(s.paused_reason, ''), COALESCE(s.relay, '')`
+    COALESCE(ci.name, ''), COALESCE(st.name, ''), COALESCE(co.name, ''), s.paused_at, COALESCE(s.paused_reason, ''), COALESCE(s.relay, ''), s.cancelled_at`
 
 const singleSendJoins = `
 LEFT JOIN senders se ON se.id = s.sender_id AND se.user_id = s.user_id
@@ -213,7 +213,7 @@ func scanSingleSend(row pgx.Row, s *mail.SingleSend) error {
 		&s.Triggered, &s.Delivered, &s.UniqueOpens, &s.TotalOpens, &s.Bounces, &s.Unsubscribes, &tokens,
 		&s.SentAt, &s.CreatedAt, &s.UpdatedAt,
 		&hasSender, &snd.FromName, &from, &replyTo, &snd.Address, &snd.City, &snd.State, &snd.Country,
-		&s.PausedAt, &s.PausedReason, &s.Relay); err != nil {
+		&s.PausedAt, &s.PausedReason, &s.Relay, &s.CancelledAt); err != nil {
 		return err
 	}
 	var err error
@@ -329,7 +329,8 @@ func (d *DB) SendSummaries(ctx context.Context, userID int64, page mail.Page) ([
 	for i, r := range rows {
 		out[i] = mail.SendSummary{ID: r.ID, UTR: r.Utr, Name: r.SingleSendName, Subject: r.Subject, Status: r.Status,
 			ScheduleType: r.ScheduleType, DueAt: r.DueAt, StartedAt: r.StartedAt, SentAt: r.SentAt, CreatedAt: r.CreatedAt,
-			Triggered: r.Triggered, Delivered: r.Delivered, Bounces: r.Bounces, Remaining: r.Remaining, UniqueOpens: r.UniqueOpens, Paused: r.Paused}
+			Triggered: r.Triggered, Delivered: r.Delivered, Bounces: r.Bounces, Remaining: r.Remaining, UniqueOpens: r.UniqueOpens, Paused: r.Paused,
+			CancelledAt: r.CancelledAt}
 	}
 	return out, total, nil
 }
@@ -343,7 +344,7 @@ func (d *DB) SendProgress(ctx context.Context, userID int64, utr string) (mail.S
 	}
 	return mail.SendProgress{ID: r.ID, Status: r.Status, Triggered: r.Triggered, Delivered: r.Delivered, Bounces: r.Bounces,
 		Remaining: r.Remaining, Deferred: r.Deferred, DueAt: r.DueAt, StartedAt: r.StartedAt, SentAt: r.SentAt, ReadAt: r.ReadAt,
-		PausedReason: r.PausedReason}, nil
+		PausedReason: r.PausedReason, CancelledAt: r.CancelledAt}, nil
 }
 
 // ResumeSingleSend resumes the account's single send utr that a
@@ -363,4 +364,45 @@ func (d *DB) ResumeSingleSend(ctx context.Context, userID int64, utr string) err
 		return mail.Errorf(mail.ECONFLICT, "Only paused single sends can be resumed.")
 	}
 	return nil
+}
+
+// CancelSingleSend gives up the rest of the account's single send utr
+// that a reputation guard paused: its pending deliveries are skipped (5,
+// 'cancelled after a pause'), the rest of its audience is not expanded,
+// and it completes (status 3, sent_at, cancelled_at) with a
+// single_send.cancelled event and the usual single_send.completed. The
+// send must be paused (409 otherwise), and no batch may still hold a
+// range of it (409 until its mails in flight are recorded: a mail handed
+// to the relay is never counted as skipped). ENOTFOUND when there is no
+// such send.
+func (d *DB) CancelSingleSend(ctx context.Context, userID int64, utr string) error {
+	return d.InTx(ctx, func(_ pgx.Tx, q *db.Queries) error {
+		s, err := q.LockSendToCancel(ctx, db.LockSendToCancelParams{Utr: utr, UserID: userID})
+		if errors.Is(err, pgx.ErrNoRows) {
+			return mail.NotFound()
+		}
+		if err != nil {
+			return err
+		}
+		switch {
+		case s.Status != mail.SendRunning || !s.Paused:
+			return mail.Errorf(mail.ECONFLICT, "Only paused single sends can be cancelled.")
+		case s.InFlight:
+			return mail.Errorf(mail.ECONFLICT, "The single send still has mails in flight: try again in a few seconds.")
+		}
+		skipped, err := q.SkipPending(ctx, s.ID)
+		if err != nil {
+			return err
+		}
+		r, err := q.MarkCancelled(ctx, s.ID)
+		if err != nil {
+			return err
+		}
+		if err := q.RecordSendEvent(ctx, db.RecordSendEventParams{UserID: r.UserID, Kind: mail.EventSingleSendCancelled, SendID: &s.ID,
+			Payload: fmt.Appendf(nil, `{"cancelled": %d, "delivered": %d, "bounces": %d}`, skipped, r.Delivered, r.Bounces)}); err != nil {
+			return err
+		}
+		_, err = completeSend(ctx, q, s.ID)
+		return err
+	})
 }

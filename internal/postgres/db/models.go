@@ -480,6 +480,7 @@ type SingleSend struct {
 	GuardDelivered             int64
 	GuardComplaints            int64
 	Relay                      *string
+	CancelledAt                *time.Time
 }
 
 type State struct {

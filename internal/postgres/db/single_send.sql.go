@@ -124,6 +124,41 @@ func (q *Queries) DuplicateSingleSend(ctx context.Context, arg DuplicateSingleSe
 	return id, err
 }
 
+const lockSendToCancel = `-- name: LockSendToCancel :one
+SELECT s.id, s.status, (s.paused_at IS NOT NULL)::bool AS paused,
+    EXISTS (SELECT 1 FROM delivery_ranges r WHERE r.send_id = s.id AND r.lease_until > now())::bool AS in_flight
+FROM single_sends s
+WHERE s.utr = ($1::text)::uuid AND s.user_id = $2::bigint AND s.deleted_at IS NULL AND s.automation_id IS NULL
+FOR UPDATE OF s
+`
+
+type LockSendToCancelParams struct {
+	Utr    string
+	UserID int64
+}
+
+type LockSendToCancelRow struct {
+	ID       int64
+	Status   int16
+	Paused   bool
+	InFlight bool
+}
+
+// An account's single send, locked for a cancel, with whether a guard
+// paused it and whether a batch still holds a range of it (its mails in
+// flight are recorded first). No row: no such send.
+func (q *Queries) LockSendToCancel(ctx context.Context, arg LockSendToCancelParams) (LockSendToCancelRow, error) {
+	row := q.db.QueryRow(ctx, lockSendToCancel, arg.Utr, arg.UserID)
+	var i LockSendToCancelRow
+	err := row.Scan(
+		&i.ID,
+		&i.Status,
+		&i.Paused,
+		&i.InFlight,
+	)
+	return i, err
+}
+
 const lockSingleSend = `-- name: LockSingleSend :one
 SELECT id, status, recipient_id::text AS recipient_id, unique_open_token::text AS unique_open_token
 FROM single_sends
@@ -220,6 +255,28 @@ func (q *Queries) LockSingleSendsByID(ctx context.Context, arg LockSingleSendsBy
 	return items, nil
 }
 
+const markCancelled = `-- name: MarkCancelled :one
+UPDATE single_sends SET remaining = 0, expand_after = NULL, cancelled_at = now(), updated_at = now()
+WHERE id = $1::bigint
+RETURNING user_id, delivered, bounces
+`
+
+type MarkCancelledRow struct {
+	UserID    int64
+	Delivered int64
+	Bounces   int64
+}
+
+// A cancelled send: nothing of it remains (its pending deliveries were
+// skipped, and no batch holds a range), and the rest of its audience is
+// not expanded (an expansion under way finds it gone and rolls back).
+func (q *Queries) MarkCancelled(ctx context.Context, id int64) (MarkCancelledRow, error) {
+	row := q.db.QueryRow(ctx, markCancelled, id)
+	var i MarkCancelledRow
+	err := row.Scan(&i.UserID, &i.Delivered, &i.Bounces)
+	return i, err
+}
+
 const resumeSingleSend = `-- name: ResumeSingleSend :one
 WITH s AS (
     SELECT id, paused_at FROM single_sends
@@ -262,7 +319,7 @@ const sendProgress = `-- name: SendProgress :one
 SELECT s.id, s.status, s.triggered, s.delivered, s.bounces, s.remaining,
     s.due_at, s.started_at, s.sent_at,
     COALESCE((SELECT sum(st.deferred) FROM send_stats st WHERE st.scope = 's' AND st.scope_id = s.id), 0)::bigint AS deferred,
-    clock_timestamp()::timestamptz AS read_at, COALESCE(s.paused_reason, '')::text AS paused_reason
+    clock_timestamp()::timestamptz AS read_at, COALESCE(s.paused_reason, '')::text AS paused_reason, s.cancelled_at
 FROM single_sends s
 WHERE s.utr = ($1::text)::uuid AND s.user_id = $2 AND s.deleted_at IS NULL AND s.automation_id IS NULL
 `
@@ -285,6 +342,7 @@ type SendProgressRow struct {
 	Deferred     int64
 	ReadAt       time.Time
 	PausedReason string
+	CancelledAt  *time.Time
 }
 
 // A live send of the account's counters as it runs: those the details
@@ -306,6 +364,7 @@ func (q *Queries) SendProgress(ctx context.Context, arg SendProgressParams) (Sen
 		&i.Deferred,
 		&i.ReadAt,
 		&i.PausedReason,
+		&i.CancelledAt,
 	)
 	return i, err
 }
@@ -359,7 +418,7 @@ func (q *Queries) SendReferences(ctx context.Context, arg SendReferencesParams) 
 
 const sendSummaries = `-- name: SendSummaries :many
 SELECT id, utr::text AS utr, single_send_name, subject, status, schedule_type, due_at, started_at, sent_at, created_at,
-    triggered, delivered, bounces, remaining, unique_opens, (paused_at IS NOT NULL)::bool AS paused
+    triggered, delivered, bounces, remaining, unique_opens, (paused_at IS NOT NULL)::bool AS paused, cancelled_at
 FROM single_sends
 WHERE user_id = $1 AND deleted_at IS NULL AND automation_id IS NULL
 ORDER BY id DESC
@@ -389,6 +448,7 @@ type SendSummariesRow struct {
 	Remaining      int64
 	UniqueOpens    int64
 	Paused         bool
+	CancelledAt    *time.Time
 }
 
 // A page of the account's sends, newest first, with their counters and
@@ -421,6 +481,7 @@ func (q *Queries) SendSummaries(ctx context.Context, arg SendSummariesParams) ([
 			&i.Remaining,
 			&i.UniqueOpens,
 			&i.Paused,
+			&i.CancelledAt,
 		); err != nil {
 			return nil, err
 		}
@@ -448,6 +509,20 @@ func (q *Queries) SingleSendIDByUTR(ctx context.Context, arg SingleSendIDByUTRPa
 	var id int64
 	err := row.Scan(&id)
 	return id, err
+}
+
+const skipPending = `-- name: SkipPending :execrows
+UPDATE deliveries SET status = 5, error = 'cancelled after a pause'
+WHERE send_id = $1::bigint AND status = 0
+`
+
+// A cancelled send's pending deliveries are skipped (5): not sent.
+func (q *Queries) SkipPending(ctx context.Context, sendID int64) (int64, error) {
+	result, err := q.db.Exec(ctx, skipPending, sendID)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
 }
 
 const updateSingleSend = `-- name: UpdateSingleSend :one
