@@ -323,11 +323,16 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger) error {
 		}
 		return err
 	}
+	domainSvc, err := domainService(cfg, d, log)
+	if err != nil {
+		return err
+	}
 	con, err := console.New(console.Config{PublicURL: cfg.PublicURL, TrustedProxies: cfg.TrustedProxies,
 		AllowUnverifiedSenders: cfg.AllowUnverifiedSenders, MaxMailBytes: int(cfg.MaxMailBytes),
 		MediaQuota: cfg.MediaQuota, Relays: cfg.RelayNames()}, console.Deps{
-		DB:  d,
-		Log: log,
+		DB:      d,
+		Log:     log,
+		Domains: domainSvc,
 		// docs/console.md: 10 tries per address and client per 10 minutes,
 		// 100 per address per hour, 60 per client per 10 minutes.
 		LimitAddressIP: ratelimit.NewKeyed(rdb, "mailroom:rate:signin:addrip:", 10, 10, 10*time.Minute).Allow,
@@ -364,9 +369,7 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger) error {
 		VerifySenders:   enqueueOnce(jobs.NewVerifySendersTask),
 		EnqueueDispatch: enqueueDispatch,
 	}
-	if deps.Domains, err = domainService(cfg, d, log); err != nil {
-		return err
-	}
+	deps.Domains = domainSvc
 	var reg *prometheus.Registry
 	if cfg.APIMetrics { // GET /metrics on this listener (docs/metrics.md)
 		reg = metrics.NewRegistry()

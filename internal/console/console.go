@@ -15,6 +15,7 @@ import (
 
 	"golang.org/x/crypto/bcrypt"
 
+	"github.com/mailroom/mailroom/internal/domains"
 	"github.com/mailroom/mailroom/internal/mail"
 	"github.com/mailroom/mailroom/internal/media"
 	"github.com/mailroom/mailroom/internal/postgres"
@@ -75,6 +76,9 @@ type Deps struct {
 	// EnqueueDispatch asks the worker to dispatch a saved single send, as
 	// the API's (nil: the engine's sweeper finds due ready sends).
 	EnqueueDispatch singlesend.Enqueue
+	// Domains says what receivers will hold against a send's sender (a
+	// From domain not verified), as the API's details do (nil: nothing).
+	Domains *domains.Service
 }
 
 // Handler serves the console's pages.

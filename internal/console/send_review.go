@@ -20,6 +20,9 @@ type reviewData struct {
 	Schedule  *time.Time
 	SaveURL   string
 	ReviewURL string
+	// Warnings are what receivers will hold against its mails (the API's
+	// details say the same).
+	Warnings []string
 }
 
 // sendReview answers POST /sends/review and /sends/{utr}/review: the form
@@ -61,6 +64,10 @@ func (h *Handler) sendReview(w http.ResponseWriter, r *http.Request) {
 		if s.ID == id(in.SenderID) {
 			d.Sender = s
 		}
+	}
+	if d.Warnings, err = h.sendWarnings(r.Context(), account, mail.Email(d.Sender.Email)); err != nil {
+		h.fail(w, r, err)
+		return
 	}
 	for _, g := range c.Groups {
 		if g.ID == in.GroupID {

@@ -1,6 +1,7 @@
 package console
 
 import (
+	"context"
 	"net/http"
 
 	"github.com/mailroom/mailroom/internal/mail"
@@ -16,6 +17,17 @@ type showData struct {
 	Group      string
 	Template   string // the catalogue template's name, "" for the send's own design
 	Progress   progressData
+	Warnings   []string // what receivers will hold against its mails
+}
+
+// sendWarnings are what receivers will hold against the mails of a send
+// of account from sender from, as the API's details give them (none
+// without a domain service).
+func (h *Handler) sendWarnings(ctx context.Context, account int64, from mail.Email) ([]string, error) {
+	if h.deps.Domains == nil || from == "" {
+		return nil, nil
+	}
+	return h.deps.Domains.SendWarnings(ctx, account, from)
 }
 
 // sendShow answers GET /sends/{utr}: what the send is, and its progress,
@@ -40,6 +52,12 @@ func (h *Handler) sendShow(w http.ResponseWriter, r *http.Request) {
 		Changeable: ss.Status == mail.SendDraft || ss.Status == mail.SendReady}
 	if ss.CancelledAt != nil {
 		d.State = cancelledState(ss.CancelledAt)
+	}
+	if ss.Sender != nil && ss.Status != mail.SendCompleted {
+		if d.Warnings, err = h.sendWarnings(ctx, account, ss.Sender.FromEmail); err != nil {
+			h.fail(w, r, err)
+			return
+		}
 	}
 	if !hasDesign(&ss) {
 		d.Template = templateName(id(ss.TemplateID))

@@ -15,6 +15,7 @@ import (
 	"golang.org/x/crypto/bcrypt"
 
 	"github.com/mailroom/mailroom/internal/console"
+	"github.com/mailroom/mailroom/internal/domains"
 	"github.com/mailroom/mailroom/internal/httpapi"
 	"github.com/mailroom/mailroom/internal/mail"
 	"github.com/mailroom/mailroom/internal/testdb"
@@ -46,13 +47,18 @@ func newSendSite(t *testing.T) (*site, *dispatches) {
 	return newSendSiteWith(t, console.Config{})
 }
 
-// newSendSiteWith is newSendSite with its own configuration.
-func newSendSiteWith(t *testing.T, cfg console.Config) (*site, *dispatches) {
+// newSendSiteWith is newSendSite with its own configuration; each with
+// changes the dependencies.
+func newSendSiteWith(t *testing.T, cfg console.Config, with ...func(*console.Deps)) (*site, *dispatches) {
 	t.Helper()
 	s := &site{t: t, d: testdb.New(t)}
 	rec := &dispatches{}
 	cfg.PublicURL, cfg.BcryptCost = "http://console.test", bcrypt.MinCost
-	con, err := console.New(cfg, console.Deps{DB: s.d, Log: quiet, EnqueueDispatch: rec.enqueue})
+	deps := console.Deps{DB: s.d, Log: quiet, EnqueueDispatch: rec.enqueue}
+	for _, f := range with {
+		f(&deps)
+	}
+	con, err := console.New(cfg, deps)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -675,5 +681,38 @@ func TestSendPausedCancelled(t *testing.T) {
 	var audited int
 	if err := s.d.Pool.QueryRow(ctx, "SELECT count(*) FROM audit_events WHERE user_id = $1 AND action = 'cancelled a paused single send'", a.id).Scan(&audited); err != nil || audited != 1 {
 		t.Fatalf("audit lines %d (%v)", audited, err)
+	}
+}
+
+// A send whose sender's domain is not a verified sending domain of an
+// account that has added one is warned of on its review and its page,
+// as the API's details warn; once the domain is verified, not.
+func TestSendDomainWarning(t *testing.T) {
+	t.Parallel()
+	s, _ := newSendSiteWith(t, console.Config{}, func(d *console.Deps) {
+		d.Domains = &domains.Service{Store: testdb.New(t)}
+	})
+	a := s.sendAccount("Acme", "senddomainwarning.example", 3)
+	b := s.browser().signedIn(a.owner, a.ownerPW)
+	review := b.post("/sends/review", "/sends/new", a.form())
+	if review.status != 200 || strings.Contains(review.body, "send-warnings") {
+		t.Fatalf("an account without sending domains is warned: %d", review.status)
+	}
+	if _, err := s.d.Pool.Exec(context.Background(), `INSERT INTO sending_domains (user_id, domain, selector, rsa_private, records)
+		VALUES ($1, 'senddomainwarning.example', 'mr1', '\x00', '[]')`, a.id); err != nil {
+		t.Fatal(err)
+	}
+	warning := "The sender&#39;s domain senddomainwarning.example is not a verified sending domain of the account"
+	want(t, "review", b.post("/sends/review", "/sends/new", a.form()), 200, `id="send-warnings"`, warning)
+	loc := sendLocation.FindStringSubmatch(b.post("/sends", "/sends/new", a.form()).header.Get("Location"))
+	if loc == nil {
+		t.Fatal("not saved")
+	}
+	want(t, "page", b.get("/sends/"+loc[1]), 200, `id="send-warnings"`, warning)
+	if _, err := s.d.Pool.Exec(context.Background(), "UPDATE sending_domains SET verified_at = now() WHERE user_id = $1", a.id); err != nil {
+		t.Fatal(err)
+	}
+	if page := b.get("/sends/" + loc[1]); page.status != 200 || strings.Contains(page.body, "send-warnings") {
+		t.Fatalf("a verified domain is still warned of: %d", page.status)
 	}
 }
