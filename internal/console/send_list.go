@@ -104,7 +104,7 @@ func (h *Handler) sendList(w http.ResponseWriter, r *http.Request) {
 			row.State = cancelledState(s.CancelledAt)
 		}
 		if s.Triggered > 0 {
-			row.Percent = int(s.Done() * 100 / s.Triggered)
+			row.Percent = int(s.Went() * 100 / s.Triggered)
 		} else if s.Status == mail.SendCompleted {
 			row.Percent = 100
 		}

@@ -32,6 +32,7 @@ type progressData struct {
 	Vals                                                      string // hx-vals of the next request
 	Poll                                                      string // the next request's delay, "" for none
 	Paused                                                    string // why a reputation guard paused the running send
+	Cancelled                                                 string // the mails a cancel skipped, "" for none
 	CanResume                                                 bool   // the member may resume it (not a viewer)
 	CSRF                                                      string // the resume form's token
 }
@@ -65,8 +66,11 @@ func (h *Handler) sendProgress(w http.ResponseWriter, r *http.Request) {
 func progressOf(utr string, p mail.SendProgress, samples string) progressData {
 	d := progressData{UTR: utr, State: sendStateOf(p.Status, p.DueAt, p.SentAt), Running: p.Status == mail.SendRunning,
 		Done: p.Status == mail.SendCompleted, Waiting: p.Status == mail.SendReady, Triggered: count(p.Triggered),
-		Final: count(p.Done()), Delivered: count(p.Delivered), Remaining: count(p.Remaining), Bounced: count(p.Bounces),
+		Final: count(p.Went()), Delivered: count(p.Delivered), Remaining: count(p.Remaining), Bounced: count(p.Bounces),
 		Deferred: count(p.Deferred), Paused: p.PausedReason}
+	if p.Cancelled > 0 {
+		d.Cancelled = count(p.Cancelled)
+	}
 	switch {
 	case d.Running && d.Paused != "":
 		d.State = pausedState
@@ -75,7 +79,7 @@ func progressOf(utr string, p mail.SendProgress, samples string) progressData {
 	}
 	switch {
 	case p.Triggered > 0:
-		d.Percent = int(p.Done() * 100 / p.Triggered)
+		d.Percent = int(p.Went() * 100 / p.Triggered)
 	case d.Done:
 		d.Percent = 100
 	}

@@ -675,7 +675,7 @@ func TestSendPausedCancelled(t *testing.T) {
 		t.Fatalf("cancel: %d %s\n%s", res.status, res.header.Get("Location"), res.body)
 	}
 	want(t, "cancelled page", b.get("/sends/"+utr+"?notice=cancelled"), 200, "The send is cancelled", `class="state state-cancelled">Cancelled<`)
-	want(t, "cancelled fragment", b.get("/sends/"+utr+"/progress"), 200, `data-state="cancelled"`, "Finished: 1,170 delivered")
+	want(t, "cancelled fragment", b.get("/sends/"+utr+"/progress"), 200, `data-state="cancelled"`, "Finished: 1,170 delivered", `>1,300</span> of <span id="progress-total">10,000</span> recipients done (13%) · <span id="progress-cancelled">8,700</span> cancelled`)
 	want(t, "cancelled list", b.get("/sends"), 200, `class="state state-cancelled">Cancelled<`)
 	want(t, "cancel again", b.post("/sends/"+utr+"/cancel", "/sends/"+utr, url.Values{}), 409, "Only paused single sends can be cancelled.")
 	var audited int

@@ -310,6 +310,22 @@ func TestConsoleSingleSendInBrowser(t *testing.T) {
 	}
 	screenshots(t, tab, "sends-paused")
 
+	// The list reads it Paused; its owner cancels the rest (the
+	// confirmation accepted), and it reads Cancelled.
+	run(t, tab, chromedp.Navigate(base+"/sends"), chromedp.WaitVisible(chromedp.CSS("table.sends")))
+	if got := value(t, tab, chromedp.Evaluate[string](`[...document.querySelectorAll("table.sends tbody tr")].map(r => r.innerText).find(s => s.includes("Autumn sale")) || ""`)); !strings.Contains(got, "Paused") {
+		t.Errorf("the paused send's list row %q", got)
+	}
+	run(t, tab, chromedp.Navigate(base+"/sends/"+paused), chromedp.WaitVisible(chromedp.CSS("#cancel-send")),
+		chromedp.Click(chromedp.CSS("#cancel-send")), chromedp.WaitVisible(chromedp.CSS(".progress-state .state-cancelled")))
+	if got := text(t, tab, chromedp.CSS(".progress-state .state")); got != "Cancelled" {
+		t.Errorf("cancelled send's state %q", got)
+	}
+	if n := value(t, tab, chromedp.Evaluate[int](`document.querySelectorAll("#progress-paused, #cancel-send, #resume-send").length`)); n != 0 {
+		t.Errorf("a cancelled send still offers %d paused controls", n)
+	}
+	screenshots(t, tab, "sends-cancelled")
+
 	// The list shows it sent.
 	run(t, tab, chromedp.Navigate(base+"/sends"), chromedp.WaitVisible(chromedp.CSS("table.sends")))
 	// (The paused copy is the newest, listed first.)

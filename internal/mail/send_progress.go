@@ -22,10 +22,14 @@ type SendSummary struct {
 	UniqueOpens  int64
 	Paused       bool       // a running send a reputation guard paused
 	CancelledAt  *time.Time // when it was cancelled after a pause
+	Cancelled    int64      // the deliveries the cancel skipped
 }
 
 // Done is how many of a running or completed send's deliveries are final.
 func (s SendSummary) Done() int64 { return s.Triggered - s.Remaining }
+
+// Went is how many of its deliveries are final and were not cancelled.
+func (s SendSummary) Went() int64 { return s.Done() - s.Cancelled }
 
 // SendProgress is a send's counters while it runs: those its details show
 // (Delivered, Bounces), the deliveries not final yet, and the deferred
@@ -46,7 +50,11 @@ type SendProgress struct {
 	// ("" when it is not paused; docs/deliverability.md).
 	PausedReason string
 	CancelledAt  *time.Time // when it was cancelled after a pause
+	Cancelled    int64      // the deliveries the cancel skipped
 }
+
+// Went is how many of its deliveries are final and were not cancelled.
+func (p SendProgress) Went() int64 { return p.Done() - p.Cancelled }
 
 // Done is how many of the send's deliveries are final (delivered,
 // bounced, failed or skipped).

@@ -330,7 +330,7 @@ func (d *DB) SendSummaries(ctx context.Context, userID int64, page mail.Page) ([
 		out[i] = mail.SendSummary{ID: r.ID, UTR: r.Utr, Name: r.SingleSendName, Subject: r.Subject, Status: r.Status,
 			ScheduleType: r.ScheduleType, DueAt: r.DueAt, StartedAt: r.StartedAt, SentAt: r.SentAt, CreatedAt: r.CreatedAt,
 			Triggered: r.Triggered, Delivered: r.Delivered, Bounces: r.Bounces, Remaining: r.Remaining, UniqueOpens: r.UniqueOpens, Paused: r.Paused,
-			CancelledAt: r.CancelledAt}
+			CancelledAt: r.CancelledAt, Cancelled: r.Cancelled}
 	}
 	return out, total, nil
 }
@@ -344,7 +344,7 @@ func (d *DB) SendProgress(ctx context.Context, userID int64, utr string) (mail.S
 	}
 	return mail.SendProgress{ID: r.ID, Status: r.Status, Triggered: r.Triggered, Delivered: r.Delivered, Bounces: r.Bounces,
 		Remaining: r.Remaining, Deferred: r.Deferred, DueAt: r.DueAt, StartedAt: r.StartedAt, SentAt: r.SentAt, ReadAt: r.ReadAt,
-		PausedReason: r.PausedReason, CancelledAt: r.CancelledAt}, nil
+		PausedReason: r.PausedReason, CancelledAt: r.CancelledAt, Cancelled: r.Cancelled}, nil
 }
 
 // ResumeSingleSend resumes the account's single send utr that a
@@ -390,8 +390,7 @@ func (d *DB) CancelSingleSend(ctx context.Context, userID int64, utr string) err
 		case s.InFlight:
 			return mail.Errorf(mail.ECONFLICT, "The single send still has mails in flight: try again in a few seconds.")
 		}
-		skipped, err := q.SkipPending(ctx, s.ID)
-		if err != nil {
+		if _, err := q.SkipPending(ctx, s.ID); err != nil {
 			return err
 		}
 		r, err := q.MarkCancelled(ctx, s.ID)
@@ -399,7 +398,7 @@ func (d *DB) CancelSingleSend(ctx context.Context, userID int64, utr string) err
 			return err
 		}
 		if err := q.RecordSendEvent(ctx, db.RecordSendEventParams{UserID: r.UserID, Kind: mail.EventSingleSendCancelled, SendID: &s.ID,
-			Payload: fmt.Appendf(nil, `{"cancelled": %d, "delivered": %d, "bounces": %d}`, skipped, r.Delivered, r.Bounces)}); err != nil {
+			Payload: fmt.Appendf(nil, `{"cancelled": %d, "delivered": %d, "bounces": %d}`, r.Cancelled, r.Delivered, r.Bounces)}); err != nil {
 			return err
 		}
 		_, err = completeSend(ctx, q, s.ID)

@@ -481,6 +481,7 @@ type SingleSend struct {
 	GuardComplaints            int64
 	Relay                      *string
 	CancelledAt                *time.Time
+	Cancelled                  int64
 }
 
 type State struct {

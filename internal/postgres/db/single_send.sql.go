@@ -256,24 +256,31 @@ func (q *Queries) LockSingleSendsByID(ctx context.Context, arg LockSingleSendsBy
 }
 
 const markCancelled = `-- name: MarkCancelled :one
-UPDATE single_sends SET remaining = 0, expand_after = NULL, cancelled_at = now(), updated_at = now()
+UPDATE single_sends SET cancelled = remaining, remaining = 0, expand_after = NULL, cancelled_at = now(), updated_at = now()
 WHERE id = $1::bigint
-RETURNING user_id, delivered, bounces
+RETURNING user_id, delivered, bounces, cancelled
 `
 
 type MarkCancelledRow struct {
 	UserID    int64
 	Delivered int64
 	Bounces   int64
+	Cancelled int64
 }
 
-// A cancelled send: nothing of it remains (its pending deliveries were
-// skipped, and no batch holds a range), and the rest of its audience is
-// not expanded (an expansion under way finds it gone and rolls back).
+// A cancelled send: what remained of it is cancelled (its pending
+// deliveries were skipped, and no batch holds a range) and nothing
+// remains, and the rest of its audience is not expanded (an expansion
+// under way finds it gone and rolls back).
 func (q *Queries) MarkCancelled(ctx context.Context, id int64) (MarkCancelledRow, error) {
 	row := q.db.QueryRow(ctx, markCancelled, id)
 	var i MarkCancelledRow
-	err := row.Scan(&i.UserID, &i.Delivered, &i.Bounces)
+	err := row.Scan(
+		&i.UserID,
+		&i.Delivered,
+		&i.Bounces,
+		&i.Cancelled,
+	)
 	return i, err
 }
 
@@ -319,7 +326,7 @@ const sendProgress = `-- name: SendProgress :one
 SELECT s.id, s.status, s.triggered, s.delivered, s.bounces, s.remaining,
     s.due_at, s.started_at, s.sent_at,
     COALESCE((SELECT sum(st.deferred) FROM send_stats st WHERE st.scope = 's' AND st.scope_id = s.id), 0)::bigint AS deferred,
-    clock_timestamp()::timestamptz AS read_at, COALESCE(s.paused_reason, '')::text AS paused_reason, s.cancelled_at
+    clock_timestamp()::timestamptz AS read_at, COALESCE(s.paused_reason, '')::text AS paused_reason, s.cancelled_at, s.cancelled
 FROM single_sends s
 WHERE s.utr = ($1::text)::uuid AND s.user_id = $2 AND s.deleted_at IS NULL AND s.automation_id IS NULL
 `
@@ -343,6 +350,7 @@ type SendProgressRow struct {
 	ReadAt       time.Time
 	PausedReason string
 	CancelledAt  *time.Time
+	Cancelled    int64
 }
 
 // A live send of the account's counters as it runs: those the details
@@ -365,6 +373,7 @@ func (q *Queries) SendProgress(ctx context.Context, arg SendProgressParams) (Sen
 		&i.ReadAt,
 		&i.PausedReason,
 		&i.CancelledAt,
+		&i.Cancelled,
 	)
 	return i, err
 }
@@ -418,7 +427,7 @@ func (q *Queries) SendReferences(ctx context.Context, arg SendReferencesParams) 
 
 const sendSummaries = `-- name: SendSummaries :many
 SELECT id, utr::text AS utr, single_send_name, subject, status, schedule_type, due_at, started_at, sent_at, created_at,
-    triggered, delivered, bounces, remaining, unique_opens, (paused_at IS NOT NULL)::bool AS paused, cancelled_at
+    triggered, delivered, bounces, remaining, unique_opens, (paused_at IS NOT NULL)::bool AS paused, cancelled_at, cancelled
 FROM single_sends
 WHERE user_id = $1 AND deleted_at IS NULL AND automation_id IS NULL
 ORDER BY id DESC
@@ -449,6 +458,7 @@ type SendSummariesRow struct {
 	UniqueOpens    int64
 	Paused         bool
 	CancelledAt    *time.Time
+	Cancelled      int64
 }
 
 // A page of the account's sends, newest first, with their counters and
@@ -482,6 +492,7 @@ func (q *Queries) SendSummaries(ctx context.Context, arg SendSummariesParams) ([
 			&i.UniqueOpens,
 			&i.Paused,
 			&i.CancelledAt,
+			&i.Cancelled,
 		); err != nil {
 			return nil, err
 		}

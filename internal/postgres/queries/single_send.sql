@@ -95,7 +95,7 @@ WHERE utr = (@utr::text)::uuid AND user_id = @user_id AND deleted_at IS NULL AND
 -- backwards, so a page costs its offset in index entries, not the sends'
 -- rows.
 SELECT id, utr::text AS utr, single_send_name, subject, status, schedule_type, due_at, started_at, sent_at, created_at,
-    triggered, delivered, bounces, remaining, unique_opens, (paused_at IS NOT NULL)::bool AS paused, cancelled_at
+    triggered, delivered, bounces, remaining, unique_opens, (paused_at IS NOT NULL)::bool AS paused, cancelled_at, cancelled
 FROM single_sends
 WHERE user_id = @user_id AND deleted_at IS NULL AND automation_id IS NULL
 ORDER BY id DESC
@@ -108,7 +108,7 @@ LIMIT @n::bigint OFFSET @skip::bigint;
 SELECT s.id, s.status, s.triggered, s.delivered, s.bounces, s.remaining,
     s.due_at, s.started_at, s.sent_at,
     COALESCE((SELECT sum(st.deferred) FROM send_stats st WHERE st.scope = 's' AND st.scope_id = s.id), 0)::bigint AS deferred,
-    clock_timestamp()::timestamptz AS read_at, COALESCE(s.paused_reason, '')::text AS paused_reason, s.cancelled_at
+    clock_timestamp()::timestamptz AS read_at, COALESCE(s.paused_reason, '')::text AS paused_reason, s.cancelled_at, s.cancelled
 FROM single_sends s
 WHERE s.utr = (@utr::text)::uuid AND s.user_id = @user_id AND s.deleted_at IS NULL AND s.automation_id IS NULL;
 
@@ -148,9 +148,10 @@ UPDATE deliveries SET status = 5, error = 'cancelled after a pause'
 WHERE send_id = @send_id::bigint AND status = 0;
 
 -- name: MarkCancelled :one
--- A cancelled send: nothing of it remains (its pending deliveries were
--- skipped, and no batch holds a range), and the rest of its audience is
--- not expanded (an expansion under way finds it gone and rolls back).
-UPDATE single_sends SET remaining = 0, expand_after = NULL, cancelled_at = now(), updated_at = now()
+-- A cancelled send: what remained of it is cancelled (its pending
+-- deliveries were skipped, and no batch holds a range) and nothing
+-- remains, and the rest of its audience is not expanded (an expansion
+-- under way finds it gone and rolls back).
+UPDATE single_sends SET cancelled = remaining, remaining = 0, expand_after = NULL, cancelled_at = now(), updated_at = now()
 WHERE id = @id::bigint
-RETURNING user_id, delivered, bounces;
+RETURNING user_id, delivered, bounces, cancelled;
