@@ -95,22 +95,13 @@ func (d *DB) StepAutomations(ctx context.Context, st Step) (pass Pass, err error
 		if err != nil {
 			return err
 		}
-		pass.More = len(due) >= st.Enrollments
-		bySchedule := map[int64][]int64{}
-		contactOf := make(map[int64]int64, len(due))
-		var order []int64
-		for _, e := range due {
-			if e.Step == nil {
-				continue
-			}
-			if _, ok := bySchedule[*e.Step]; !ok {
-				order = append(order, *e.Step)
-			}
-			bySchedule[*e.Step] = append(bySchedule[*e.Step], e.ID)
-			contactOf[e.ID] = e.ContactID
+		pass.More = st.Full(len(due))
+		claimed := make([]delivery.DueEnrollment, len(due))
+		for i, e := range due {
+			claimed[i] = delivery.DueEnrollment{ID: e.ID, ContactID: e.ContactID, Schedule: e.Step}
 		}
-		for _, schedule := range order {
-			ids := bySchedule[schedule]
+		for _, g := range delivery.GroupBySchedule(claimed) {
+			schedule, ids := g.Schedule, g.Enrollments
 			runID, err := q.NextRunID(ctx)
 			if err != nil {
 				return err
@@ -125,35 +116,24 @@ func (d *DB) StepAutomations(ctx context.Context, st Step) (pass Pass, err error
 				if err != nil {
 					return err
 				}
-				if live { // its sender is deleted or unverified: nothing goes from it, the enrollments wait
+				if delivery.NoRunFor(live) == delivery.NoRunWait {
 					blocked = append(blocked, schedule)
 					continue
 				}
-				// The schedule was deleted: its mail is not sent.
 				if err := q.SkipDeletedStep(ctx, db.SkipDeletedStepParams{EnrollmentIds: ids, Now: st.Now}); err != nil {
 					return err
 				}
 				pass.Stepped += len(ids)
 				continue
 			}
-			if len(ids) < st.Enrollments/5 {
+			if st.SmallRun(len(ids)) {
 				held = append(held, schedule)
 			}
 			mailed, err := q.ExpandRun(ctx, db.ExpandRunParams{RunID: runID, EnrollmentIds: ids})
 			if err != nil {
 				return err
 			}
-			// Which enrollments' contacts got this run's mail.
-			gotMail := make(map[int64]bool, len(mailed))
-			for _, c := range mailed {
-				if c != nil {
-					gotMail[*c] = true
-				}
-			}
-			got := make([]bool, len(ids))
-			for i, id := range ids {
-				got[i] = gotMail[contactOf[id]]
-			}
+			got := g.GotMail(mailed)
 			sent := int64(len(mailed))
 			if err := q.AdvanceEnrollments(ctx, db.AdvanceEnrollmentsParams{Got: got, EnrollmentIds: ids, Now: st.Now}); err != nil {
 				return err
