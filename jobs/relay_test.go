@@ -118,3 +118,52 @@ func TestSendThroughRelays(t *testing.T) {
 		t.Fatalf("the send naming relay a: a took %d of %d", got, rows)
 	}
 }
+
+// One account's sender that every relay refuses at MAIL FROM holds that
+// account's mails (pending, no attempt counted) and no one else's: the
+// relays stay in, and another account's send goes out whole.
+func TestRelaysRefusingOneSender(t *testing.T) {
+	ctx := context.Background()
+	d := testdb.New(t)
+	good := newSendFixture(t, d, `<p>Hi</p>`)
+	bad := newSendFixture(t, d, `<p>Hi</p>`)
+	exec(t, d, "UPDATE senders SET from_email = 'news@refused.example' WHERE user_id = $1", bad.user)
+	refuse := smtptest.Options{Sender: func(from string) error {
+		if strings.HasSuffix(from, "@refused.example") {
+			return smtptest.Permanent("5.7.1 sender address rejected")
+		}
+		return nil
+	}}
+	a, b := smtptest.New(t, refuse), smtptest.New(t, refuse)
+	cfgs, err := smtp.ParseURLs("smtp://" + a.Addr + "?name=a&pool=2 smtp://" + b.Addr + "?name=b&pool=2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	relays := smtp.NewRelays(cfgs, nil)
+	defer relays.Close()
+	mux, q, _ := engine(t, d, relays, jobs.Engine{BatchSize: 50, StallAfter: time.Hour})
+	for _, f := range []sendFixture{bad, good} {
+		exec(t, d, "UPDATE single_sends SET status = 1 WHERE id = $1", f.send)
+		q.enqueue(ctx, jobs.NewDispatchTask(f.send, scalar[int32](t, d, "SELECT version FROM single_sends WHERE id = $1", f.send), time.Now()))
+		q.drain(t, mux)
+	}
+	if st := relays.Stats(); st[0].Out || st[1].Out {
+		t.Fatalf("one sender's refusal took relays out: %+v", st)
+	}
+	var status int16
+	var pending, sent, attempts int64
+	if err := d.Pool.QueryRow(ctx, `SELECT s.status, (SELECT count(*) FROM deliveries WHERE send_id = s.id AND status = 2)
+		FROM single_sends s WHERE s.id = $1`, good.send).Scan(&status, &sent); err != nil {
+		t.Fatal(err)
+	}
+	if status != 3 || sent == 0 || int64(a.Count()+b.Count()) != sent {
+		t.Fatalf("the other account's send: status %d, %d sent, the relays took %d", status, sent, a.Count()+b.Count())
+	}
+	if err := d.Pool.QueryRow(ctx, `SELECT count(*) FILTER (WHERE status = 0), COALESCE(max(attempts), 0) FROM deliveries WHERE send_id = $1`,
+		bad.send).Scan(&pending, &attempts); err != nil {
+		t.Fatal(err)
+	}
+	if pending == 0 || attempts != 0 {
+		t.Fatalf("the refused sender's send: %d pending, attempts up to %d", pending, attempts)
+	}
+}

@@ -336,7 +336,11 @@ func (c *Config) validate() []error {
 		errs = append(errs, fmt.Errorf("DATABASE_URL: %q is not a postgres://host/dbname URL", redact(c.DatabaseURL)))
 	}
 	if _, err := redisconn.Parse(c.RedisURL); err != nil {
-		errs = append(errs, fmt.Errorf("REDIS_URL: %q is not a redis://host:port/db, redis-sentinel:// or redis-cluster:// URL: %v", redact(c.RedisURL), err))
+		why := err.Error()
+		if redact(c.RedisURL) != c.RedisURL { // the parser's words may quote the URL, password and all
+			why = "it does not parse"
+		}
+		errs = append(errs, fmt.Errorf("REDIS_URL: %q is not a redis://host:port/db, redis-sentinel:// or redis-cluster:// URL: %s", redact(c.RedisURL), why))
 	}
 	if _, _, err := net.SplitHostPort(c.HTTPAddr); err != nil {
 		errs = append(errs, fmt.Errorf("HTTP_ADDR: %q is not host:port (e.g. :8080)", c.HTTPAddr))
@@ -415,12 +419,22 @@ func validPort(s string) bool {
 }
 
 // redact hides a URL's password so it never reaches a log line.
+// redact is a URL as an error may show it: its password replaced. A value
+// that does not parse, or holds an @ the parser did not take for user
+// information (a password with /, ? or # in it), shows its scheme alone:
+// where its password ends cannot be told.
 func redact(raw string) string {
 	u, err := url.Parse(raw)
-	if err != nil || u.User == nil {
+	switch {
+	case err == nil && !strings.Contains(raw, "@"):
 		return raw
+	case err == nil && u.User != nil && strings.Count(raw, "@") == 1:
+		return u.Redacted()
 	}
-	return u.Redacted()
+	if scheme, _, ok := strings.Cut(raw, "://"); ok && !strings.ContainsAny(scheme, ":@/?# ") {
+		return scheme + "://… (the rest not shown: it may hold a password)"
+	}
+	return "… (not shown: it may hold a password)"
 }
 
 func parseSize(s string) (int64, error) {

@@ -289,3 +289,33 @@ func TestRelays(t *testing.T) {
 		}
 	}
 }
+
+// A URL that does not parse, or whose password holds /, ? or #, never
+// shows its password in an error; one whose password's digits would read
+// as a port with a path is refused.
+func TestURLPasswordsNeverShown(t *testing.T) {
+	t.Parallel()
+	for _, raw := range []string{
+		"smtp://u:hunter2@host:badport", "smtp://u:hunter2@[::1", "smtp://u:hunter2@%zz", "smtp://u:hunter2%zz@a.example",
+		"smtp://u:hunter2@a.example\x00", "smtp://u:hun#ter2@a.example", "smtp://u:hun/ter2@a.example", "smtp://u:hun?ter2@a.example",
+		"smtp://u:hunter2 @a.example", "smtp://u:12345/hunter2@a.example", "smtp://a.example:99999 smtp://u:hunter2@b.example:0",
+	} {
+		_, err := Load(env(map[string]string{"SMTP_URL": raw}))
+		if err == nil {
+			t.Errorf("SMTP_URL=%q: no error", raw)
+			continue
+		}
+		if strings.Contains(err.Error(), "hunter2") || strings.Contains(err.Error(), "12345") || strings.Contains(err.Error(), "ter2") {
+			t.Errorf("SMTP_URL=%q: the password shows: %v", raw, err)
+		}
+	}
+	for _, v := range []map[string]string{
+		{"DATABASE_URL": "postgres://u:hunter2@[::1/x"}, {"DATABASE_URL": "postgres://u:hun/ter2@db/x"},
+		{"REDIS_URL": "redis://u:hunter2@[::1"}, {"REDIS_URL": "redis://:hun#ter2@r:6379/0"},
+	} {
+		_, err := Load(env(v))
+		if err != nil && (strings.Contains(err.Error(), "hunter2") || strings.Contains(err.Error(), "ter2")) {
+			t.Errorf("%v: the password shows: %v", v, err)
+		}
+	}
+}

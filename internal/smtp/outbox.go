@@ -88,6 +88,12 @@ func ParseURL(raw string) (Config, error) {
 	if u.Hostname() == "" {
 		return Config{}, fmt.Errorf("SMTP_URL: no host")
 	}
+	if (u.Path != "" && u.Path != "/") || u.Fragment != "" || u.Opaque != "" {
+		return Config{}, fmt.Errorf("SMTP_URL: a path or fragment after the host (a password holding /, ? or # must be percent-encoded)")
+	}
+	if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 {
+		return Config{}, fmt.Errorf("SMTP_URL: port %q is not a number from 1 to 65535", port)
+	}
 	if v := u.Query().Get("pool"); v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 1 || n > 1000 {

@@ -93,6 +93,8 @@ type relay struct {
 	pacedUntil time.Time // the rate is spent until then, under paceMu
 
 	sent, failovers atomic.Int64 // mails accepted; mails handed on after its failure
+
+	usable func() bool // whether it is in (not backing off) now
 }
 
 // NewRelays makes the relays of cfgs (ParseURLs), each with its pool;
@@ -100,7 +102,12 @@ type relay struct {
 func NewRelays(cfgs []RelayConfig, pace RelayPace) *Relays {
 	rs := &Relays{pace: pace, now: time.Now, BackOff: 5 * time.Second, MaxBackOff: 5 * time.Minute}
 	for i, c := range cfgs {
-		rs.relays = append(rs.relays, &relay{cfg: c, pool: NewPool(c.Config), i: i})
+		r := &relay{cfg: c, pool: NewPool(c.Config), i: i}
+		r.usable = func() bool {
+			out := r.outUntil.Load()
+			return out == 0 || rs.now().UnixNano() >= out
+		}
+		rs.relays = append(rs.relays, r)
 	}
 	return rs
 }
@@ -130,33 +137,55 @@ func (rs *Relays) Send(ctx context.Context, m *Message) Result {
 			}
 			continue
 		}
-		res := r.pool.Send(ctx, m)
-		if res.Class == Accepted || res.Stage > StageSender || ctx.Err() != nil {
+		res := r.pool.send(ctx, m, r.usable)
+		switch {
+		case res.Class == Accepted || res.Stage > StageSender || ctx.Err() != nil:
 			if res.Class == Accepted {
 				r.sent.Add(1)
 			}
-			if r.failures.Load() != 0 && res.Stage > StageSender {
+			if ctx.Err() == nil && r.failures.Load() != 0 { // it works again: its next outage backs off from the start
 				r.failures.Store(0)
 			}
 			return res
+		case errors.Is(res.Err, errRelayOut):
+			// It went out while this mail waited for one of its
+			// connections: on to the next, not dialled.
+		case res.Stage == StageSender && res.Code != 0 && res.Code != 421:
+			// A refusal of this mail's sender (a 5xx, or a 4xx other than
+			// "closing"): the sender's trouble, not the relay's, which
+			// stays in for the others' mail; another relay may take it.
+			r.failovers.Add(1)
+		default:
+			rs.fail(r)
 		}
-		rs.fail(r)
 		tried |= 1 << r.i
 		last = res
 		last.Err = fmt.Errorf("relay %s: %w", r.cfg.Name, res.Err)
 	}
 }
 
-// fail takes r out for its back-off.
+// fail takes r out for its back-off, doubled for each outage in a row.
+// The mails that were on their way to it when it failed hand on without
+// lengthening it: one outage is one step.
 func (rs *Relays) fail(r *relay) {
 	r.failovers.Add(1)
-	n := r.failures.Add(1)
+	now := rs.now()
+	old := r.outUntil.Load()
+	if old != 0 && now.UnixNano() < old {
+		return // out already
+	}
 	d := rs.BackOff
-	for i := int32(1); i < n && d < rs.MaxBackOff; i++ {
+	for i := r.failures.Load(); i > 0 && d < rs.MaxBackOff; i-- {
 		d *= 2
 	}
-	r.outUntil.Store(rs.now().Add(min(d, rs.MaxBackOff)).UnixNano())
+	if r.outUntil.CompareAndSwap(old, now.Add(min(d, rs.MaxBackOff)).UnixNano()) {
+		r.failures.Add(1)
+	}
 }
+
+// errRelayOut is the failure of a mail that waited for a connection of a
+// relay that went out meanwhile: it was not sent there.
+var errRelayOut = errors.New("smtp: the relay went out while the mail waited for it")
 
 // pick is the relay m goes to among those not tried yet: the first tier
 // of its route (the send's relay, the relays of its sender's domain, of
@@ -256,8 +285,14 @@ func (r *relay) take(ctx context.Context, pace RelayPace, now time.Time) time.Du
 		return r.pacedUntil.Sub(now)
 	}
 	got, retry, err := pace.Take(ctx, r.cfg.Name, r.cfg.Rate, max(1, r.cfg.Rate/10))
-	if err != nil || got > 0 {
-		r.tokens = max(got-1, 0)
+	if err != nil {
+		// Redis away: a second's worth goes unpaced before it is asked
+		// again (not a wait on it for every mail).
+		r.tokens = max(r.cfg.Rate-1, 0)
+		return 0
+	}
+	if got > 0 {
+		r.tokens = got - 1
 		return 0
 	}
 	retry = max(retry, time.Millisecond)
@@ -277,9 +312,10 @@ func (rs *Relays) Close() error {
 type RelayStats struct {
 	Name      string
 	Pool      Stats
-	Out       bool  // backing off after failing before the recipient
-	Sent      int64 // mails it accepted
-	Failovers int64 // mails handed to another relay after it failed them
+	Out       bool      // backing off after failing before the recipient
+	OutUntil  time.Time // until when (zero when it never failed)
+	Sent      int64     // mails it accepted
+	Failovers int64     // mails handed to another relay after it failed them
 }
 
 // Stats reads each relay's state.
@@ -287,8 +323,11 @@ func (rs *Relays) Stats() []RelayStats {
 	now := rs.now().UnixNano()
 	out := make([]RelayStats, len(rs.relays))
 	for i, r := range rs.relays {
-		out[i] = RelayStats{Name: r.cfg.Name, Pool: r.pool.Stats(), Out: now < r.outUntil.Load(),
-			Sent: r.sent.Load(), Failovers: r.failovers.Load()}
+		until := r.outUntil.Load()
+		out[i] = RelayStats{Name: r.cfg.Name, Pool: r.pool.Stats(), Out: now < until, Sent: r.sent.Load(), Failovers: r.failovers.Load()}
+		if until != 0 {
+			out[i].OutUntil = time.Unix(0, until)
+		}
 	}
 	return out
 }
@@ -385,7 +424,8 @@ func parseRelay(raw string) (RelayConfig, error) {
 		rc.Rate = n
 	}
 	for _, d := range list(q.Get("senders")) {
-		if strings.ContainsAny(d, "@/ ") || !strings.Contains(d, ".") {
+		if strings.ContainsAny(d, "@/ ") || !strings.Contains(d, ".") || strings.HasPrefix(d, ".") || strings.HasSuffix(d, ".") ||
+			strings.Contains(d, "..") {
 			return RelayConfig{}, fmt.Errorf("SMTP_URL: senders=%q: %q is not a domain", q.Get("senders"), d)
 		}
 		rc.Senders = append(rc.Senders, d)

@@ -282,10 +282,137 @@ func TestParseURLs(t *testing.T) {
 		"smtp://a.example?name=A%20B":        `SMTP_URL: name="A B" is not a relay name (a-z, 0-9, - and _, up to 63)`,
 		"smtp://a.example?providers=hotmail": `SMTP_URL: providers="hotmail": "hotmail" is not one of gmail, microsoft, yahoo, apple, others`,
 		"smtp://a.example?senders=x@y.z":     `SMTP_URL: senders="x@y.z": "x@y.z" is not a domain`,
+		"smtp://a.example?senders=a..b":      `SMTP_URL: senders="a..b": "a..b" is not a domain`,
+		"smtp://a.example:0":                 `SMTP_URL: port "0" is not a number from 1 to 65535`,
+		"smtp://a.example/x":                 `SMTP_URL: a path or fragment after the host (a password holding /, ? or # must be percent-encoded)`,
 		"smtp://a.example http://b.example":  `SMTP_URL relay 2: SMTP_URL: scheme "http" is not smtp or smtps`,
 	} {
 		if _, err := smtp.ParseURLs(raw); err == nil || err.Error() != want {
 			t.Errorf("ParseURLs(%q) = %v, want %s", raw, err, want)
 		}
+	}
+}
+
+// A relay refusing one sender at MAIL FROM (a 5xx, or a 4xx other than
+// 421) stays in for the other senders' mail; the refused mail goes to the
+// next relay, and fails only where every relay refuses it.
+func TestRelaysSenderRefusal(t *testing.T) {
+	picky := smtptest.New(t, smtptest.Options{Sender: func(from string) error {
+		if strings.HasSuffix(from, "@bad.example") {
+			return smtptest.Permanent("5.7.1 sender address rejected")
+		}
+		return nil
+	}})
+	other := smtptest.New(t, smtptest.Options{})
+	rs := relaysOf(t, relayURL(picky, "name=picky&weight=1000")+" "+relayURL(other, "name=other&weight=1"), nil)
+	bad := &smtp.Message{From: "news@bad.example", To: "a@example.com", Data: []byte("\r\nhi\r\n")}
+	if res := rs.Send(context.Background(), bad); res.Class != smtp.Accepted || other.Count() != 1 {
+		t.Fatalf("the refused sender's mail: %+v, other took %d", res, other.Count())
+	}
+	good := &smtp.Message{From: "news@good.example", To: "b@example.com", Data: []byte("\r\nhi\r\n")}
+	for range 10 {
+		if res := rs.Send(context.Background(), good); res.Class != smtp.Accepted {
+			t.Fatalf("a good sender's mail after the refusal: %+v", res)
+		}
+	}
+	if st := rs.Stats(); st[0].Out || st[1].Out || picky.Count() < 9 {
+		t.Fatalf("after one sender's refusal: %+v, picky took %d of 10", st, picky.Count())
+	}
+	// Refused everywhere: the refusal is the answer, no relay goes out.
+	only := relaysOf(t, relayURL(picky, "name=only-picky")+" "+relayURL(picky, "name=picky-too"), nil)
+	res := only.Send(context.Background(), bad)
+	if res.Class != smtp.Permanent || res.Stage != smtp.StageSender || res.Code != 550 {
+		t.Fatalf("refused by every relay: %+v", res)
+	}
+	if st := only.Stats(); st[0].Out || st[1].Out {
+		t.Fatalf("a sender's refusal took relays out: %+v", st)
+	}
+}
+
+// One outage is one step of back-off however many mails were on their way
+// to the relay, and a mail it accepts again resets it.
+func TestRelaysBackOffSteps(t *testing.T) {
+	var closing atomic.Bool
+	flaky := smtptest.New(t, smtptest.Options{Sender: func(string) error {
+		if closing.Load() {
+			return smtptest.Closing("try later")
+		}
+		return nil
+	}})
+	steady := smtptest.New(t, smtptest.Options{})
+	rs := relaysOf(t, relayURL(flaky, "name=flaky&weight=1000&pool=16")+" "+relayURL(steady, "name=steady&weight=1"), nil)
+	now := time.Date(2026, 11, 28, 12, 0, 0, 0, time.UTC)
+	var mu sync.Mutex
+	smtp.SetNow(rs, func() time.Time { mu.Lock(); defer mu.Unlock(); return now })
+	advance := func(d time.Duration) { mu.Lock(); now = now.Add(d); mu.Unlock() }
+	outFor := func() time.Duration {
+		until := rs.Stats()[0].OutUntil // Stats reads the clock
+		mu.Lock()
+		defer mu.Unlock()
+		return until.Sub(now)
+	}
+	sendThrough(t, rs, 32, noRoute, nil) // the pool's connections open
+	closing.Store(true)
+	sendThrough(t, rs, 32, noRoute, nil) // 16 at once find it closing
+	if d := outFor(); d != 5*time.Second {
+		t.Fatalf("one outage met by many mails backs off %s, want 5s", d)
+	}
+	advance(6 * time.Second)
+	sendThrough(t, rs, 8, noRoute, nil) // still closing: the second step
+	if d := outFor(); d != 10*time.Second {
+		t.Fatalf("the second outage in a row backs off %s, want 10s", d)
+	}
+	advance(11 * time.Second)
+	closing.Store(false)
+	sendThrough(t, rs, 8, noRoute, nil) // back: it takes mail, the count resets
+	closing.Store(true)
+	sendThrough(t, rs, 8, noRoute, nil)
+	if d := outFor(); d != 5*time.Second {
+		t.Fatalf("an outage after the relay took mail again backs off %s, want 5s", d)
+	}
+}
+
+// Mails waiting for a connection of a relay that never answers go to the
+// next relay once it is out, without dialling it each.
+func TestRelaysSilentRelay(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Close() })
+	var held []net.Conn
+	var mu sync.Mutex
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			held = append(held, c) // accepted, never answered
+			mu.Unlock()
+		}
+	}()
+	t.Cleanup(func() {
+		mu.Lock()
+		defer mu.Unlock()
+		for _, c := range held {
+			c.Close()
+		}
+	})
+	good := smtptest.New(t, smtptest.Options{})
+	cfgs, err := smtp.ParseURLs("smtp://" + l.Addr().String() + "?name=silent&pool=4&weight=1000 " + relayURL(good, "name=good"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfgs[0].Timeout = 300 * time.Millisecond
+	rs := smtp.NewRelays(cfgs, nil)
+	t.Cleanup(func() { rs.Close() })
+	sendThrough(t, rs, 100, noRoute, nil)
+	if good.Count() != 100 {
+		t.Fatalf("the answering relay took %d of 100", good.Count())
+	}
+	if st := rs.Stats(); st[0].Pool.Dials > 8 {
+		t.Fatalf("the silent relay was dialled %d times for 100 mails (pool 4)", st[0].Pool.Dials)
 	}
 }

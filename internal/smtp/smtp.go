@@ -199,12 +199,21 @@ func NewPool(cfg Config) *Pool {
 }
 
 // Send hands m to the server on a pooled connection.
-func (p *Pool) Send(ctx context.Context, m *Message) Result {
+func (p *Pool) Send(ctx context.Context, m *Message) Result { return p.send(ctx, m, nil) }
+
+// send is Send, which once it has a connection's slot gives it back
+// untried (errRelayOut) when usable (nil: always) says the server is not
+// to be used now.
+func (p *Pool) send(ctx context.Context, m *Message, usable func() bool) Result {
 	var c *conn
 	select {
 	case c = <-p.conns:
 	case <-ctx.Done():
 		return Result{Class: Temporary, Err: ctx.Err()}
+	}
+	if usable != nil && !usable() {
+		p.conns <- c
+		return Result{Class: Temporary, Stage: StageConnect, Err: errRelayOut}
 	}
 	if c == nil {
 		var err error

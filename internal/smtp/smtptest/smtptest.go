@@ -35,6 +35,8 @@ type Options struct {
 	// Reply, when set, answers RCPT TO for an address: nil accepts it; a
 	// *smtp.SMTPError (Temporary or Permanent) refuses it.
 	Reply func(rcpt string) error
+	// Sender, when set, answers MAIL FROM as Reply answers RCPT TO.
+	Sender func(from string) error
 	// DropInData, when set, closes the connection once this many bytes of
 	// a message whose first recipient it names have been read.
 	DropInData func(rcpt string) (afterBytes int, drop bool)
@@ -172,6 +174,11 @@ func (se *session) Mail(from string, opts *smtp.MailOptions) error {
 	if se.s.gone.Load() {
 		return &smtp.SMTPError{Code: 421, EnhancedCode: smtp.EnhancedCode{4, 3, 2}, Message: "going away"}
 	}
+	if f := se.s.opts.Sender; f != nil {
+		if err := f(from); err != nil {
+			return err
+		}
+	}
 	se.from = from
 	if opts != nil {
 		se.utf8, se.body = opts.UTF8, string(opts.Body)
@@ -216,6 +223,12 @@ func (se *session) Data(r io.Reader) error {
 	}
 	se.s.keep(Message{From: se.from, To: se.to, Data: b.Bytes(), At: time.Now(), UTF8: se.utf8, Body: se.body})
 	return nil
+}
+
+// Closing is a 421 refusal for Options.Sender (4.3.2): a server going
+// away, as its MAIL FROM answers.
+func Closing(msg string) error {
+	return &smtp.SMTPError{Code: 421, EnhancedCode: smtp.EnhancedCode{4, 3, 2}, Message: msg}
 }
 
 // Temporary is a 4xx refusal for Options.Reply.
