@@ -535,6 +535,20 @@ func TestSendStatsPage(t *testing.T) {
 	}
 }
 
+// pausedSend stores a running send of a that a reputation guard paused
+// for reason, 1,300 of its 10,000 mails attempted, and answers its utr.
+func (s *site) pausedSend(a sendAccount, reason string) string {
+	s.t.Helper()
+	var utr string
+	if err := s.d.Pool.QueryRow(context.Background(), `INSERT INTO single_sends (user_id, utr, template_id, sender_id, unsubscribe_group_id,
+			single_send_name, subject, preheader, status, triggered, remaining, delivered, bounces, attempted, started_at, paused_at, paused_reason)
+		VALUES ($1, gen_random_uuid(), 1, $2, $3, 'Paused', 'S', 'P', 2, 10000, 8700, 1170, 130, 1300, now() - interval '1 minute', now(), $4)
+		RETURNING utr::text`, a.id, a.verified, a.group, reason).Scan(&utr); err != nil {
+		s.t.Fatal(err)
+	}
+	return utr
+}
+
 // A send a reputation guard paused says why on its page and in its
 // progress fragment; an editor resumes it there (audited), a viewer sees
 // no button and is refused, another account finds no such send, and a
@@ -545,14 +559,7 @@ func TestSendPausedAndResumed(t *testing.T) {
 	a := s.sendAccount("Acme", "sendpausedandresumed.example", 1)
 	other := s.sendAccount("Other", "sendpausedandresumed-other.example", 1)
 	ctx := context.Background()
-	var utr string
-	if err := s.d.Pool.QueryRow(ctx, `INSERT INTO single_sends (user_id, utr, template_id, sender_id, unsubscribe_group_id, single_send_name,
-			subject, preheader, status, triggered, remaining, delivered, bounces, attempted, started_at, paused_at, paused_reason)
-		VALUES ($1, gen_random_uuid(), 1, $2, $3, 'Paused', 'S', 'P', 2, 10000, 8700, 1170, 130, 1300, now() - interval '1 minute', now(),
-			'hard bounces reached 10 % of 1300 attempted mails (130) <b>')
-		RETURNING utr::text`, a.id, a.verified, a.group).Scan(&utr); err != nil {
-		t.Fatal(err)
-	}
+	utr := s.pausedSend(a, "hard bounces reached 10 % of 1300 attempted mails (130) <b>")
 	reason := "hard bounces reached 10 % of 1300 attempted mails (130) &lt;b&gt;"
 	v := s.browser().signedIn(a.viewer, a.viewerPW)
 	for _, p := range []string{"/sends/" + utr, "/sends/" + utr + "/progress"} {
@@ -652,14 +659,7 @@ func TestSendPausedCancelled(t *testing.T) {
 	s, _ := newSendSite(t)
 	a := s.sendAccount("Acme", "sendpausedcancelled.example", 1)
 	ctx := context.Background()
-	var utr string
-	if err := s.d.Pool.QueryRow(ctx, `INSERT INTO single_sends (user_id, utr, template_id, sender_id, unsubscribe_group_id, single_send_name,
-			subject, preheader, status, triggered, remaining, delivered, bounces, attempted, started_at, paused_at, paused_reason)
-		VALUES ($1, gen_random_uuid(), 1, $2, $3, 'Paused', 'S', 'P', 2, 10000, 8700, 1170, 130, 1300, now() - interval '1 minute', now(),
-			'hard bounces reached 10 % of 1300 attempted mails (130)')
-		RETURNING utr::text`, a.id, a.verified, a.group).Scan(&utr); err != nil {
-		t.Fatal(err)
-	}
+	utr := s.pausedSend(a, "hard bounces reached 10 % of 1300 attempted mails (130)")
 	v := s.browser().signedIn(a.viewer, a.viewerPW)
 	if page := v.get("/sends/" + utr); page.status != 200 || strings.Contains(page.body, "cancel-send") {
 		t.Fatalf("a viewer's page: %d, cancel button shown: %v", page.status, strings.Contains(page.body, "cancel-send"))

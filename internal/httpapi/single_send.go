@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"context"
 	"sort"
 	"strconv"
 	"strings"
@@ -20,8 +21,10 @@ func (s *Server) singleSendRoutes(api *gin.RouterGroup) {
 	api.POST("/single/send/update", s.updateSingleSend)
 	api.DELETE("/single/send/delete", lower, s.deleteSingleSend)
 	api.POST("/single/send/bulk-delete", lower, s.bulkDelete(s.db.DeleteSingleSends))
-	api.GET("/single/send/resume", lower, s.resumeSingleSend)
-	api.GET("/single/send/cancel", lower, s.cancelSingleSend)
+	// A send a reputation guard paused goes on, or gives up the mails it
+	// has not sent and completes (docs/deliverability.md).
+	api.GET("/single/send/resume", lower, s.pausedSendAction(s.db.ResumeSingleSend, "Single Send Resumed Successfully"))
+	api.GET("/single/send/cancel", lower, s.pausedSendAction(s.db.CancelSingleSend, "Single Send Cancelled Successfully"))
 }
 
 // listRefJSON is a recipient list of a send: {"id":"3","table":"contacts_"}.
@@ -312,33 +315,20 @@ func (s *Server) duplicateSingleSend(c *gin.Context) {
 	ok(c, "Duplicated Successfully")
 }
 
-// resumeSingleSend answers GET /single/send/resume?utr=: a send a
-// reputation guard paused goes on (docs/deliverability.md).
-func (s *Server) resumeSingleSend(c *gin.Context) {
-	utr, err := readUTR(c.Query("utr"))
-	if err == nil {
-		err = s.db.ResumeSingleSend(c.Request.Context(), userID(c), utr)
+// pausedSendAction answers GET /single/send/{resume,cancel}?utr=: act on
+// the account's paused send utr, then done.
+func (s *Server) pausedSendAction(act func(ctx context.Context, userID int64, utr string) error, done string) gin.HandlerFunc {
+	return func(c *gin.Context) {
+		utr, err := readUTR(c.Query("utr"))
+		if err == nil {
+			err = act(c.Request.Context(), userID(c), utr)
+		}
+		if err != nil {
+			s.fail(c, err)
+			return
+		}
+		ok(c, done)
 	}
-	if err != nil {
-		s.fail(c, err)
-		return
-	}
-	ok(c, "Single Send Resumed Successfully")
-}
-
-// cancelSingleSend answers GET /single/send/cancel?utr=: a send a
-// reputation guard paused gives up the mails it has not sent, and
-// completes.
-func (s *Server) cancelSingleSend(c *gin.Context) {
-	utr, err := readUTR(c.Query("utr"))
-	if err == nil {
-		err = s.db.CancelSingleSend(c.Request.Context(), userID(c), utr)
-	}
-	if err != nil {
-		s.fail(c, err)
-		return
-	}
-	ok(c, "Single Send Cancelled Successfully")
 }
 
 // deleteSingleSend answers DELETE /single/send/delete?utr=.

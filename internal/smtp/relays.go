@@ -332,15 +332,6 @@ func (rs *Relays) Stats() []RelayStats {
 	return out
 }
 
-// Names are the relays' names, in SMTP_URL's order.
-func (rs *Relays) Names() []string {
-	names := make([]string, len(rs.relays))
-	for i, r := range rs.relays {
-		names[i] = r.cfg.Name
-	}
-	return names
-}
-
 // MaxRelays is how many relays SMTP_URL may name.
 const MaxRelays = 64
 
