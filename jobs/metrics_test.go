@@ -248,3 +248,47 @@ func TestQueueCollectorTimeout(t *testing.T) {
 		t.Errorf("second scrape: up %v", got)
 	}
 }
+
+// With several relays the pool series are their pools' together and each
+// relay has its own: up, the mails it accepted, those it handed on.
+func TestRelayMetrics(t *testing.T) {
+	a, b := smtptest.New(t, smtptest.Options{}), smtptest.New(t, smtptest.Options{})
+	cfgs, err := smtp.ParseURLs("smtp://" + a.Addr + "?name=a&pool=2 smtp://" + b.Addr + "?name=b&pool=3")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rs := smtp.NewRelays(cfgs, nil)
+	defer rs.Close()
+	reg := prometheus.NewRegistry()
+	jobs.RegisterRelays(reg, rs)
+	send := func(n int) {
+		for i := range n {
+			m := &smtp.Message{From: "n@shop.example", To: fmt.Sprintf("r%d@example.com", i), Data: []byte("\r\nhi\r\n")}
+			if res := rs.Send(context.Background(), m); res.Class != smtp.Accepted {
+				t.Fatalf("mail %d: %+v", i, res)
+			}
+		}
+	}
+	send(10)
+	a.GoAway()
+	send(4) // a's turn fails over to b
+	m := scrape(t, reg)
+	for _, c := range []struct {
+		name, relay string
+		want        float64
+	}{
+		{"mailroom_smtp_relay_up", "a", 0}, {"mailroom_smtp_relay_up", "b", 1},
+		{"mailroom_smtp_relay_sent_total", "a", 5}, {"mailroom_smtp_relay_sent_total", "b", 9},
+		{"mailroom_smtp_relay_failovers_total", "a", 1}, {"mailroom_smtp_relay_failovers_total", "b", 0},
+	} {
+		if got := m.Value(c.name, "relay", c.relay); got != c.want {
+			t.Errorf("%s{relay=%q} = %v, want %v", c.name, c.relay, got, c.want)
+		}
+	}
+	if got := m.Value("mailroom_smtp_pool_size"); got != 5 {
+		t.Errorf("pool size %v, want 2 + 3", got)
+	}
+	if got := m.Value("mailroom_smtp_connections_open"); got < 1 {
+		t.Errorf("%v connections open", got)
+	}
+}
