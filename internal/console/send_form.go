@@ -114,9 +114,12 @@ type composeData struct {
 	Unverified bool
 	// CountURL is the audience count's address for the form's lists.
 	CountURL string
-	// Relays are the relays SMTP_URL names when there are several (a send
-	// may name the one its mails go to first).
-	Relays []string
+	// Relays are the relays SMTP_URL names (a send may name the one its
+	// mails go to first). ShowRelays: the form offers them (several, or a
+	// send that names one); RelayUnknown: the send names one SMTP_URL no
+	// longer does (shown, so that saving says so next to the field).
+	Relays                   []string
+	ShowRelays, RelayUnknown bool
 }
 
 // listOption is a contact type or segment a send can go to.
@@ -138,6 +141,8 @@ type senderOption struct {
 // first) and unsubscribe groups, and the design catalogue.
 func (h *Handler) composeFor(ctx context.Context, account int64, f sendForm, utr string, stored *mail.SingleSend) (composeData, error) {
 	d := composeData{Form: f, UTR: utr, Stored: stored, Templates: design.Templates(), Relays: h.cfg.Relays}
+	d.ShowRelays = len(d.Relays) > 1 || len(d.Relays) > 0 && f.Relay != ""
+	d.RelayUnknown = d.ShowRelays && f.Relay != "" && !slices.Contains(d.Relays, f.Relay)
 	all := &mail.Page{Number: 1, Size: mail.MaxPageSize}
 	types, _, err := h.db.ContactTypes(ctx, account, all)
 	if err != nil {

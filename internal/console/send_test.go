@@ -624,6 +624,16 @@ func TestSendRelayInConsole(t *testing.T) {
 		t.Fatalf("saved relay %q (%v)", ss.Relay, err)
 	}
 	want(t, "edit", b.get("/sends/"+loc[1]+"/edit"), 200, `<option value="bulk" selected>bulk</option>`)
+	// A relay SMTP_URL no longer names is shown as such, and saving says so
+	// next to the field rather than dropping it.
+	if _, err := s.d.Pool.Exec(context.Background(), "UPDATE single_sends SET relay = 'retired' WHERE utr = $1", loc[1]); err != nil {
+		t.Fatal(err)
+	}
+	want(t, "edit with a retired relay", b.get("/sends/"+loc[1]+"/edit"), 200, `<option value="retired" selected>retired (not in SMTP_URL)</option>`)
+	g := a.form()
+	g.Set("relay", "retired")
+	want(t, "review with a retired relay", b.post("/sends/"+loc[1]+"/review", "/sends/"+loc[1]+"/edit", g), 422,
+		`aria-describedby="f-relay-error"`, "The selected relay is invalid.")
 
 	// One console without relays: the relay stays through an edit.
 	s2, _ := newSendSite(t)
@@ -641,7 +651,7 @@ func TestSendRelayInConsole(t *testing.T) {
 	if strings.Contains(edit.body, `id="f-relay"`) {
 		t.Fatal("a console without relays offers a choice of relay")
 	}
-	g := a2.form()
+	g = a2.form()
 	g.Set("relay", "eu-1")
 	if r := b2.post("/sends/"+loc[1], "/sends/"+loc[1]+"/edit", g); r.status != 303 {
 		t.Fatalf("update: %d\n%s", r.status, r.body)

@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
+	"net"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -101,7 +102,7 @@ func ParseURL(raw string) (Config, error) {
 		}
 		cfg.Size = n
 	}
-	cfg.Addr = u.Hostname() + ":" + port
+	cfg.Addr = net.JoinHostPort(u.Hostname(), port)
 	if u.User != nil {
 		cfg.Username = u.User.Username()
 		cfg.Password, _ = u.User.Password()

@@ -150,10 +150,10 @@ func (rs *Relays) Send(ctx context.Context, m *Message) Result {
 		case errors.Is(res.Err, errRelayOut):
 			// It went out while this mail waited for one of its
 			// connections: on to the next, not dialled.
-		case res.Stage == StageSender && res.Code != 0 && res.Code != 421:
-			// A refusal of this mail's sender (a 5xx, or a 4xx other than
-			// "closing"): the sender's trouble, not the relay's, which
-			// stays in for the others' mail; another relay may take it.
+		case res.Stage == StageSender && !relayRefusal(res.Code):
+			// A refusal of this mail's sender: the sender's trouble, not
+			// the relay's, which stays in for the others' mail; another
+			// relay may take it.
 			r.failovers.Add(1)
 		default:
 			rs.fail(r)
@@ -183,6 +183,13 @@ func (rs *Relays) fail(r *relay) {
 	}
 }
 
+// relayRefusal reports whether a reply to MAIL FROM refuses every sender
+// alike, the relay's trouble: none (the connection broke), 421 (closing),
+// 452 (no storage), 530 (authentication required).
+func relayRefusal(code int) bool {
+	return code == 0 || code == 421 || code == 452 || code == 530
+}
+
 // errRelayOut is the failure of a mail that waited for a connection of a
 // relay that went out meanwhile: it was not sent there.
 var errRelayOut = errors.New("smtp: the relay went out while the mail waited for it")
@@ -195,8 +202,8 @@ var errRelayOut = errors.New("smtp: the relay went out while the mail waited for
 // left.
 func (rs *Relays) pick(ctx context.Context, m *Message, tried uint64) (*relay, time.Duration) {
 	now := rs.now()
-	var wait time.Duration
 	for tier := range tiers {
+		var wait time.Duration
 		for {
 			r := rs.next(m, tier, tried, now)
 			if r == nil {
@@ -211,8 +218,13 @@ func (rs *Relays) pick(ctx context.Context, m *Message, tried uint64) (*relay, t
 			}
 			tried |= 1 << r.i // spent for now: the others of the tier first
 		}
+		if wait > 0 {
+			// The tier's relays are in but have spent their rates: the mail
+			// waits for them (a rate is a cap, not an outage).
+			return nil, wait
+		}
 	}
-	return nil, wait
+	return nil, 0
 }
 
 // The tiers of a mail's route, in the order they are tried.
@@ -286,10 +298,12 @@ func (r *relay) take(ctx context.Context, pace RelayPace, now time.Time) time.Du
 	}
 	got, retry, err := pace.Take(ctx, r.cfg.Name, r.cfg.Rate, max(1, r.cfg.Rate/10))
 	if err != nil {
-		// Redis away: a second's worth goes unpaced before it is asked
-		// again (not a wait on it for every mail).
-		r.tokens = max(r.cfg.Rate-1, 0)
-		return 0
+		if ctx.Err() == nil {
+			// Redis away: a second's worth goes unpaced before it is
+			// asked again (not a wait on it for every mail).
+			r.tokens = max(r.cfg.Rate-1, 0)
+		}
+		return 0 // (a mail whose context ended fails at the relay, untried)
 	}
 	if got > 0 {
 		r.tokens = got - 1
@@ -389,6 +403,8 @@ func parseRelay(raw string) (RelayConfig, error) {
 	rc := RelayConfig{Config: cfg, Weight: 1, Name: strings.ToLower(strings.SplitN(u.Hostname(), ".", 2)[0])}
 	if v := q.Get("name"); v != "" {
 		rc.Name = v
+	} else if !mail.ValidRelayName(rc.Name) {
+		rc.Name = "relay" // an IP address, or a label that is no name: name= names it
 	}
 	if !mail.ValidRelayName(rc.Name) {
 		return RelayConfig{}, fmt.Errorf("SMTP_URL: name=%q is not a relay name (a-z, 0-9, - and _, up to 63)", rc.Name)

@@ -273,6 +273,10 @@ func TestParseURLs(t *testing.T) {
 	if c := cfgs[1]; c.Name != "second" || c.Weight != 0 || c.Security != smtp.TLS || c.Username != "u" || c.Addr != "mx2.relay.example:465" {
 		t.Errorf("second relay: %+v", c)
 	}
+	if v6, err := smtp.ParseURLs("smtp://[::1]:2525 smtp://10.0.0.7?name=second"); err != nil || v6[0].Addr != "[::1]:2525" ||
+		v6[0].Name != "relay" || v6[1].Addr != "10.0.0.7:25" {
+		t.Errorf("an IPv6 relay and an IP: %+v %v", v6, err)
+	}
 	for raw, want := range map[string]string{
 		"":                                   "SMTP_URL: no relay",
 		"smtp://a.example?weight=0":          "SMTP_URL: every relay has weight=0; at least one must take mail",
@@ -415,4 +419,75 @@ func TestRelaysSilentRelay(t *testing.T) {
 	if st := rs.Stats(); st[0].Pool.Dials > 8 {
 		t.Fatalf("the silent relay was dialled %d times for 100 mails (pool 4)", st[0].Pool.Dials)
 	}
+}
+
+// Kept connections the server closed meanwhile (its idle timeout) fail
+// nothing: the mail goes on a fresh connection, and the relay stays in.
+func TestStaleConnections(t *testing.T) {
+	s := smtptest.New(t, smtptest.Options{})
+	pool := smtp.NewPool(smtp.Config{Addr: s.Addr, Size: 4, Timeout: 5 * time.Second})
+	t.Cleanup(func() { pool.Close() })
+	rs := relaysOf(t, relayURL(s, "name=only&rate=1000")+" "+relayURL(smtptest.New(t, smtptest.Options{}), "name=other&weight=0"), nil)
+	for _, tr := range []smtp.Transport{pool, rs} {
+		sendThrough(t, tr, 8, noRoute, nil)
+		s.CloseConnections()
+		sendThrough(t, tr, 8, noRoute, nil) // fails the test on a mail not accepted
+	}
+	if st := rs.Stats(); st[0].Out || st[0].Failovers != 0 {
+		t.Fatalf("closed idle connections took the relay out: %+v", st[0])
+	}
+	if s.Count() != 32 {
+		t.Fatalf("the server took %d of 32", s.Count())
+	}
+}
+
+// A relay that has spent its rate holds its tier's mails until it has
+// rate again: they do not go to a backup or to another tier's relay.
+func TestRelaysRateWaitsInItsTier(t *testing.T) {
+	ctx := context.Background()
+	rdb := redis.NewClient(&redis.Options{Addr: "127.0.0.1:6379", DB: 12})
+	t.Cleanup(func() { rdb.Close() })
+	pace := ratelimit.NewRelays(rdb, "test:relaytier:"+time.Now().Format("150405.000000")+":")
+	rated, backup, gmail := smtptest.New(t, smtptest.Options{}), smtptest.New(t, smtptest.Options{}), smtptest.New(t, smtptest.Options{})
+	rs := relaysOf(t, relayURL(rated, "name=rated&rate=10")+" "+relayURL(backup, "name=backup&weight=0")+" "+
+		relayURL(gmail, "name=gmail-pool&providers=gmail"), pace)
+	start := time.Now()
+	sendThrough(t, rs, 25, noRoute, nil)
+	if rated.Count() != 25 || backup.Count() != 0 || gmail.Count() != 0 {
+		t.Fatalf("rated %d, backup %d, gmail %d of 25", rated.Count(), backup.Count(), gmail.Count())
+	}
+	if elapsed := time.Since(start); elapsed < time.Second {
+		t.Fatalf("25 mails at 10 a second (burst 10) went in %s", elapsed)
+	}
+	// A mail whose context ended while the pace was asked grants no one
+	// else unpaced mail (it is not Redis away).
+	never := smtp.NewRelays(mustParse(t, relayURL(rated, "name=never&rate=5")), neverPace{})
+	t.Cleanup(func() { never.Close() })
+	cancelled, cancel := context.WithCancel(ctx)
+	cancel()
+	never.Send(cancelled, &smtp.Message{From: "a@shop.example", To: "b@example.com", Data: []byte("\r\nhi\r\n")})
+	soon, stop := context.WithTimeout(ctx, 200*time.Millisecond)
+	defer stop()
+	if res := never.Send(soon, &smtp.Message{From: "a@shop.example", To: "c@example.com", Data: []byte("\r\nhi\r\n")}); res.Class == smtp.Accepted {
+		t.Fatalf("a relay whose pace grants nothing took a mail after a cancelled one: %+v", res)
+	}
+}
+
+// neverPace grants nothing, and fails once the context ended.
+type neverPace struct{}
+
+func (neverPace) Take(ctx context.Context, _ string, _, _ int) (int, time.Duration, error) {
+	if err := ctx.Err(); err != nil {
+		return 0, 0, err
+	}
+	return 0, time.Hour, nil
+}
+
+func mustParse(t *testing.T, raw string) []smtp.RelayConfig {
+	t.Helper()
+	cfgs, err := smtp.ParseURLs(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cfgs
 }

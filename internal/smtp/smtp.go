@@ -203,36 +203,52 @@ func (p *Pool) Send(ctx context.Context, m *Message) Result { return p.send(ctx,
 
 // send is Send, which once it has a connection's slot gives it back
 // untried (errRelayOut) when usable (nil: always) says the server is not
-// to be used now.
+// to be used now. A kept connection the server had closed meanwhile
+// (an idle timeout: the mail failed before its recipient and the
+// connection broke) is no failure of the server's: the mail is tried
+// again on the next connection, up to the pool's size.
 func (p *Pool) send(ctx context.Context, m *Message, usable func() bool) Result {
+	for tries := 0; ; tries++ {
+		res, stale := p.sendOnce(ctx, m, usable)
+		if !stale || tries >= p.cfg.Size || ctx.Err() != nil {
+			return res
+		}
+	}
+}
+
+// sendOnce is one try of send; stale says it failed before the recipient
+// on a kept connection that broke.
+func (p *Pool) sendOnce(ctx context.Context, m *Message, usable func() bool) (res Result, stale bool) {
 	var c *conn
 	select {
 	case c = <-p.conns:
 	case <-ctx.Done():
-		return Result{Class: Temporary, Err: ctx.Err()}
+		return Result{Class: Temporary, Err: ctx.Err()}, false
 	}
 	if usable != nil && !usable() {
 		p.conns <- c
-		return Result{Class: Temporary, Stage: StageConnect, Err: errRelayOut}
+		return Result{Class: Temporary, Stage: StageConnect, Err: errRelayOut}, false
 	}
+	kept := c != nil
 	if c == nil {
 		var err error
 		p.dials.Add(1)
 		if c, err = p.dial(ctx); err != nil {
 			p.dialErrors.Add(1)
 			p.conns <- nil
-			return classify(fmt.Errorf("smtp: dial %s: %w", p.cfg.Addr, err))
+			return classify(fmt.Errorf("smtp: dial %s: %w", p.cfg.Addr, err)), false
 		}
 		p.open.Add(1)
 	}
-	res := c.send(m, p.cfg.Timeout)
+	res = c.send(m, p.cfg.Timeout)
 	if c.broken {
+		stale = kept && res.Class != Accepted && res.Stage <= StageSender
 		c.client.Close()
 		p.open.Add(-1)
 		c = nil // the slot is redialled by the next send
 	}
 	p.conns <- c
-	return res
+	return res, stale
 }
 
 // Close says QUIT on the idle connections and closes them.

@@ -62,6 +62,7 @@ type Server struct {
 	srv      *smtp.Server
 	ln       net.Listener
 	gone     atomic.Bool // GoAway: MAIL FROM refused, no new connection
+	conns    []net.Conn  // the connections taken, under mu (CloseConnections)
 	mu       sync.Mutex
 	messages []Message
 	count    int
@@ -87,6 +88,9 @@ func Start(opts Options) (*Server, error) {
 	}
 	s := &Server{Addr: l.Addr().String(), opts: opts, ln: l, received: make(chan struct{}, 1)}
 	s.srv = smtp.NewServer(smtp.BackendFunc(func(c *smtp.Conn) (smtp.Session, error) {
+		s.mu.Lock()
+		s.conns = append(s.conns, c.Conn())
+		s.mu.Unlock()
 		return &session{s: s, conn: c.Conn()}, nil
 	}))
 	s.srv.Domain = "smtptest.local"
@@ -104,6 +108,17 @@ func Start(opts Options) (*Server, error) {
 
 // Close stops the server.
 func (s *Server) Close() error { return s.srv.Close() }
+
+// CloseConnections closes every connection open now, as a server does
+// with connections idle past its timeout; it goes on taking new ones.
+func (s *Server) CloseConnections() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, c := range s.conns {
+		c.Close()
+	}
+	s.conns = nil
+}
 
 // GoAway makes the server go away as a relay taken down does: it stops
 // listening (a dial is refused) and answers the MAIL FROM of the
