@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	gosmtp "github.com/emersion/go-smtp"
 	"github.com/redis/go-redis/v9"
 
 	"github.com/mailroom/mailroom/internal/ratelimit"
@@ -330,6 +331,20 @@ func TestRelaysSenderRefusal(t *testing.T) {
 	}
 	if st := only.Stats(); st[0].Out || st[1].Out {
 		t.Fatalf("a sender's refusal took relays out: %+v", st)
+	}
+	// 530 (authentication required) and 452 (no storage) refuse every
+	// sender alike: the relay's trouble, it goes out.
+	for _, code := range []int{530, 452} {
+		refusing := smtptest.New(t, smtptest.Options{Sender: func(string) error {
+			return &gosmtp.SMTPError{Code: code, EnhancedCode: gosmtp.EnhancedCode{5, 7, 0}, Message: "no"}
+		}})
+		rs := relaysOf(t, relayURL(refusing, "name=refusing&weight=1000")+" "+relayURL(other, "name=fallback"), nil)
+		if res := rs.Send(context.Background(), good); res.Class != smtp.Accepted {
+			t.Fatalf("%d at MAIL FROM: the mail did not fail over: %+v", code, res)
+		}
+		if st := rs.Stats(); !st[0].Out {
+			t.Fatalf("%d at MAIL FROM left the relay in: %+v", code, st[0])
+		}
 	}
 }
 
