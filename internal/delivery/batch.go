@@ -248,7 +248,7 @@ func (e *Engine) deliver(ctx context.Context, cs *compiledSend, claimed []mail.C
 	plan.fill(out)
 	sender := cs.send.Sender.FromEmail.Wire()        // the envelope's and the DKIM key's form
 	key := e.DKIM.ForAccount(cs.send.UserID, sender) // its account's own domain key, else DKIM_KEYS'
-	route := smtp.Route{Relay: cs.send.Relay, SenderDomain: strings.ToLower(sender[strings.LastIndexByte(sender, '@')+1:])}
+	route := smtp.Route{Relay: cs.send.Relay, SenderDomain: domainOf(cs.send.Sender.FromEmail)}
 	var next atomic.Int64
 	var wg sync.WaitGroup
 	for range min(e.Config.Concurrency, plan.sending(len(claimed))) {
