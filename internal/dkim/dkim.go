@@ -58,13 +58,18 @@ func (ks *Keys) ForAccount(account int64, address string) *Key {
 	if ks == nil {
 		return nil
 	}
-	if m := ks.accounts.Load(); m != nil && len(*m) > 0 {
-		i := strings.LastIndexByte(address, '@')
-		if k := (*m)[account][strings.ToLower(strings.TrimSuffix(address[i+1:], ">"))]; k != nil {
+	domain := keyDomain(address)
+	if m := ks.accounts.Load(); m != nil {
+		if k := (*m)[account][domain]; k != nil {
 			return k
 		}
 	}
-	return ks.For(address)
+	return ks.byDomain[domain]
+}
+
+// keyDomain is the domain of address as keys are kept by (lower-case).
+func keyDomain(address string) string {
+	return strings.ToLower(strings.TrimSuffix(address[strings.LastIndexByte(address, '@')+1:], ">"))
 }
 
 // DomainKey is a sending domain's key from PKCS #8 DER: RSA (signed by
@@ -236,8 +241,7 @@ func (ks *Keys) For(address string) *Key {
 	if ks == nil || len(ks.byDomain) == 0 {
 		return nil
 	}
-	i := strings.LastIndexByte(address, '@')
-	return ks.byDomain[strings.ToLower(strings.TrimSuffix(address[i+1:], ">"))]
+	return ks.byDomain[keyDomain(address)]
 }
 
 // Len is the number of keys.
