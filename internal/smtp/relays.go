@@ -103,10 +103,7 @@ func NewRelays(cfgs []RelayConfig, pace RelayPace) *Relays {
 	rs := &Relays{pace: pace, now: time.Now, BackOff: 5 * time.Second, MaxBackOff: 5 * time.Minute}
 	for i, c := range cfgs {
 		r := &relay{cfg: c, pool: NewPool(c.Config), i: i}
-		r.usable = func() bool {
-			out := r.outUntil.Load()
-			return out == 0 || rs.now().UnixNano() >= out
-		}
+		r.usable = func() bool { return !r.out(rs.now()) }
 		rs.relays = append(rs.relays, r)
 	}
 	return rs
@@ -170,7 +167,7 @@ func (rs *Relays) Send(ctx context.Context, m *Message) Result {
 func (rs *Relays) fail(r *relay) {
 	r.failovers.Add(1)
 	now := rs.now()
-	old := r.outUntil.Load()
+	old := r.outUntil.Load() // (the value the swap below replaces)
 	if old != 0 && now.UnixNano() < old {
 		return // out already
 	}
@@ -237,6 +234,12 @@ const (
 	tiers
 )
 
+// out reports whether r is backing off at now.
+func (r *relay) out(now time.Time) bool {
+	until := r.outUntil.Load()
+	return until != 0 && now.UnixNano() < until
+}
+
 // in reports whether r belongs to the tier of m's route.
 func (r *relay) in(m *Message, tier int) bool {
 	switch tier {
@@ -263,7 +266,7 @@ func (rs *Relays) next(m *Message, tier int, tried uint64, now time.Time) *relay
 		if tried&(1<<r.i) != 0 || !r.in(m, tier) {
 			continue
 		}
-		if out := r.outUntil.Load(); out != 0 && now.UnixNano() < out {
+		if r.out(now) {
 			continue
 		}
 		w := max(r.cfg.Weight, 1) // a backup, once reached, takes mail
