@@ -37,16 +37,16 @@ type sendState struct {
 	At           *time.Time // when it is due, or when it finished
 }
 
-// pausedState is how a running send a reputation guard paused reads.
-var pausedState = sendState{Label: "Paused", Class: "paused"}
-
-// cancelledState is how a send cancelled after a pause reads.
-func cancelledState(at *time.Time) sendState {
-	return sendState{Label: "Cancelled", Class: "cancelled", At: at}
-}
-
-// sendStateOf is how a send of status, due at due and sent at sent reads.
-func sendStateOf(status int16, due, sent *time.Time) sendState {
+// sendStateOf is how a send of status, due at due and sent at sent reads:
+// a running one a reputation guard paused as Paused, one cancelled after
+// its pause (at cancelled) as Cancelled.
+func sendStateOf(status int16, paused bool, cancelled, due, sent *time.Time) sendState {
+	switch {
+	case status == mail.SendRunning && paused:
+		return sendState{Label: "Paused", Class: "paused"}
+	case cancelled != nil:
+		return sendState{Label: "Cancelled", Class: "cancelled", At: cancelled}
+	}
 	switch status {
 	case mail.SendDraft:
 		return sendState{Label: "Draft", Class: "draft"}
@@ -94,15 +94,9 @@ func (h *Handler) sendList(w http.ResponseWriter, r *http.Request) {
 		d.Older = n + 1
 	}
 	for _, s := range sends {
-		row := sendRow{SendSummary: s, State: sendStateOf(s.Status, s.DueAt, s.SentAt), Recipients: count(s.Triggered),
-			Delivered: count(s.Delivered), Bounces: count(s.Bounces), Opens: count(s.UniqueOpens),
+		row := sendRow{SendSummary: s, State: sendStateOf(s.Status, s.Paused, s.CancelledAt, s.DueAt, s.SentAt),
+			Recipients: count(s.Triggered), Delivered: count(s.Delivered), Bounces: count(s.Bounces), Opens: count(s.UniqueOpens),
 			Changeable: s.Status == mail.SendDraft || s.Status == mail.SendReady}
-		switch {
-		case s.Paused && s.Status == mail.SendRunning:
-			row.State = pausedState
-		case s.CancelledAt != nil:
-			row.State = cancelledState(s.CancelledAt)
-		}
 		if s.Triggered > 0 {
 			row.Percent = int(s.Went() * 100 / s.Triggered)
 		} else if s.Status == mail.SendCompleted {

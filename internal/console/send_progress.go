@@ -64,18 +64,13 @@ func (h *Handler) sendProgress(w http.ResponseWriter, r *http.Request) {
 // progressOf is the fragment's model for p, with the earlier samples
 // (the s the last fragment carried).
 func progressOf(utr string, p mail.SendProgress, samples string) progressData {
-	d := progressData{UTR: utr, State: sendStateOf(p.Status, p.DueAt, p.SentAt), Running: p.Status == mail.SendRunning,
-		Done: p.Status == mail.SendCompleted, Waiting: p.Status == mail.SendReady, Triggered: count(p.Triggered),
+	d := progressData{UTR: utr, State: sendStateOf(p.Status, p.PausedReason != "", p.CancelledAt, p.DueAt, p.SentAt),
+		Running: p.Status == mail.SendRunning,
+		Done:    p.Status == mail.SendCompleted, Waiting: p.Status == mail.SendReady, Triggered: count(p.Triggered),
 		Final: count(p.Went()), Delivered: count(p.Delivered), Remaining: count(p.Remaining), Bounced: count(p.Bounces),
 		Deferred: count(p.Deferred), Paused: p.PausedReason}
 	if p.Cancelled > 0 {
 		d.Cancelled = count(p.Cancelled)
-	}
-	switch {
-	case d.Running && d.Paused != "":
-		d.State = pausedState
-	case p.CancelledAt != nil:
-		d.State = cancelledState(p.CancelledAt)
 	}
 	switch {
 	case p.Triggered > 0:

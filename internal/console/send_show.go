@@ -10,7 +10,6 @@ import (
 // showData is a send's page model.
 type showData struct {
 	Send       mail.SingleSend
-	State      sendState
 	Changeable bool
 	Recipients []listOption
 	Excluded   []listOption
@@ -48,11 +47,8 @@ func (h *Handler) sendShow(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, r, err)
 		return
 	}
-	d := showData{Send: ss, State: sendStateOf(ss.Status, p.DueAt, ss.SentAt), Progress: progressOf(ss.UTR, p, "").withResume(r),
+	d := showData{Send: ss, Progress: progressOf(ss.UTR, p, "").withResume(r),
 		Changeable: ss.Status == mail.SendDraft || ss.Status == mail.SendReady}
-	if ss.CancelledAt != nil {
-		d.State = cancelledState(ss.CancelledAt)
-	}
 	if ss.Sender != nil && ss.Status != mail.SendCompleted {
 		if d.Warnings, err = h.sendWarnings(ctx, account, ss.Sender.FromEmail); err != nil {
 			h.fail(w, r, err)
