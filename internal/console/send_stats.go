@@ -51,7 +51,7 @@ func (h *Handler) sendStats(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, r, err)
 		return
 	}
-	d := statsData{Send: ss, State: sendStateOf(ss.Status, false, nil, nil, ss.SentAt), Hours: len(st.Timeline)}
+	d := statsData{Send: ss, State: sendStateOf(ss.Status, ss.PausedAt != nil, ss.CancelledAt, nil, ss.SentAt), Hours: len(st.Timeline)}
 	c := st.Counts
 	d.Figures = []figure{
 		{"Delivered", count(c.Delivered), rate(c.Delivered, c.Triggered), "of " + count(c.Triggered) + " recipients"},

@@ -570,6 +570,7 @@ func TestSendPausedAndResumed(t *testing.T) {
 		}
 	}
 	want(t, "list paused", v.get("/sends"), 200, `class="state state-paused">Paused<`)
+	want(t, "stats paused", v.get("/sends/"+utr+"/stats"), 200, `class="state state-paused">Paused<`)
 	f := url.Values{"csrf": {v.csrf("/sends")}}
 	want(t, "viewer resume", v.post("/sends/"+utr+"/resume", "", f), 403, "may not do this")
 
@@ -687,6 +688,7 @@ func TestSendPausedCancelled(t *testing.T) {
 	want(t, "cancelled page", b.get("/sends/"+utr+"?notice=cancelled"), 200, "The send is cancelled", `class="state state-cancelled">Cancelled<`)
 	want(t, "cancelled fragment", b.get("/sends/"+utr+"/progress"), 200, `data-state="cancelled"`, "Finished: 1,170 delivered", `>1,300</span> of <span id="progress-total">10,000</span> recipients done (13%) · <span id="progress-cancelled">8,700</span> cancelled`)
 	want(t, "cancelled list", b.get("/sends"), 200, `class="state state-cancelled">Cancelled<`)
+	want(t, "cancelled stats", b.get("/sends/"+utr+"/stats"), 200, `class="state state-cancelled">Cancelled<`)
 	want(t, "cancel again", b.post("/sends/"+utr+"/cancel", "/sends/"+utr, url.Values{}), 409, "Only paused single sends can be cancelled.")
 	var audited int
 	if err := s.d.Pool.QueryRow(ctx, "SELECT count(*) FROM audit_events WHERE user_id = $1 AND action = 'cancelled a paused single send'", a.id).Scan(&audited); err != nil || audited != 1 {
