@@ -16,6 +16,7 @@ import (
 	"golang.org/x/crypto/bcrypt"
 
 	"github.com/mailroom/mailroom/internal/console"
+	"github.com/mailroom/mailroom/internal/domains"
 	"github.com/mailroom/mailroom/internal/httpapi"
 	"github.com/mailroom/mailroom/internal/mail"
 	"github.com/mailroom/mailroom/internal/smtp"
@@ -101,10 +102,14 @@ func TestConsoleSingleSendInBrowser(t *testing.T) {
 
 	var srv *httptest.Server
 	var base string
-	con, err := console.New(console.Config{PublicURL: "http://console.test", BcryptCost: bcrypt.MinCost}, console.Deps{DB: d, Log: quiet,
-		EnqueueDispatch: func(ctx context.Context, id int64, version int32, at time.Time) error {
-			return queue.enqueue(ctx, jobs.NewDispatchTask(id, version, at))
-		}})
+	// A deployment whose SMTP_URL names two relays (the composer offers
+	// them), with the API's domain service (the review warns of a sender
+	// whose domain is not verified).
+	con, err := console.New(console.Config{PublicURL: "http://console.test", BcryptCost: bcrypt.MinCost, Relays: []string{"primary", "bulk-eu"}},
+		console.Deps{DB: d, Log: quiet, Domains: &domains.Service{Store: d},
+			EnqueueDispatch: func(ctx context.Context, id int64, version int32, at time.Time) error {
+				return queue.enqueue(ctx, jobs.NewDispatchTask(id, version, at))
+			}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -144,6 +149,8 @@ func TestConsoleSingleSendInBrowser(t *testing.T) {
 		`INSERT INTO contacts (user_id, contact_type_id, email) SELECT $1, id, unnest(ARRAY['boss@northwind.example', 'Customer5@example.com'])
 		 FROM contact_types WHERE user_id = $1 AND name = 'Staff'`,
 		`INSERT INTO unsubscribes (user_id, email_address) VALUES ($1, 'customer7@example.com')`,
+		// Its sending domain added, not verified yet.
+		`INSERT INTO sending_domains (user_id, domain, selector, rsa_private, records) VALUES ($1, 'northwind.example', 'mr1', '\x00', '[]')`,
 	} {
 		if _, err := d.Pool.Exec(ctx, q, acct); err != nil {
 			t.Fatalf("%s: %v", q, err)
@@ -177,7 +184,7 @@ func TestConsoleSingleSendInBrowser(t *testing.T) {
 		chromedp.SetValue(chromedp.CSS("#f-group"), group),
 		chromedp.Click(chromedp.CSS(fmt.Sprintf(`input[name=recipient_id][value="contacts_%d"]`, customers))), counted("999"))
 	run(t, tab, chromedp.Click(chromedp.Search(`//input[@name="exclude_specific_recipient_id"][ancestor::tr[contains(., "Staff")]]`)),
-		counted("998"), chromedp.Click(chromedp.CSS(`input[name=template_id][value="2"]`)))
+		counted("998"), chromedp.Click(chromedp.CSS(`input[name=template_id][value="2"]`)), chromedp.SetValue(chromedp.CSS("#f-relay"), "bulk-eu"))
 	if tz := text(t, tab, chromedp.CSS("[data-tz]")); !strings.HasPrefix(tz, "your time zone: ") {
 		t.Errorf("time zone label %q", tz)
 	}
@@ -188,6 +195,12 @@ func TestConsoleSingleSendInBrowser(t *testing.T) {
 	if got := text(t, tab, chromedp.CSS("#review-subject")); got != "((first_name)), the spring sale is on" {
 		t.Errorf("review subject %q", got)
 	}
+	if got := text(t, tab, chromedp.CSS("#review-relay")); got != "bulk-eu first" {
+		t.Errorf("review relay %q", got)
+	}
+	if got := text(t, tab, chromedp.CSS("#send-warnings")); !strings.Contains(got, "The sender's domain northwind.example is not a verified sending domain") {
+		t.Errorf("review warnings %q", got)
+	}
 	screenshots(t, tab, "sends-review")
 	run(t, tab, chromedp.Click(chromedp.CSS("#send")), chromedp.WaitVisible(chromedp.CSS("#progress")))
 	loc := value(t, tab, chromedp.Location())
@@ -196,6 +209,9 @@ func TestConsoleSingleSendInBrowser(t *testing.T) {
 		t.Fatalf("after send: %s", loc)
 	}
 	utr := m[1]
+	if got := text(t, tab, chromedp.CSS("#show-relay")); got != "bulk-eu first" {
+		t.Errorf("the send's relay %q", got)
+	}
 
 	// The progress updates itself until the send completes.
 	seen := map[string]bool{}
