@@ -114,7 +114,8 @@ func BenchmarkSendPages(b *testing.B) {
 		  SELECT 's', s.id, 'https://shop.example/' || l, 1000 * l, 1200 * l FROM single_sends s, generate_series(1, 3) l WHERE s.user_id = $1`,
 			[]any{acct}},
 		{"VACUUM ANALYZE contacts", nil}, {"VACUUM ANALYZE segment_members", nil}, {"VACUUM ANALYZE unsubscribes", nil},
-		{"VACUUM ANALYZE bounces", nil}, {"VACUUM ANALYZE single_sends", nil}, {"VACUUM ANALYZE send_stats", nil},
+		{"VACUUM ANALYZE bounces", nil}, {"VACUUM ANALYZE suppressed_contacts", nil}, {"VACUUM ANALYZE single_sends", nil},
+		{"VACUUM ANALYZE send_stats", nil},
 	} {
 		if _, err := d.Pool.Exec(ctx, q.sql, q.args...); err != nil {
 			b.Fatalf("%s: %v", q.sql, err)

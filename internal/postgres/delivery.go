@@ -233,11 +233,12 @@ func (d *DB) SendsToExpand(ctx context.Context) ([]int64, error) {
 // dispatched now: the rows the expansion would insert (send_audience, the
 // same function ExpandSend reads), counted. Its largest list L, a contact
 // type or a segment, is counted as its kept length less its removed
-// addresses (CountListAudience, CountSegmentAudience: probes per removed
-// address, never the list's rows), and the other lists as their
-// send_audience rows whose address is not in L (CountAudienceBeyondList,
-// CountAudienceBeyondSegment: probes per row): the audience is L's part
-// and the rest's, which share no address. So a selection of one large
+// addresses (CountListAudience: probes per removed address, never the
+// list's rows; CountSegmentAudience: the type's suppressed contacts joined
+// to the segment's members by id, and probes per exclude-list address),
+// and the other lists as their send_audience rows whose address is not in
+// L (CountAudienceBeyondList, CountAudienceBeyondSegment: probes per row):
+// the audience is L's part and the rest's, which share no address. So a selection of one large
 // list and smaller ones costs what the smaller ones hold, and a segment of
 // L's own type without hand-stored recipients (all its addresses are L's)
 // costs nothing. When the others together hold more than L, the
@@ -282,8 +283,15 @@ func (d *DB) CountAudience(ctx context.Context, userID int64, lists, excluded []
 		otherTypes, otherSegments := types, segments
 		if large.Kind == "segment" {
 			otherSegments = slices.DeleteFunc(slices.Clone(segments), func(s int64) bool { return s == large.Key })
-			n, err = q.CountSegmentAudience(ctx, db.CountSegmentAudienceParams{UserID: userID, SegmentID: large.Key, GroupID: groupID,
-				ExcludeTypeIds: exTypes, ExcludeSegmentIds: exSegments})
+			var typeID int64
+			typeID, err = q.SegmentContactType(ctx, db.SegmentContactTypeParams{ID: large.Key, UserID: userID})
+			if errors.Is(err, pgx.ErrNoRows) {
+				typeID, err = 0, nil // not the account's: it adds nobody
+			}
+			if err == nil {
+				n, err = q.CountSegmentAudience(ctx, db.CountSegmentAudienceParams{UserID: userID, SegmentID: large.Key, TypeID: typeID,
+					GroupID: groupID, ExcludeTypeIds: exTypes, ExcludeSegmentIds: exSegments})
+			}
 		} else {
 			otherTypes = slices.DeleteFunc(slices.Clone(types), func(t int64) bool { return t == large.Key })
 			n, err = q.CountListAudience(ctx, db.CountListAudienceParams{UserID: userID, TypeID: large.Key, GroupID: groupID,

@@ -418,16 +418,17 @@ func (q *Queries) CountAudienceBeyondSegment(ctx context.Context, arg CountAudie
 }
 
 const countListAudience = `-- name: CountListAudience :one
-WITH removed AS (
-    SELECT r.email_lc FROM send_removed($2::bigint, $3::bigint, $4::bigint[], $5::bigint[]) AS r(email_lc)
-)
 SELECT CASE WHEN EXISTS (SELECT 1 FROM contact_types t WHERE t.id = $1::bigint AND t.user_id = $2::bigint) THEN
     (SELECT COALESCE(sum(n), 0) FROM list_counts WHERE user_id = $2::bigint AND kind = 'contact_type' AND key = $1::bigint)
-    - (SELECT count(*) FROM (SELECT r.email_lc FROM removed r ORDER BY r.email_lc COLLATE "C") r,
-       -- LIMIT keeps the probe a nested loop: a hash join read all of the
-       -- list's rows.
-       LATERAL (SELECT 1 FROM contacts c WHERE c.contact_type_id = $1::bigint AND c.email_lc = r.email_lc AND c.deleted_at IS NULL
-                LIMIT 1) hit)
+    - (SELECT count(*) FROM (
+        SELECT x.contact_id FROM suppressed_contacts x WHERE x.contact_type_id = $1::bigint AND x.list IN (-1, 0, $3::bigint)
+        UNION
+        SELECT hit.id FROM (SELECT r.email_lc FROM send_excluded($2::bigint, $4::bigint[], $5::bigint[]) AS r(email_lc)
+                            ORDER BY r.email_lc COLLATE "C") r,
+        -- LIMIT keeps the probe a nested loop: a hash join read all of the
+        -- list's rows.
+        LATERAL (SELECT c.id FROM contacts c WHERE c.contact_type_id = $1::bigint AND c.email_lc = r.email_lc AND c.deleted_at IS NULL
+                 LIMIT 1) hit) removed)
     ELSE 0 END::bigint
 `
 
@@ -443,13 +444,14 @@ type CountListAudienceParams struct {
 // length (list_counts) less its live contacts whose address is removed
 // (the suppressions and the exclude lists, send_audience's NOT EXISTS
 // terms). A contact type holds one live contact per lower-cased address
-// (contacts_type_email), so this is send_audience counted. It reads the
-// removed addresses and probes the list's index for each, in the index's
-// order, index only (a contact type's contacts are its account's, so the
-// account is checked once, on the type), never the list itself: at a
-// million contacts and 40,000 removed addresses, under 200 ms. The
-// addresses are sorted bytewise (COLLATE "C"): the order only keeps the
-// probes near each other in the index, and a byte compare costs a
+// (contacts_type_email), so this is send_audience counted. The contacts
+// whose address is suppressed are the type's rows of suppressed_contacts
+// (one per contact and suppressing list, hence the UNION); those whose
+// address is in an exclude list are probed in the list's index in the
+// index's order, index only (a contact type's contacts are its account's,
+// so the account is checked once, on the type), never the list itself.
+// The addresses are sorted bytewise (COLLATE "C"): the order only keeps
+// the probes near each other in the index, and a byte compare costs a
 // fraction of the database collation's.
 func (q *Queries) CountListAudience(ctx context.Context, arg CountListAudienceParams) (int64, error) {
 	row := q.db.QueryRow(ctx, countListAudience,
@@ -465,50 +467,66 @@ func (q *Queries) CountListAudience(ctx context.Context, arg CountListAudiencePa
 }
 
 const countSegmentAudience = `-- name: CountSegmentAudience :one
-WITH removed AS MATERIALIZED (
-    SELECT r.email_lc FROM send_removed($1::bigint, $3::bigint, $4::bigint[], $5::bigint[]) AS r(email_lc)
-), seg AS (
-    SELECT g.contact_type_id FROM segments g WHERE g.id = $2::bigint AND g.user_id = $1::bigint
+WITH seg AS (
+    SELECT 1 FROM segments g WHERE g.id = $2::bigint AND g.user_id = $1::bigint AND g.contact_type_id = $3::bigint
 ), manual AS MATERIALIZED (
     -- its hand-stored recipients, and whether a member has the address
     SELECT m.email_lc, EXISTS (SELECT 1 FROM contacts c JOIN segment_members sm ON sm.segment_id = $2::bigint AND sm.contact_id = c.id
-                               WHERE c.contact_type_id = (SELECT contact_type_id FROM seg) AND c.email_lc = m.email_lc
-                                 AND c.deleted_at IS NULL) AS member
+                               WHERE c.contact_type_id = $3::bigint AND c.email_lc = m.email_lc AND c.deleted_at IS NULL) AS member
     FROM segment_recipients m WHERE m.segment_id = $2::bigint
+), excluded AS (
+    -- the type's live contacts whose address an exclude list has, probed
+    -- in the index's order (COLLATE "C": see CountListAudience)
+    SELECT hit.id FROM (SELECT r.email_lc FROM send_excluded($1::bigint, $5::bigint[], $6::bigint[]) AS r(email_lc)
+                        ORDER BY r.email_lc COLLATE "C") r,
+    LATERAL (SELECT c.id FROM contacts c WHERE c.contact_type_id = $3::bigint AND c.email_lc = r.email_lc AND c.deleted_at IS NULL
+             LIMIT 1) hit
 )
 SELECT CASE WHEN EXISTS (SELECT 1 FROM seg) THEN
     (SELECT COALESCE(sum(n), 0) FROM list_counts WHERE user_id = $1::bigint AND kind = 'segment' AND key = $2::bigint)
     - (SELECT count(*) FROM manual WHERE member)
-    - (SELECT count(*) FROM (SELECT r.email_lc FROM removed r ORDER BY r.email_lc COLLATE "C") r,
-       LATERAL (SELECT 1 FROM contacts c JOIN segment_members sm ON sm.segment_id = $2::bigint AND sm.contact_id = c.id
-                WHERE c.contact_type_id = (SELECT contact_type_id FROM seg) AND c.email_lc = r.email_lc AND c.deleted_at IS NULL
-                LIMIT 1) hit)
-    - (SELECT count(*) FROM manual m WHERE NOT m.member AND m.email_lc IN (SELECT r.email_lc FROM removed r))
+    - (SELECT count(*) FROM segment_members sm
+       WHERE sm.segment_id = $2::bigint
+         AND sm.contact_id IN (SELECT x.contact_id FROM suppressed_contacts x
+                               WHERE x.contact_type_id = $3::bigint AND x.list IN (-1, 0, $4::bigint)))
+    - (SELECT count(DISTINCT e.id) FROM excluded e
+       WHERE EXISTS (SELECT 1 FROM segment_members sm WHERE sm.segment_id = $2::bigint AND sm.contact_id = e.id)
+         AND NOT EXISTS (SELECT 1 FROM suppressed_contacts x
+                         WHERE x.contact_type_id = $3::bigint AND x.list IN (-1, 0, $4::bigint) AND x.contact_id = e.id))
+    - (SELECT count(*) FROM manual m WHERE NOT m.member
+         AND m.email_lc IN (SELECT r.email_lc FROM send_removed($1::bigint, $4::bigint, $5::bigint[], $6::bigint[]) AS r(email_lc)))
     ELSE 0 END::bigint
 `
 
 type CountSegmentAudienceParams struct {
 	UserID            int64
 	SegmentID         int64
+	TypeID            int64
 	GroupID           int64
 	ExcludeTypeIds    []int64
 	ExcludeSegmentIds []int64
 }
 
-// CountListAudience for one segment: its kept length (list_counts: its
-// members and its recipients stored by hand) less the hand-stored ones
-// whose address is also a member's, less its entries whose address is
-// removed. A segment's members are live contacts of its contact type
-// (a deleted contact leaves its segments), one per lower-cased address,
-// and its hand-stored recipients one per address (segment_recipients_manual),
-// so this is send_audience counted. Each removed address is probed in the
-// type's index and the segment's members (LIMIT keeps it a probe: a hash
-// of every member took 0.3 s at 200,000); the hand-stored recipients,
-// few, are walked.
+// CountListAudience for one segment of contact type @type_id (the caller
+// knows it from SegmentContactType: given as a value, the planner knows
+// how many suppressed contacts the type has and joins them by hash): its
+// kept length (list_counts: its members and its recipients stored by
+// hand) less the hand-stored ones whose address is also a member's, less
+// its members whose address is removed, less its hand-stored recipients
+// whose address is removed. A segment's members are live contacts of its
+// contact type (a deleted contact leaves its segments), one per
+// lower-cased address, and its hand-stored recipients one per address
+// (segment_recipients_manual), so this is send_audience counted. The
+// members whose address is suppressed are a join of two sets of ids:
+// the type's suppressed contacts (suppressed_contacts) and the segment's
+// members; the members whose address is in an exclude list, and not
+// suppressed too, are probed by address (send_excluded). The hand-stored
+// recipients, few, are walked.
 func (q *Queries) CountSegmentAudience(ctx context.Context, arg CountSegmentAudienceParams) (int64, error) {
 	row := q.db.QueryRow(ctx, countSegmentAudience,
 		arg.UserID,
 		arg.SegmentID,
+		arg.TypeID,
 		arg.GroupID,
 		arg.ExcludeTypeIds,
 		arg.ExcludeSegmentIds,
@@ -1080,6 +1098,23 @@ func (q *Queries) RenewRange(ctx context.Context, arg RenewRangeParams) (int64, 
 		return 0, err
 	}
 	return result.RowsAffected(), nil
+}
+
+const segmentContactType = `-- name: SegmentContactType :one
+SELECT contact_type_id FROM segments WHERE id = $1::bigint AND user_id = $2::bigint
+`
+
+type SegmentContactTypeParams struct {
+	ID     int64
+	UserID int64
+}
+
+// The contact type of a segment of the account's.
+func (q *Queries) SegmentContactType(ctx context.Context, arg SegmentContactTypeParams) (int64, error) {
+	row := q.db.QueryRow(ctx, segmentContactType, arg.ID, arg.UserID)
+	var contact_type_id int64
+	err := row.Scan(&contact_type_id)
+	return contact_type_id, err
 }
 
 const segmentsRebuilding = `-- name: SegmentsRebuilding :one

@@ -491,6 +491,14 @@ type State struct {
 	Name      string
 }
 
+type SuppressedContact struct {
+	UserID        int64
+	EmailLc       string
+	List          int64
+	ContactTypeID int64
+	ContactID     int64
+}
+
 type Unsubscribe struct {
 	ID                  int64
 	UserID              int64

@@ -116,36 +116,54 @@ SELECT g.id FROM segments g
 WHERE g.user_id = @user_id::bigint AND g.id = ANY(@segment_ids::bigint[]) AND g.contact_type_id = @type_id::bigint
   AND NOT EXISTS (SELECT 1 FROM segment_recipients r WHERE r.segment_id = g.id);
 
+-- name: SegmentContactType :one
+-- The contact type of a segment of the account's.
+SELECT contact_type_id FROM segments WHERE id = @id::bigint AND user_id = @user_id::bigint;
+
 -- name: CountSegmentAudience :one
--- CountListAudience for one segment: its kept length (list_counts: its
--- members and its recipients stored by hand) less the hand-stored ones
--- whose address is also a member's, less its entries whose address is
--- removed. A segment's members are live contacts of its contact type
--- (a deleted contact leaves its segments), one per lower-cased address,
--- and its hand-stored recipients one per address (segment_recipients_manual),
--- so this is send_audience counted. Each removed address is probed in the
--- type's index and the segment's members (LIMIT keeps it a probe: a hash
--- of every member took 0.3 s at 200,000); the hand-stored recipients,
--- few, are walked.
-WITH removed AS MATERIALIZED (
-    SELECT r.email_lc FROM send_removed(@user_id::bigint, @group_id::bigint, @exclude_type_ids::bigint[], @exclude_segment_ids::bigint[]) AS r(email_lc)
-), seg AS (
-    SELECT g.contact_type_id FROM segments g WHERE g.id = @segment_id::bigint AND g.user_id = @user_id::bigint
+-- CountListAudience for one segment of contact type @type_id (the caller
+-- knows it from SegmentContactType: given as a value, the planner knows
+-- how many suppressed contacts the type has and joins them by hash): its
+-- kept length (list_counts: its members and its recipients stored by
+-- hand) less the hand-stored ones whose address is also a member's, less
+-- its members whose address is removed, less its hand-stored recipients
+-- whose address is removed. A segment's members are live contacts of its
+-- contact type (a deleted contact leaves its segments), one per
+-- lower-cased address, and its hand-stored recipients one per address
+-- (segment_recipients_manual), so this is send_audience counted. The
+-- members whose address is suppressed are a join of two sets of ids:
+-- the type's suppressed contacts (suppressed_contacts) and the segment's
+-- members; the members whose address is in an exclude list, and not
+-- suppressed too, are probed by address (send_excluded). The hand-stored
+-- recipients, few, are walked.
+WITH seg AS (
+    SELECT 1 FROM segments g WHERE g.id = @segment_id::bigint AND g.user_id = @user_id::bigint AND g.contact_type_id = @type_id::bigint
 ), manual AS MATERIALIZED (
     -- its hand-stored recipients, and whether a member has the address
     SELECT m.email_lc, EXISTS (SELECT 1 FROM contacts c JOIN segment_members sm ON sm.segment_id = @segment_id::bigint AND sm.contact_id = c.id
-                               WHERE c.contact_type_id = (SELECT contact_type_id FROM seg) AND c.email_lc = m.email_lc
-                                 AND c.deleted_at IS NULL) AS member
+                               WHERE c.contact_type_id = @type_id::bigint AND c.email_lc = m.email_lc AND c.deleted_at IS NULL) AS member
     FROM segment_recipients m WHERE m.segment_id = @segment_id::bigint
+), excluded AS (
+    -- the type's live contacts whose address an exclude list has, probed
+    -- in the index's order (COLLATE "C": see CountListAudience)
+    SELECT hit.id FROM (SELECT r.email_lc FROM send_excluded(@user_id::bigint, @exclude_type_ids::bigint[], @exclude_segment_ids::bigint[]) AS r(email_lc)
+                        ORDER BY r.email_lc COLLATE "C") r,
+    LATERAL (SELECT c.id FROM contacts c WHERE c.contact_type_id = @type_id::bigint AND c.email_lc = r.email_lc AND c.deleted_at IS NULL
+             LIMIT 1) hit
 )
 SELECT CASE WHEN EXISTS (SELECT 1 FROM seg) THEN
     (SELECT COALESCE(sum(n), 0) FROM list_counts WHERE user_id = @user_id::bigint AND kind = 'segment' AND key = @segment_id::bigint)
     - (SELECT count(*) FROM manual WHERE member)
-    - (SELECT count(*) FROM (SELECT r.email_lc FROM removed r ORDER BY r.email_lc COLLATE "C") r,
-       LATERAL (SELECT 1 FROM contacts c JOIN segment_members sm ON sm.segment_id = @segment_id::bigint AND sm.contact_id = c.id
-                WHERE c.contact_type_id = (SELECT contact_type_id FROM seg) AND c.email_lc = r.email_lc AND c.deleted_at IS NULL
-                LIMIT 1) hit)
-    - (SELECT count(*) FROM manual m WHERE NOT m.member AND m.email_lc IN (SELECT r.email_lc FROM removed r))
+    - (SELECT count(*) FROM segment_members sm
+       WHERE sm.segment_id = @segment_id::bigint
+         AND sm.contact_id IN (SELECT x.contact_id FROM suppressed_contacts x
+                               WHERE x.contact_type_id = @type_id::bigint AND x.list IN (-1, 0, @group_id::bigint)))
+    - (SELECT count(DISTINCT e.id) FROM excluded e
+       WHERE EXISTS (SELECT 1 FROM segment_members sm WHERE sm.segment_id = @segment_id::bigint AND sm.contact_id = e.id)
+         AND NOT EXISTS (SELECT 1 FROM suppressed_contacts x
+                         WHERE x.contact_type_id = @type_id::bigint AND x.list IN (-1, 0, @group_id::bigint) AND x.contact_id = e.id))
+    - (SELECT count(*) FROM manual m WHERE NOT m.member
+         AND m.email_lc IN (SELECT r.email_lc FROM send_removed(@user_id::bigint, @group_id::bigint, @exclude_type_ids::bigint[], @exclude_segment_ids::bigint[]) AS r(email_lc)))
     ELSE 0 END::bigint;
 
 -- name: CountAudienceBeyondSegment :one
@@ -164,24 +182,26 @@ WHERE NOT EXISTS (SELECT 1 FROM contacts c JOIN segment_members sm ON sm.segment
 -- length (list_counts) less its live contacts whose address is removed
 -- (the suppressions and the exclude lists, send_audience's NOT EXISTS
 -- terms). A contact type holds one live contact per lower-cased address
--- (contacts_type_email), so this is send_audience counted. It reads the
--- removed addresses and probes the list's index for each, in the index's
--- order, index only (a contact type's contacts are its account's, so the
--- account is checked once, on the type), never the list itself: at a
--- million contacts and 40,000 removed addresses, under 200 ms. The
--- addresses are sorted bytewise (COLLATE "C"): the order only keeps the
--- probes near each other in the index, and a byte compare costs a
+-- (contacts_type_email), so this is send_audience counted. The contacts
+-- whose address is suppressed are the type's rows of suppressed_contacts
+-- (one per contact and suppressing list, hence the UNION); those whose
+-- address is in an exclude list are probed in the list's index in the
+-- index's order, index only (a contact type's contacts are its account's,
+-- so the account is checked once, on the type), never the list itself.
+-- The addresses are sorted bytewise (COLLATE "C"): the order only keeps
+-- the probes near each other in the index, and a byte compare costs a
 -- fraction of the database collation's.
-WITH removed AS (
-    SELECT r.email_lc FROM send_removed(@user_id::bigint, @group_id::bigint, @exclude_type_ids::bigint[], @exclude_segment_ids::bigint[]) AS r(email_lc)
-)
 SELECT CASE WHEN EXISTS (SELECT 1 FROM contact_types t WHERE t.id = @type_id::bigint AND t.user_id = @user_id::bigint) THEN
     (SELECT COALESCE(sum(n), 0) FROM list_counts WHERE user_id = @user_id::bigint AND kind = 'contact_type' AND key = @type_id::bigint)
-    - (SELECT count(*) FROM (SELECT r.email_lc FROM removed r ORDER BY r.email_lc COLLATE "C") r,
-       -- LIMIT keeps the probe a nested loop: a hash join read all of the
-       -- list's rows.
-       LATERAL (SELECT 1 FROM contacts c WHERE c.contact_type_id = @type_id::bigint AND c.email_lc = r.email_lc AND c.deleted_at IS NULL
-                LIMIT 1) hit)
+    - (SELECT count(*) FROM (
+        SELECT x.contact_id FROM suppressed_contacts x WHERE x.contact_type_id = @type_id::bigint AND x.list IN (-1, 0, @group_id::bigint)
+        UNION
+        SELECT hit.id FROM (SELECT r.email_lc FROM send_excluded(@user_id::bigint, @exclude_type_ids::bigint[], @exclude_segment_ids::bigint[]) AS r(email_lc)
+                            ORDER BY r.email_lc COLLATE "C") r,
+        -- LIMIT keeps the probe a nested loop: a hash join read all of the
+        -- list's rows.
+        LATERAL (SELECT c.id FROM contacts c WHERE c.contact_type_id = @type_id::bigint AND c.email_lc = r.email_lc AND c.deleted_at IS NULL
+                 LIMIT 1) hit) removed)
     ELSE 0 END::bigint;
 
 -- name: SegmentsRebuilding :one
