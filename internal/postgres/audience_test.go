@@ -188,8 +188,8 @@ func TestCountAudienceSplitIsTheExpansion(t *testing.T) {
 	// triggers): a contact added to a bounced address and to the segment,
 	// a bounced member deleted (it leaves its segments), an address
 	// changed to an unsubscribed one and one away from it, a bounce
-	// removed, an unsubscribed contact moved to another type, and an
-	// unsubscribe moved to another group.
+	// removed, an unsubscribed contact moved to another type, an
+	// unsubscribe moved to another group, and a contact removed outright.
 	id("INSERT INTO bounces (user_id, email_lc) VALUES ($1, 'kim@x.example') RETURNING 1", user)
 	kim := id("INSERT INTO contacts (user_id, contact_type_id, email) VALUES ($1, $2, 'Kim@x.example') RETURNING id", user, a)
 	id("INSERT INTO segment_members (user_id, segment_id, contact_id) VALUES ($1, $2, $3), ($1, $4, $3) RETURNING 1", user, seg, kim, only)
@@ -200,6 +200,10 @@ func TestCountAudienceSplitIsTheExpansion(t *testing.T) {
 	id("DELETE FROM bounces WHERE user_id = $1 AND email_lc = 'frank@x.example' RETURNING 1", user)
 	id("UPDATE contacts SET contact_type_id = $2 WHERE user_id = $1 AND email = 'dave@x.example' AND contact_type_id = $3 RETURNING 1", user, b, a)
 	id("UPDATE unsubscribes SET unsubscribe_groups_id = $2 WHERE user_id = $1 AND email_lc = 'olga@x.example' RETURNING 1", user, group)
+	// A bounced contact removed outright (the service soft-deletes; an
+	// operator may not).
+	id("INSERT INTO contacts (user_id, contact_type_id, email) VALUES ($1, $2, 'kim@x.example') RETURNING 1", user, b)
+	id("DELETE FROM contacts WHERE user_id = $1 AND contact_type_id = $2 AND email = 'kim@x.example' RETURNING 1", user, b)
 	for _, acct := range []int64{user, other} {
 		if err := d.Recount(ctx, acct); err != nil {
 			t.Fatal(err)
