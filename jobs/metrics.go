@@ -37,6 +37,7 @@ func RegisterRelays(reg prometheus.Registerer, rs *smtp.Relays) {
 			sum.Open += r.Pool.Open
 			sum.Dials += r.Pool.Dials
 			sum.DialErrors += r.Pool.DialErrors
+			sum.Chained += r.Pool.Chained
 		}
 		return sum
 	})
@@ -65,6 +66,9 @@ func registerPoolSeries(reg prometheus.Registerer, stats func() smtp.Stats) {
 			stat(func(s smtp.Stats) float64 { return float64(s.Dials) })),
 		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "mailroom_smtp_dial_errors_total", Help: "SMTP dials that failed."},
 			stat(func(s smtp.Stats) float64 { return float64(s.DialErrors) })),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "mailroom_smtp_chained_total",
+			Help: "Mails whose envelope went in the same write as the message before them on their connection (PIPELINING)."},
+			stat(func(s smtp.Stats) float64 { return float64(s.Chained) })),
 	)
 }
 

@@ -1,8 +1,10 @@
 // Package smtp hands mails to an SMTP server: a pool of kept connections
 // dialled through go-mail's smtp.Client (EHLO, STARTTLS and AUTH once per
 // connection), MAIL FROM, RCPT TO and DATA written in one flush and their
-// replies read together when the server offers PIPELINING (RFC 2920), no
-// NOOP or RSET per message, and every outcome sorted once into accepted,
+// replies read together when the server offers PIPELINING (RFC 2920), a
+// waiting mail's envelope written behind the message under way (one write
+// and one round trip a mail while mails wait for connections), no NOOP or
+// RSET per message, and every outcome sorted once into accepted,
 // temporary or permanent. A mail with a UTF-8 address, in its envelope or
 // its header (RFC 6532), goes with SMTPUTF8 (RFC 6531) and only to a
 // server that offers it.
@@ -20,6 +22,7 @@ import (
 	"net/textproto"
 	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -154,10 +157,16 @@ type Config struct {
 type Pool struct {
 	cfg   Config
 	conns chan *conn // idle connections; nil entries are free slots to dial
+	// chain takes a mail from a sender waiting for a connection to one
+	// that is sending: its envelope goes behind the message under way
+	// (RFC 2920 lets a message's content lead a group of commands), and
+	// the connection passes to its sender once that message's reply is
+	// read (chained).
+	chain chan *chained
 
 	// For Stats, touched only when a connection is dialled or closed,
-	// never per mail.
-	open, dials, dialErrors atomic.Int64
+	// and chained when a connection passes to a chained mail's sender.
+	open, dials, dialErrors, chained atomic.Int64
 }
 
 // Stats is a pool's state, for metrics.
@@ -167,6 +176,7 @@ type Stats struct {
 	Open       int64 // connections dialled and kept (idle or in use)
 	Dials      int64 // dial attempts so far, handshake included
 	DialErrors int64 // dial attempts that failed
+	Chained    int64 // mails sent chained behind another on its connection
 }
 
 // Stats reads the pool's state. It costs the senders nothing: InUse is
@@ -174,7 +184,7 @@ type Stats struct {
 // a connection is dialled or closed.
 func (p *Pool) Stats() Stats {
 	return Stats{Size: p.cfg.Size, InUse: p.cfg.Size - len(p.conns), Open: p.open.Load(),
-		Dials: p.dials.Load(), DialErrors: p.dialErrors.Load()}
+		Dials: p.dials.Load(), DialErrors: p.dialErrors.Load(), Chained: p.chained.Load()}
 }
 
 // NewPool makes a pool; it dials lazily.
@@ -191,7 +201,7 @@ func NewPool(cfg Config) *Pool {
 	if cfg.LocalName == "" {
 		cfg.LocalName = "localhost"
 	}
-	p := &Pool{cfg: cfg, conns: make(chan *conn, cfg.Size)}
+	p := &Pool{cfg: cfg, conns: make(chan *conn, cfg.Size), chain: make(chan *chained)}
 	for range cfg.Size {
 		p.conns <- nil
 	}
@@ -217,12 +227,29 @@ func (p *Pool) send(ctx context.Context, m *Message, usable func() bool) Result 
 }
 
 // sendOnce is one try of send; stale says it failed before the recipient
-// on a kept connection that broke.
+// on a kept connection that broke. It waits for an idle connection, or
+// for a connection under way to take its mail behind the one it is
+// sending (chained): on a server that offers PIPELINING a connection
+// with senders waiting goes from mail to mail with one write and one
+// round trip each, not two.
 func (p *Pool) sendOnce(ctx context.Context, m *Message, usable func() bool) (res Result, stale bool) {
 	var c *conn
+	ch := chainedPool.Get().(*chained)
+	ch.m, ch.usable = m, usable
 	select {
 	case c = <-p.conns:
+		chainedPool.Put(ch)
+	case p.chain <- ch:
+		<-ch.done
+		res, stale, c = ch.res, ch.stale, ch.c
+		*ch = chained{done: ch.done}
+		chainedPool.Put(ch)
+		if c == nil {
+			return res, stale // not sent, or refused before a write
+		}
+		return p.run(c, m, true, true)
 	case <-ctx.Done():
+		chainedPool.Put(ch)
 		return Result{Class: Temporary, Err: ctx.Err()}, false
 	}
 	if usable != nil && !usable() {
@@ -240,16 +267,59 @@ func (p *Pool) sendOnce(ctx context.Context, m *Message, usable func() bool) (re
 		}
 		p.open.Add(1)
 	}
-	res = c.send(m, p.cfg.Timeout)
+	return p.run(c, m, false, kept)
+}
+
+// run sends m on c (written: its envelope went out already, chained
+// behind the mail before) and then gives c back, or passes it to the
+// sender of the mail chained behind m.
+func (p *Pool) run(c *conn, m *Message, written, kept bool) (res Result, stale bool) {
+	res, next := c.send(m, p.cfg.Timeout, written, p.chain)
 	if c.broken {
 		stale = kept && res.Class != Accepted && res.Stage <= StageSender
 		c.client.Close()
 		p.open.Add(-1)
-		c = nil // the slot is redialled by the next send
+		p.conns <- nil // the slot is redialled by the next send
+		if next != nil {
+			// Its envelope went out on a connection that broke before
+			// any reply to it: not sent, tried again on another.
+			next.finish(Result{Class: Temporary, Stage: StageSender, Err: errChainBroken}, true)
+		}
+		return res, stale
+	}
+	if next != nil {
+		p.chained.Add(1)
+		next.c = c
+		next.done <- struct{}{}
+		return res, false
 	}
 	p.conns <- c
-	return res, stale
+	return res, false
 }
+
+// chained is a mail a sender hands to a connection under way, and what
+// became of it: c set, the connection passes to its sender with the
+// mail's envelope written and its replies to read; else res (and stale)
+// is its outcome.
+type chained struct {
+	m      *Message
+	usable func() bool
+	done   chan struct{} // one value: the mail's sender goes on
+	res    Result
+	stale  bool
+	c      *conn
+}
+
+func (ch *chained) finish(res Result, stale bool) {
+	ch.res, ch.stale = res, stale
+	ch.done <- struct{}{}
+}
+
+var chainedPool = sync.Pool{New: func() any { return &chained{done: make(chan struct{}, 1)} }}
+
+// errChainBroken is the outcome of a mail whose envelope was chained
+// behind another's message on a connection that then broke.
+var errChainBroken = errors.New("smtp: the connection broke before the chained mail's replies")
 
 // Close says QUIT on the idle connections and closes them.
 func (p *Pool) Close() error {
@@ -327,53 +397,84 @@ func (p *Pool) dial(ctx context.Context) (*conn, error) {
 	return &conn{client: client, pipelining: pipelining && !p.cfg.NoPipelining, smtputf8: smtputf8, eightbit: eightbit}, nil
 }
 
-// send runs one mail transaction. After a refusal the transaction is
-// reset (RSET) so the connection stays usable; after a network failure
-// the connection is marked broken.
-func (c *conn) send(m *Message, timeout time.Duration) Result {
-	if strings.ContainsAny(m.From, "\r\n") || strings.ContainsAny(m.To, "\r\n") {
-		return Result{Class: Permanent, Stage: StageRecipient, Err: errors.New("smtp: an envelope address holds a line break")}
+// send runs one mail transaction; written says its MAIL FROM, RCPT TO and
+// DATA went out already (chained behind the mail before), their replies
+// still to read. After a refusal the transaction is reset (RSET) so the
+// connection stays usable, unless a mail is chained behind (a message's
+// final reply ends its transaction; an RSET would go after the chained
+// DATA); after a network failure the connection is marked broken. next is
+// a mail taken from chain while this one's message went (pipelining
+// only), its envelope written behind the message and its replies unread.
+func (c *conn) send(m *Message, timeout time.Duration, written bool, chain <-chan *chained) (res Result, next *chained) {
+	if !written {
+		utf8, refused, ok := c.refuses(m)
+		if ok {
+			return refused, nil
+		}
+		c.cmd = c.mailFrom(c.cmd[:0], m.From, utf8)
 	}
-	utf8 := m.needsUTF8()
-	if utf8 && !c.smtputf8 {
-		return Result{Class: Permanent, Stage: StageData, Err: ErrNoSMTPUTF8}
-	}
-	c.cmd = c.mailFrom(c.cmd[:0], m.From, utf8)
 	if err := c.client.UpdateDeadline(timeout); err != nil {
 		c.broken = true
-		return classify(err)
+		return classify(err), nil
 	}
 	var err error
 	if c.pipelining {
-		err = c.pipelined(m)
+		next, err = c.pipelined(m, written, chain)
 	} else {
 		err = c.stepwise(m)
 	}
-	res := classify(err)
+	res = classify(err)
 	var tp *textproto.Error
 	switch {
 	case err == nil:
 	case errors.As(err, &tp):
 		// A refusal: the connection is fine, the transaction is not.
+		if next != nil {
+			break
+		}
 		if rerr := c.client.Reset(); rerr != nil {
 			c.broken = true
 		}
 	default:
 		c.broken = true
 	}
-	return res
+	return res, next
 }
 
-// pipelined writes MAIL FROM, RCPT TO and DATA in one flush and reads
-// their three replies, then the body and its reply.
-func (c *conn) pipelined(m *Message) error {
+// refuses says whether m needs SMTPUTF8, and, with ok, the outcome of a
+// mail this connection cannot take, sent nowhere: a line break in its
+// envelope, or a need of SMTPUTF8 the server does not meet.
+func (c *conn) refuses(m *Message) (utf8 bool, res Result, ok bool) {
+	if strings.ContainsAny(m.From, "\r\n") || strings.ContainsAny(m.To, "\r\n") {
+		return false, Result{Class: Permanent, Stage: StageRecipient, Err: errors.New("smtp: an envelope address holds a line break")}, true
+	}
+	utf8 = m.needsUTF8()
+	if utf8 && !c.smtputf8 {
+		return utf8, Result{Class: Permanent, Stage: StageData, Err: ErrNoSMTPUTF8}, true
+	}
+	return utf8, Result{}, false
+}
+
+// appendRcptData appends the RCPT TO line for to and the DATA line: with
+// the MAIL FROM line before them, a pipelined envelope.
+func appendRcptData(dst []byte, to string) []byte {
+	dst = append(dst, "RCPT TO:<"...)
+	dst = append(dst, to...)
+	return append(dst, ">\r\nDATA\r\n"...)
+}
+
+// pipelined writes MAIL FROM, RCPT TO and DATA in one flush (unless
+// written: chained, they went already) and reads their three replies,
+// then writes the message and, when a sender waits on chain, that
+// sender's envelope behind it in the same flush, and reads the message's
+// reply.
+func (c *conn) pipelined(m *Message, written bool, chain <-chan *chained) (*chained, error) {
 	t := c.client.Text
-	t.W.Write(c.cmd)
-	t.W.WriteString("RCPT TO:<")
-	t.W.WriteString(m.To)
-	t.W.WriteString(">\r\nDATA\r\n")
-	if err := t.W.Flush(); err != nil {
-		return err
+	if !written {
+		t.W.Write(appendRcptData(c.cmd, m.To))
+		if err := t.W.Flush(); err != nil {
+			return nil, err
+		}
 	}
 	// Every reply is read, so the next transaction starts in step; the
 	// first refusal is the one that counts.
@@ -387,21 +488,40 @@ func (c *conn) pipelined(m *Message) error {
 				// The connection failed reading this reply: the failure
 				// is this step's, as step by step (a drop at RCPT TO is
 				// the recipient's, counted; one at MAIL FROM is not).
-				return err
+				return nil, err
 			}
 			if dataErr == nil {
 				// DATA was accepted although MAIL or RCPT was not (a server
 				// that should not): end the empty message.
 				if _, werr := io.WriteString(t.W, ".\r\n"); werr != nil {
-					return werr
+					return nil, werr
 				}
 				t.W.Flush()
 				t.ReadResponse(250)
 			}
-			return err
+			return nil, err
 		}
 	}
-	return at(StageData, c.body(m))
+	// The message and the chained envelope go in one buffer, so in one
+	// write (bufio writes a buffer longer than its own straight through).
+	c.data = appendDotStuffed(c.data[:0], m.Data)
+	var next *chained
+	select {
+	case ch := <-chain:
+		utf8, refused, ok := c.refuses(ch.m)
+		switch {
+		case ok:
+			ch.finish(refused, false)
+		case ch.usable != nil && !ch.usable():
+			ch.finish(Result{Class: Temporary, Stage: StageConnect, Err: errRelayOut}, false)
+		default:
+			c.data = appendRcptData(c.mailFrom(c.data, ch.m.From, utf8), ch.m.To)
+			next = ch
+		}
+	default:
+	}
+	c.writeData()
+	return next, at(StageData, c.reply())
 }
 
 // stepwise is the same transaction a command at a time. The commands are
@@ -488,18 +608,33 @@ func ascii(s string) bool {
 	return true
 }
 
-// body writes the message, dot-stuffed, and reads the server's verdict:
-// any 2xx is accepted (RFC 5321 4.2.1: the first digit decides; a 251
-// taken for a failure was sent again, up to five times).
-// The stuffed message is assembled first, so that bufio hands it to the
-// socket in one write (line by line, a 4 KB mail took two).
+// body writes the message, dot-stuffed, and reads the server's verdict.
 func (c *conn) body(m *Message) error {
-	t := c.client.Text
+	c.message(m)
+	return c.reply()
+}
+
+// message writes m dot-stuffed, unflushed. The stuffed message is
+// assembled first, so that bufio hands it to the socket in one write
+// (line by line, a 4 KB mail took two).
+func (c *conn) message(m *Message) {
 	c.data = appendDotStuffed(c.data[:0], m.Data)
-	t.W.Write(c.data)
+	c.writeData()
+}
+
+// writeData writes c.data, unflushed.
+func (c *conn) writeData() {
+	c.client.Text.W.Write(c.data)
 	if cap(c.data) > 1<<20 {
 		c.data = nil // do not keep a rare huge mail's buffer
 	}
+}
+
+// reply flushes what is written and reads the message's reply: any 2xx
+// is accepted (RFC 5321 4.2.1: the first digit decides; a 251 taken for a
+// failure was sent again, up to five times).
+func (c *conn) reply() error {
+	t := c.client.Text
 	if err := t.W.Flush(); err != nil {
 		return err
 	}

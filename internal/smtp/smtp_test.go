@@ -116,6 +116,89 @@ func TestPoolConcurrent(t *testing.T) {
 	}
 }
 
+// On a server that offers PIPELINING, senders waiting for a connection
+// have their mails chained behind the one under way (its envelope in the
+// write of that mail's message); each mail still gets its own outcome, a
+// refusal and a dropped connection included, and none is received twice:
+// a mail chained on a connection that then breaks goes again on another,
+// and a message refused after its content leaves the mail chained behind
+// it in step. Without PIPELINING nothing is chained.
+func TestPoolChains(t *testing.T) {
+	t.Parallel()
+	for _, noPipelining := range []bool{false, true} {
+		opts := refusing(noPipelining)
+		var mu sync.Mutex
+		received := map[string]int{}
+		opts.Inspect = func(_ string, to []string, _ io.Reader) error {
+			if strings.HasPrefix(to[0], "spam") {
+				return fmt.Errorf("content refused")
+			}
+			mu.Lock()
+			received[to[0]]++
+			mu.Unlock()
+			return nil
+		}
+		s := smtptest.New(t, opts)
+		p := smtp.NewPool(smtp.Config{Addr: s.Addr, Size: 2, Timeout: 5 * time.Second})
+		to := func(i int) string {
+			prefix := map[int]string{7: "later", 13: "gone", 29: "drop", 41: "spam"}[i%50]
+			if prefix == "" {
+				prefix = "u"
+			}
+			return fmt.Sprintf("%s%d@example.com", prefix, i)
+		}
+		results := make([]smtp.Result, 400)
+		var wg sync.WaitGroup
+		for i := range results {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				results[i] = p.Send(context.Background(), message(to(i), "x"))
+			}()
+		}
+		wg.Wait()
+		chained := p.Stats().Chained
+		p.Close()
+		accepted := 0
+		for i, res := range results {
+			var want smtp.Result
+			switch strings.TrimRight(to(i)[:4], "0123456789") {
+			case "late":
+				want = smtp.Result{Class: smtp.Temporary, Code: 451, Stage: smtp.StageRecipient}
+			case "gone":
+				want = smtp.Result{Class: smtp.Permanent, Code: 550, Stage: smtp.StageRecipient}
+			case "drop":
+				want = smtp.Result{Class: smtp.Temporary, Stage: smtp.StageData}
+			case "spam":
+				want = smtp.Result{Class: smtp.Permanent, Code: 554, Stage: smtp.StageData}
+			default:
+				want = smtp.Result{Class: smtp.Accepted, Code: 250}
+				accepted++
+			}
+			if res.Class != want.Class || res.Code != want.Code || res.Stage != want.Stage {
+				t.Errorf("pipelining %v, %s: %v %d %v (%v), want %v %d %v", !noPipelining, to(i), res.Class, res.Code, res.Stage, res.Err,
+					want.Class, want.Code, want.Stage)
+			}
+		}
+		if !s.Wait(accepted, 5*time.Second) {
+			t.Fatalf("%d of %d received", s.Count(), accepted)
+		}
+		mu.Lock()
+		for to, n := range received {
+			if n != 1 || !strings.HasPrefix(to, "u") {
+				t.Errorf("%s received %d times", to, n)
+			}
+		}
+		if len(received) != accepted {
+			t.Errorf("%d received, %d accepted", len(received), accepted)
+		}
+		mu.Unlock()
+		if noPipelining && chained != 0 || !noPipelining && chained == 0 {
+			t.Errorf("pipelining %v: %d mails chained", !noPipelining, chained)
+		}
+	}
+}
+
 // A server that is not there is a temporary failure, and the pool keeps
 // its slot.
 func TestDialFailureIsTemporary(t *testing.T) {
