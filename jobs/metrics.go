@@ -67,7 +67,7 @@ func registerPoolSeries(reg prometheus.Registerer, stats func() smtp.Stats) {
 		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "mailroom_smtp_dial_errors_total", Help: "SMTP dials that failed."},
 			stat(func(s smtp.Stats) float64 { return float64(s.DialErrors) })),
 		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "mailroom_smtp_chained_total",
-			Help: "Mails whose envelope went in the same write as the message before them on their connection (PIPELINING)."},
+			Help: "Mails sent chained: their envelope went in the same write as the message before them on their connection (PIPELINING)."},
 			stat(func(s smtp.Stats) float64 { return float64(s.Chained) })),
 	)
 }

@@ -218,8 +218,16 @@ func (p *Pool) Send(ctx context.Context, m *Message) Result { return p.send(ctx,
 // connection broke) is no failure of the server's: the mail is tried
 // again on the next connection, up to the pool's size.
 func (p *Pool) send(ctx context.Context, m *Message, usable func() bool) Result {
+	chain := p.chain
 	for tries := 0; ; tries++ {
-		res, stale := p.sendOnce(ctx, m, usable)
+		res, stale := p.sendOnce(ctx, m, usable, chain)
+		if errors.Is(res.Err, errChainBroken) && ctx.Err() == nil {
+			// Not tried: the mail it was chained behind broke its
+			// connection. Again, on a connection of its own (so never
+			// behind another failing mail twice), not counted as a try.
+			chain, tries = nil, tries-1
+			continue
+		}
 		if !stale || tries >= p.cfg.Size || ctx.Err() != nil {
 			return res
 		}
@@ -232,14 +240,17 @@ func (p *Pool) send(ctx context.Context, m *Message, usable func() bool) Result 
 // sending (chained): on a server that offers PIPELINING a connection
 // with senders waiting goes from mail to mail with one write and one
 // round trip each, not two.
-func (p *Pool) sendOnce(ctx context.Context, m *Message, usable func() bool) (res Result, stale bool) {
+func (p *Pool) sendOnce(ctx context.Context, m *Message, usable func() bool, chain chan *chained) (res Result, stale bool) {
 	var c *conn
 	ch := chainedPool.Get().(*chained)
-	ch.m, ch.usable = m, usable
+	ch.ctx, ch.m, ch.usable = ctx, m, usable
 	select {
 	case c = <-p.conns:
+		*ch = chained{done: ch.done}
 		chainedPool.Put(ch)
-	case p.chain <- ch:
+	case chain <- ch: // nil: not chained
+		// Taken, the mail waits for the message before it (at most the
+		// pool's Timeout).
 		<-ch.done
 		res, stale, c = ch.res, ch.stale, ch.c
 		*ch = chained{done: ch.done}
@@ -247,8 +258,18 @@ func (p *Pool) sendOnce(ctx context.Context, m *Message, usable func() bool) (re
 		if c == nil {
 			return res, stale // not sent, or refused before a write
 		}
+		if err := ctx.Err(); err != nil {
+			// Its context ended meanwhile: it is not sent. Its envelope
+			// went out, so the connection is given up (the server drops
+			// a transaction whose connection ends before its message).
+			c.client.Close()
+			p.open.Add(-1)
+			p.conns <- nil
+			return Result{Class: Temporary, Err: err}, false
+		}
 		return p.run(c, m, true, true)
 	case <-ctx.Done():
+		*ch = chained{done: ch.done}
 		chainedPool.Put(ch)
 		return Result{Class: Temporary, Err: ctx.Err()}, false
 	}
@@ -302,6 +323,7 @@ func (p *Pool) run(c *conn, m *Message, written, kept bool) (res Result, stale b
 // mail's envelope written and its replies to read; else res (and stale)
 // is its outcome.
 type chained struct {
+	ctx    context.Context
 	m      *Message
 	usable func() bool
 	done   chan struct{} // one value: the mail's sender goes on
@@ -430,6 +452,10 @@ func (c *conn) send(m *Message, timeout time.Duration, written bool, chain <-cha
 	case errors.As(err, &tp):
 		// A refusal: the connection is fine, the transaction is not.
 		if next != nil {
+			// No RSET behind a chained envelope; a 421 closes the
+			// connection (RFC 5321 3.8): the chained mail goes on another,
+			// untried.
+			c.broken = tp.Code == 421
 			break
 		}
 		if rerr := c.client.Reset(); rerr != nil {
@@ -453,6 +479,18 @@ func (c *conn) refuses(m *Message) (utf8 bool, res Result, ok bool) {
 		return utf8, Result{Class: Permanent, Stage: StageData, Err: ErrNoSMTPUTF8}, true
 	}
 	return utf8, Result{}, false
+}
+
+// refusesChained is refuses for a mail taken from chain, which first
+// goes nowhere when its context is done or its relay is out (usable).
+func (c *conn) refusesChained(ch *chained) (utf8 bool, res Result, ok bool) {
+	if err := ch.ctx.Err(); err != nil {
+		return false, Result{Class: Temporary, Err: err}, true
+	}
+	if ch.usable != nil && !ch.usable() {
+		return false, Result{Class: Temporary, Stage: StageConnect, Err: errRelayOut}, true
+	}
+	return c.refuses(ch.m)
 }
 
 // appendRcptData appends the RCPT TO line for to and the DATA line: with
@@ -508,13 +546,9 @@ func (c *conn) pipelined(m *Message, written bool, chain <-chan *chained) (*chai
 	var next *chained
 	select {
 	case ch := <-chain:
-		utf8, refused, ok := c.refuses(ch.m)
-		switch {
-		case ok:
+		if utf8, refused, ok := c.refusesChained(ch); ok {
 			ch.finish(refused, false)
-		case ch.usable != nil && !ch.usable():
-			ch.finish(Result{Class: Temporary, Stage: StageConnect, Err: errRelayOut}, false)
-		default:
+		} else {
 			c.data = appendRcptData(c.mailFrom(c.data, ch.m.From, utf8), ch.m.To)
 			next = ch
 		}

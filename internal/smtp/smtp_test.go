@@ -199,6 +199,104 @@ func TestPoolChains(t *testing.T) {
 	}
 }
 
+// A mail chained behind a message whose connection then breaks was not
+// tried: it goes again on a connection of its own and is sent, however
+// many of the mails before it break theirs (one connection, three mails
+// in four dropped in DATA), and through relays none of those breaks takes
+// the relay out.
+func TestChainedBehindBrokenMessages(t *testing.T) {
+	t.Parallel()
+	to := func(i int) string {
+		if i%4 == 0 {
+			return fmt.Sprintf("u%d@example.com", i)
+		}
+		return fmt.Sprintf("drop%d@example.com", i)
+	}
+	check := func(name string, i int, res smtp.Result) {
+		t.Helper()
+		if strings.HasPrefix(to(i), "u") && res.Class != smtp.Accepted ||
+			strings.HasPrefix(to(i), "drop") && (res.Class != smtp.Temporary || res.Stage != smtp.StageData) {
+			t.Errorf("%s, %s: %v %v %d (%v)", name, to(i), res.Class, res.Stage, res.Code, res.Err)
+		}
+	}
+	for _, noPipelining := range []bool{false, true} {
+		name := fmt.Sprintf("pool, pipelining %v", !noPipelining)
+		s := smtptest.New(t, refusing(noPipelining))
+		p := smtp.NewPool(smtp.Config{Addr: s.Addr, Size: 1, Timeout: 5 * time.Second})
+		var wg sync.WaitGroup
+		for i := range 200 {
+			wg.Go(func() { check(name, i, p.Send(context.Background(), message(to(i), "x"))) })
+		}
+		wg.Wait()
+		p.Close()
+		if s.Count() != 50 {
+			t.Errorf("%s: %d received, want 50", name, s.Count())
+		}
+	}
+	a, b := smtptest.New(t, refusing(false)), smtptest.New(t, smtptest.Options{})
+	cfgs, err := smtp.ParseURLs("smtp://" + a.Addr + "?name=a&pool=1 smtp://" + b.Addr + "?name=b&pool=1&weight=0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rs := smtp.NewRelays(cfgs, nil)
+	defer rs.Close()
+	var wg sync.WaitGroup
+	for i := range 200 {
+		wg.Go(func() { check("relays", i, rs.Send(context.Background(), message(to(i), "x"))) })
+	}
+	wg.Wait()
+	if st := rs.Stats(); st[0].Out || st[0].Failovers != 0 || b.Count() != 0 {
+		t.Errorf("relays: a out %v after %d failovers, the backup took %d", st[0].Out, st[0].Failovers, b.Count())
+	}
+}
+
+// A mail chained behind a message whose context ends before that
+// message's reply comes is not sent: its connection is given up.
+func TestChainedContextDone(t *testing.T) {
+	t.Parallel()
+	atRcpt, gate := make(chan struct{}), make(chan struct{})
+	atData, release := make(chan struct{}), make(chan struct{})
+	s := smtptest.New(t, smtptest.Options{
+		Reply: func(rcpt string) error {
+			if strings.HasPrefix(rcpt, "hold") {
+				atRcpt <- struct{}{}
+				<-gate
+			}
+			return nil
+		},
+		Inspect: func(_ string, to []string, r io.Reader) error {
+			if strings.HasPrefix(to[0], "hold") {
+				io.Copy(io.Discard, r) // the message is in: the mail behind it is chained
+				atData <- struct{}{}
+				<-release
+			}
+			return nil
+		},
+	})
+	p := smtp.NewPool(smtp.Config{Addr: s.Addr, Size: 1, Timeout: 5 * time.Second})
+	defer p.Close()
+	held := make(chan smtp.Result)
+	go func() { held <- p.Send(context.Background(), message("hold@example.com", "x")) }()
+	<-atRcpt // hold has the connection
+	ctx, cancel := context.WithCancel(context.Background())
+	waiting := make(chan smtp.Result)
+	go func() { waiting <- p.Send(ctx, message("late@example.com", "x")) }()
+	time.Sleep(100 * time.Millisecond) // late waits for a connection
+	close(gate)
+	<-atData // hold's message went, late's envelope behind it
+	cancel()
+	close(release)
+	if res := <-held; res.Class != smtp.Accepted {
+		t.Fatalf("hold: %+v", res)
+	}
+	if res := <-waiting; res.Class != smtp.Temporary || res.Err == nil {
+		t.Fatalf("late, its context done: %+v", res)
+	}
+	if n, chained := s.Count(), p.Stats().Chained; n != 1 || chained != 1 {
+		t.Errorf("%d received (want hold's alone), %d chained", n, chained)
+	}
+}
+
 // A server that is not there is a temporary failure, and the pool keeps
 // its slot.
 func TestDialFailureIsTemporary(t *testing.T) {
