@@ -88,20 +88,30 @@ CREATE TRIGGER bounces_suppressed_update AFTER UPDATE ON bounces
 CREATE TRIGGER bounces_suppressed_delete AFTER DELETE ON bounces
     REFERENCING OLD TABLE AS old_rows FOR EACH STATEMENT EXECUTE FUNCTION suppressed_contacts_of_suppressions();
 
+-- The lists that suppress an account's address (as suppressed_contacts
+-- numbers them), each probed by its index.
+-- +goose StatementBegin
+CREATE FUNCTION suppressions_of(user_id bigint, email_lc text) RETURNS TABLE (list bigint)
+LANGUAGE sql STABLE PARALLEL SAFE AS $$
+    SELECT COALESCE(u.unsubscribe_groups_id, 0) FROM unsubscribes u
+    WHERE u.user_id = suppressions_of.user_id AND u.email_lc = suppressions_of.email_lc
+    UNION ALL
+    SELECT -1 FROM bounces b WHERE b.user_id = suppressions_of.user_id AND b.email_lc = suppressions_of.email_lc
+$$;
+-- +goose StatementEnd
+
 -- Contacts added: their addresses looked up in the account's suppressions
 -- (an insert of 200,000 contacts into an account with 35,000 suppressed
--- addresses took 2.1-2.5 s with this trigger and without). Contacts
--- removed outright (nothing in the service does; a contact is deleted by
+-- addresses took 2.1-2.5 s with this trigger and without). A few rows (a
+-- contact added through the API) take a plan kept from the first such
+-- call, which probes the suppressions per row: planned at each call, one
+-- added contact took 2.5-2.6 ms instead of 1.7-1.9. Contacts removed
+-- outright (nothing in the service does; a contact is deleted by
 -- deleted_at) lose their rows.
 -- +goose StatementBegin
 CREATE FUNCTION suppressed_contacts_of_contacts() RETURNS trigger LANGUAGE plpgsql AS $$
-BEGIN
-    IF TG_OP = 'DELETE' THEN
-        EXECUTE 'DELETE FROM suppressed_contacts s USING old_rows o
-            WHERE s.user_id = o.user_id AND s.email_lc = o.email_lc AND s.contact_id = o.id';
-        RETURN NULL;
-    END IF;
-    EXECUTE 'INSERT INTO suppressed_contacts (user_id, email_lc, list, contact_type_id, contact_id)
+DECLARE
+    add text := 'INSERT INTO suppressed_contacts (user_id, email_lc, list, contact_type_id, contact_id)
         SELECT n.user_id, n.email_lc, COALESCE(u.unsubscribe_groups_id, 0), n.contact_type_id, n.id
         FROM new_rows n JOIN unsubscribes u ON u.user_id = n.user_id AND u.email_lc = n.email_lc
         WHERE n.deleted_at IS NULL
@@ -110,6 +120,20 @@ BEGIN
         FROM new_rows n JOIN bounces b ON b.user_id = n.user_id AND b.email_lc = n.email_lc
         WHERE n.deleted_at IS NULL
         ON CONFLICT DO NOTHING';
+BEGIN
+    IF TG_OP = 'DELETE' THEN
+        EXECUTE 'DELETE FROM suppressed_contacts s USING old_rows o
+            WHERE s.user_id = o.user_id AND s.email_lc = o.email_lc AND s.contact_id = o.id';
+    ELSIF EXISTS (SELECT 1 FROM new_rows OFFSET 16) THEN
+        EXECUTE add;
+    ELSE
+        -- at most 16 rows: one address at a time, a plan kept
+        INSERT INTO suppressed_contacts (user_id, email_lc, list, contact_type_id, contact_id)
+        SELECT n.user_id, n.email_lc, x.list, n.contact_type_id, n.id
+        FROM new_rows n, LATERAL suppressions_of(n.user_id, n.email_lc) x
+        WHERE n.deleted_at IS NULL
+        ON CONFLICT DO NOTHING;
+    END IF;
     RETURN NULL;
 END $$;
 -- +goose StatementEnd
@@ -129,11 +153,7 @@ BEGIN
     WHERE s.user_id = OLD.user_id AND s.email_lc = OLD.email_lc AND s.contact_id = OLD.id;
     IF NEW.deleted_at IS NULL THEN
         INSERT INTO suppressed_contacts (user_id, email_lc, list, contact_type_id, contact_id)
-        SELECT NEW.user_id, NEW.email_lc, COALESCE(u.unsubscribe_groups_id, 0), NEW.contact_type_id, NEW.id
-        FROM unsubscribes u WHERE u.user_id = NEW.user_id AND u.email_lc = NEW.email_lc
-        UNION ALL
-        SELECT NEW.user_id, NEW.email_lc, -1, NEW.contact_type_id, NEW.id
-        FROM bounces b WHERE b.user_id = NEW.user_id AND b.email_lc = NEW.email_lc
+        SELECT NEW.user_id, NEW.email_lc, x.list, NEW.contact_type_id, NEW.id FROM suppressions_of(NEW.user_id, NEW.email_lc) x
         ON CONFLICT DO NOTHING;
     END IF;
     RETURN NULL;
@@ -219,6 +239,7 @@ DROP FUNCTION suppressed_contacts_of_changed_contact();
 DROP TRIGGER contacts_suppressed_delete ON contacts;
 DROP TRIGGER contacts_suppressed_insert ON contacts;
 DROP FUNCTION suppressed_contacts_of_contacts();
+DROP FUNCTION suppressions_of(bigint, text);
 DROP TRIGGER bounces_suppressed_delete ON bounces;
 DROP TRIGGER bounces_suppressed_update ON bounces;
 DROP TRIGGER bounces_suppressed_insert ON bounces;
