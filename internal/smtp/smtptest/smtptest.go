@@ -222,7 +222,11 @@ func (se *session) Data(r io.Reader) error {
 	var b bytes.Buffer
 	if f := se.s.opts.Inspect; f != nil {
 		err := f(se.from, se.to, r)
-		io.Copy(io.Discard, r) // what it left unread
+		// What it left unread; a message cut short (the connection gone
+		// before its end) is not kept.
+		if _, cerr := io.Copy(io.Discard, r); cerr != nil {
+			return cerr
+		}
 		if err != nil {
 			return &smtp.SMTPError{Code: 554, EnhancedCode: smtp.EnhancedCode{5, 6, 0}, Message: err.Error()}
 		}
