@@ -246,15 +246,13 @@ func (p *Pool) sendOnce(ctx context.Context, m *Message, usable func() bool, cha
 	ch.ctx, ch.m, ch.usable = ctx, m, usable
 	select {
 	case c = <-p.conns:
-		*ch = chained{done: ch.done}
-		chainedPool.Put(ch)
+		ch.release()
 	case chain <- ch: // nil: not chained
 		// Taken, the mail waits for the message before it (at most the
 		// pool's Timeout).
 		<-ch.done
 		res, stale, c = ch.res, ch.stale, ch.c
-		*ch = chained{done: ch.done}
-		chainedPool.Put(ch)
+		ch.release()
 		if c == nil {
 			return res, stale // not sent, or refused before a write
 		}
@@ -262,15 +260,12 @@ func (p *Pool) sendOnce(ctx context.Context, m *Message, usable func() bool, cha
 			// Its context ended meanwhile: it is not sent. Its envelope
 			// went out, so the connection is given up (the server drops
 			// a transaction whose connection ends before its message).
-			c.client.Close()
-			p.open.Add(-1)
-			p.conns <- nil
+			p.drop(c)
 			return Result{Class: Temporary, Err: err}, false
 		}
 		return p.run(c, m, true, true)
 	case <-ctx.Done():
-		*ch = chained{done: ch.done}
-		chainedPool.Put(ch)
+		ch.release()
 		return Result{Class: Temporary, Err: ctx.Err()}, false
 	}
 	if usable != nil && !usable() {
@@ -298,9 +293,7 @@ func (p *Pool) run(c *conn, m *Message, written, kept bool) (res Result, stale b
 	res, next := c.send(m, p.cfg.Timeout, written, p.chain)
 	if c.broken {
 		stale = kept && res.Class != Accepted && res.Stage <= StageSender
-		c.client.Close()
-		p.open.Add(-1)
-		p.conns <- nil // the slot is redialled by the next send
+		p.drop(c)
 		if next != nil {
 			// Its envelope went out on a connection that broke before
 			// any reply to it: not sent, tried again on another.
@@ -316,6 +309,13 @@ func (p *Pool) run(c *conn, m *Message, written, kept bool) (res Result, stale b
 	}
 	p.conns <- c
 	return res, false
+}
+
+// drop closes c and frees its slot, which the next send redials.
+func (p *Pool) drop(c *conn) {
+	c.client.Close()
+	p.open.Add(-1)
+	p.conns <- nil
 }
 
 // chained is a mail a sender hands to a connection under way, and what
@@ -335,6 +335,12 @@ type chained struct {
 func (ch *chained) finish(res Result, stale bool) {
 	ch.res, ch.stale = res, stale
 	ch.done <- struct{}{}
+}
+
+// release gives ch back to chainedPool, emptied, once no holder has it.
+func (ch *chained) release() {
+	*ch = chained{done: ch.done}
+	chainedPool.Put(ch)
 }
 
 var chainedPool = sync.Pool{New: func() any { return &chained{done: make(chan struct{}, 1)} }}
@@ -643,17 +649,12 @@ func ascii(s string) bool {
 }
 
 // body writes the message, dot-stuffed, and reads the server's verdict.
+// The stuffed message is assembled first, so that bufio hands it to the
+// socket in one write (line by line, a 4 KB mail took two).
 func (c *conn) body(m *Message) error {
-	c.message(m)
-	return c.reply()
-}
-
-// message writes m dot-stuffed, unflushed. The stuffed message is
-// assembled first, so that bufio hands it to the socket in one write
-// (line by line, a 4 KB mail took two).
-func (c *conn) message(m *Message) {
 	c.data = appendDotStuffed(c.data[:0], m.Data)
 	c.writeData()
+	return c.reply()
 }
 
 // writeData writes c.data, unflushed.
