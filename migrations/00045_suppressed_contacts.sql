@@ -198,6 +198,26 @@ LANGUAGE sql STABLE PARALLEL SAFE AS $$
     WHERE es.segment_id = ANY(send_excluded.exclude_segment_ids) AND es.user_id = send_excluded.user_id
 $$;
 -- +goose StatementEnd
+
+-- The live contacts of contact type type_id whose address an exclude list
+-- has: each address probed in the type's index (index only), in the
+-- index's order. The addresses are sorted bytewise (COLLATE "C"): the
+-- order only keeps the probes near each other, and a byte compare costs a
+-- fraction of the database collation's. LIMIT keeps a probe a nested loop
+-- (a hash join read all of the type's rows). The planner inlines it.
+-- +goose StatementBegin
+CREATE FUNCTION excluded_contacts(user_id bigint, type_id bigint, exclude_type_ids bigint[], exclude_segment_ids bigint[])
+RETURNS TABLE (id bigint)
+LANGUAGE sql STABLE PARALLEL SAFE AS $$
+    SELECT hit.id
+    FROM (SELECT r.email_lc FROM send_excluded(excluded_contacts.user_id, excluded_contacts.exclude_type_ids,
+                                               excluded_contacts.exclude_segment_ids) AS r(email_lc)
+          ORDER BY r.email_lc COLLATE "C") r,
+    LATERAL (SELECT c.id FROM contacts c
+             WHERE c.contact_type_id = excluded_contacts.type_id AND c.email_lc = r.email_lc AND c.deleted_at IS NULL
+             LIMIT 1) hit
+$$;
+-- +goose StatementEnd
 -- +goose StatementBegin
 CREATE OR REPLACE FUNCTION send_removed(user_id bigint, group_id bigint, exclude_type_ids bigint[], exclude_segment_ids bigint[])
 RETURNS TABLE (email_lc text)
@@ -229,6 +249,7 @@ LANGUAGE sql STABLE PARALLEL SAFE AS $$
     WHERE es.segment_id = ANY(send_removed.exclude_segment_ids) AND es.user_id = send_removed.user_id
 $$;
 -- +goose StatementEnd
+DROP FUNCTION excluded_contacts(bigint, bigint, bigint[], bigint[]);
 DROP FUNCTION send_excluded(bigint, bigint[], bigint[]);
 DROP TRIGGER bounces_suppressed_truncate ON bounces;
 DROP TRIGGER unsubscribes_suppressed_truncate ON unsubscribes;

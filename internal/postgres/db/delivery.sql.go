@@ -345,7 +345,7 @@ func (q *Queries) CountAudience(ctx context.Context, arg CountAudienceParams) (i
 
 const countAudienceBeyondList = `-- name: CountAudienceBeyondList :one
 SELECT count(*)::bigint FROM send_audience($1::bigint, $2::bigint[], $3::bigint[], $4::bigint,
-    $5::bigint[], $6::bigint[]) x
+    $5::bigint[], $6::bigint[]) AS x(id)
 WHERE NOT EXISTS (SELECT 1 FROM contacts c WHERE c.contact_type_id = $7::bigint AND c.email_lc = x.email_lc
                   AND c.deleted_at IS NULL)
 `
@@ -382,7 +382,7 @@ func (q *Queries) CountAudienceBeyondList(ctx context.Context, arg CountAudience
 
 const countAudienceBeyondSegment = `-- name: CountAudienceBeyondSegment :one
 SELECT count(*)::bigint FROM send_audience($1::bigint, $2::bigint[], $3::bigint[], $4::bigint,
-    $5::bigint[], $6::bigint[]) x
+    $5::bigint[], $6::bigint[]) AS x(id)
 WHERE NOT EXISTS (SELECT 1 FROM contacts c JOIN segment_members sm ON sm.segment_id = $7::bigint AND sm.contact_id = c.id
                   WHERE c.contact_type_id = (SELECT g.contact_type_id FROM segments g WHERE g.id = $7::bigint)
                     AND c.email_lc = x.email_lc AND c.deleted_at IS NULL)
@@ -423,12 +423,8 @@ SELECT CASE WHEN EXISTS (SELECT 1 FROM contact_types t WHERE t.id = $1::bigint A
     - (SELECT count(*) FROM (
         SELECT x.contact_id FROM suppressed_contacts x WHERE x.contact_type_id = $1::bigint AND x.list IN (-1, 0, $3::bigint)
         UNION
-        SELECT hit.id FROM (SELECT r.email_lc FROM send_excluded($2::bigint, $4::bigint[], $5::bigint[]) AS r(email_lc)
-                            ORDER BY r.email_lc COLLATE "C") r,
-        -- LIMIT keeps the probe a nested loop: a hash join read all of the
-        -- list's rows.
-        LATERAL (SELECT c.id FROM contacts c WHERE c.contact_type_id = $1::bigint AND c.email_lc = r.email_lc AND c.deleted_at IS NULL
-                 LIMIT 1) hit) removed)
+        SELECT e.id FROM excluded_contacts($2::bigint, $1::bigint, $4::bigint[], $5::bigint[]) AS e(id)
+      ) removed)
     ELSE 0 END::bigint
 `
 
@@ -447,12 +443,9 @@ type CountListAudienceParams struct {
 // (contacts_type_email), so this is send_audience counted. The contacts
 // whose address is suppressed are the type's rows of suppressed_contacts
 // (one per contact and suppressing list, hence the UNION); those whose
-// address is in an exclude list are probed in the list's index in the
-// index's order, index only (a contact type's contacts are its account's,
-// so the account is checked once, on the type), never the list itself.
-// The addresses are sorted bytewise (COLLATE "C"): the order only keeps
-// the probes near each other in the index, and a byte compare costs a
-// fraction of the database collation's.
+// address is in an exclude list are probed in the list's index
+// (excluded_contacts; a contact type's contacts are its account's, so the
+// account is checked once, on the type), never the list itself.
 func (q *Queries) CountListAudience(ctx context.Context, arg CountListAudienceParams) (int64, error) {
 	row := q.db.QueryRow(ctx, countListAudience,
 		arg.TypeID,
@@ -475,12 +468,7 @@ WITH seg AS (
                                WHERE c.contact_type_id = $3::bigint AND c.email_lc = m.email_lc AND c.deleted_at IS NULL) AS member
     FROM segment_recipients m WHERE m.segment_id = $2::bigint
 ), excluded AS (
-    -- the type's live contacts whose address an exclude list has, probed
-    -- in the index's order (COLLATE "C": see CountListAudience)
-    SELECT hit.id FROM (SELECT r.email_lc FROM send_excluded($1::bigint, $5::bigint[], $6::bigint[]) AS r(email_lc)
-                        ORDER BY r.email_lc COLLATE "C") r,
-    LATERAL (SELECT c.id FROM contacts c WHERE c.contact_type_id = $3::bigint AND c.email_lc = r.email_lc AND c.deleted_at IS NULL
-             LIMIT 1) hit
+    SELECT x.id FROM excluded_contacts($1::bigint, $3::bigint, $5::bigint[], $6::bigint[]) AS x(id)
 )
 SELECT CASE WHEN EXISTS (SELECT 1 FROM seg) THEN
     (SELECT COALESCE(sum(n), 0) FROM list_counts WHERE user_id = $1::bigint AND kind = 'segment' AND key = $2::bigint)
@@ -520,7 +508,7 @@ type CountSegmentAudienceParams struct {
 // members whose address is suppressed are a join of two sets of ids:
 // the type's suppressed contacts (suppressed_contacts) and the segment's
 // members; the members whose address is in an exclude list, and not
-// suppressed too, are probed by address (send_excluded). The hand-stored
+// suppressed too, are probed by address (excluded_contacts). The hand-stored
 // recipients, few, are walked.
 func (q *Queries) CountSegmentAudience(ctx context.Context, arg CountSegmentAudienceParams) (int64, error) {
 	row := q.db.QueryRow(ctx, countSegmentAudience,

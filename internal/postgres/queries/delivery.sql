@@ -103,7 +103,7 @@ GROUP BY kind, key;
 -- type, the audience of the type and these lists together. Each row
 -- probes the type's index, index only.
 SELECT count(*)::bigint FROM send_audience(@user_id::bigint, @type_ids::bigint[], @segment_ids::bigint[], @group_id::bigint,
-    @exclude_type_ids::bigint[], @exclude_segment_ids::bigint[]) x
+    @exclude_type_ids::bigint[], @exclude_segment_ids::bigint[]) AS x(id)
 WHERE NOT EXISTS (SELECT 1 FROM contacts c WHERE c.contact_type_id = @list_type_id::bigint AND c.email_lc = x.email_lc
                   AND c.deleted_at IS NULL);
 
@@ -134,7 +134,7 @@ SELECT contact_type_id FROM segments WHERE id = @id::bigint AND user_id = @user_
 -- members whose address is suppressed are a join of two sets of ids:
 -- the type's suppressed contacts (suppressed_contacts) and the segment's
 -- members; the members whose address is in an exclude list, and not
--- suppressed too, are probed by address (send_excluded). The hand-stored
+-- suppressed too, are probed by address (excluded_contacts). The hand-stored
 -- recipients, few, are walked.
 WITH seg AS (
     SELECT 1 FROM segments g WHERE g.id = @segment_id::bigint AND g.user_id = @user_id::bigint AND g.contact_type_id = @type_id::bigint
@@ -144,12 +144,7 @@ WITH seg AS (
                                WHERE c.contact_type_id = @type_id::bigint AND c.email_lc = m.email_lc AND c.deleted_at IS NULL) AS member
     FROM segment_recipients m WHERE m.segment_id = @segment_id::bigint
 ), excluded AS (
-    -- the type's live contacts whose address an exclude list has, probed
-    -- in the index's order (COLLATE "C": see CountListAudience)
-    SELECT hit.id FROM (SELECT r.email_lc FROM send_excluded(@user_id::bigint, @exclude_type_ids::bigint[], @exclude_segment_ids::bigint[]) AS r(email_lc)
-                        ORDER BY r.email_lc COLLATE "C") r,
-    LATERAL (SELECT c.id FROM contacts c WHERE c.contact_type_id = @type_id::bigint AND c.email_lc = r.email_lc AND c.deleted_at IS NULL
-             LIMIT 1) hit
+    SELECT x.id FROM excluded_contacts(@user_id::bigint, @type_id::bigint, @exclude_type_ids::bigint[], @exclude_segment_ids::bigint[]) AS x(id)
 )
 SELECT CASE WHEN EXISTS (SELECT 1 FROM seg) THEN
     (SELECT COALESCE(sum(n), 0) FROM list_counts WHERE user_id = @user_id::bigint AND kind = 'segment' AND key = @segment_id::bigint)
@@ -171,7 +166,7 @@ SELECT CASE WHEN EXISTS (SELECT 1 FROM seg) THEN
 -- list: the rows whose address is neither a member's nor stored by hand
 -- in it.
 SELECT count(*)::bigint FROM send_audience(@user_id::bigint, @type_ids::bigint[], @segment_ids::bigint[], @group_id::bigint,
-    @exclude_type_ids::bigint[], @exclude_segment_ids::bigint[]) x
+    @exclude_type_ids::bigint[], @exclude_segment_ids::bigint[]) AS x(id)
 WHERE NOT EXISTS (SELECT 1 FROM contacts c JOIN segment_members sm ON sm.segment_id = @list_segment_id::bigint AND sm.contact_id = c.id
                   WHERE c.contact_type_id = (SELECT g.contact_type_id FROM segments g WHERE g.id = @list_segment_id::bigint)
                     AND c.email_lc = x.email_lc AND c.deleted_at IS NULL)
@@ -185,23 +180,16 @@ WHERE NOT EXISTS (SELECT 1 FROM contacts c JOIN segment_members sm ON sm.segment
 -- (contacts_type_email), so this is send_audience counted. The contacts
 -- whose address is suppressed are the type's rows of suppressed_contacts
 -- (one per contact and suppressing list, hence the UNION); those whose
--- address is in an exclude list are probed in the list's index in the
--- index's order, index only (a contact type's contacts are its account's,
--- so the account is checked once, on the type), never the list itself.
--- The addresses are sorted bytewise (COLLATE "C"): the order only keeps
--- the probes near each other in the index, and a byte compare costs a
--- fraction of the database collation's.
+-- address is in an exclude list are probed in the list's index
+-- (excluded_contacts; a contact type's contacts are its account's, so the
+-- account is checked once, on the type), never the list itself.
 SELECT CASE WHEN EXISTS (SELECT 1 FROM contact_types t WHERE t.id = @type_id::bigint AND t.user_id = @user_id::bigint) THEN
     (SELECT COALESCE(sum(n), 0) FROM list_counts WHERE user_id = @user_id::bigint AND kind = 'contact_type' AND key = @type_id::bigint)
     - (SELECT count(*) FROM (
         SELECT x.contact_id FROM suppressed_contacts x WHERE x.contact_type_id = @type_id::bigint AND x.list IN (-1, 0, @group_id::bigint)
         UNION
-        SELECT hit.id FROM (SELECT r.email_lc FROM send_excluded(@user_id::bigint, @exclude_type_ids::bigint[], @exclude_segment_ids::bigint[]) AS r(email_lc)
-                            ORDER BY r.email_lc COLLATE "C") r,
-        -- LIMIT keeps the probe a nested loop: a hash join read all of the
-        -- list's rows.
-        LATERAL (SELECT c.id FROM contacts c WHERE c.contact_type_id = @type_id::bigint AND c.email_lc = r.email_lc AND c.deleted_at IS NULL
-                 LIMIT 1) hit) removed)
+        SELECT e.id FROM excluded_contacts(@user_id::bigint, @type_id::bigint, @exclude_type_ids::bigint[], @exclude_segment_ids::bigint[]) AS e(id)
+      ) removed)
     ELSE 0 END::bigint;
 
 -- name: SegmentsRebuilding :one
