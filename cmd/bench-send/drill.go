@@ -37,6 +37,7 @@ func (d *drill) note(format string, args ...any) {
 // flowed notes how long after back the sink took its next mail (the
 // fault over: mail flows again), waiting up to two minutes.
 func (d *drill) flowed(sink mailSink, back time.Time) {
+	settle(sink)
 	at := sink.Mails()
 	for time.Since(back) < 2*time.Minute {
 		if sink.Mails() > at {
@@ -190,6 +191,7 @@ func killWorkers(ctx context.Context, o options, env []string, dir string, worke
 		w.Process.Kill()
 		w.Wait()
 	}
+	settle(sink) // the mails it took before the kill all counted
 	k := &killDrill{atKill: sink.Mails()}
 	for i := range workers { // the profile of the killed worker 0 is lost with it
 		os.Rename(filepath.Join(dir, fmt.Sprintf("worker%d.log", i)), filepath.Join(dir, fmt.Sprintf("worker%d-killed.log", i)))
@@ -229,6 +231,7 @@ func (k *killDrill) check(o options, sink mailSink, delivered int64) error {
 	fmt.Printf("  mail flowed again %.1f s after the new workers started\n", k.resumed.Sub(k.started).Seconds())
 	fmt.Printf("  lost (never in the sink) %d; addresses with more than one mail %d (%d mails twice); mails to suppressed addresses %d\n",
 		missing, twice, extra, toSuppressed)
+	settle(sink)
 	fmt.Printf("  delivered counters %d, sink %d mails\n", delivered, sink.Mails())
 	if missing > 0 || toSuppressed > 0 || k.resumed.IsZero() {
 		return fmt.Errorf("drill kill failed")

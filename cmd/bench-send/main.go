@@ -278,6 +278,7 @@ func run(ctx context.Context, o options) error {
 	if kill != nil {
 		return kill.check(o, sink, send.Delivered)
 	}
+	settle(sink) // the send's last mails counted
 	mails := sink.Mails()
 	size, sizeFrom := int64(0), "on average"
 	if inproc != nil {

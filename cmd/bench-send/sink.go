@@ -110,33 +110,65 @@ func startPostfixSink(pipelining bool, dump string) (*postfixSink, error) {
 	}
 }
 
+// readEvery paces the reading of smtp-sink's counters: it writes a line
+// at every message's end, and a reader woken for each line cost this
+// process about 22 µs a mail (a sixth of the machine's CPU during a send
+// on 2 cores, under the engine's send and the bare client's alike).
+// Read every 20 ms, the pipe holds what came meanwhile (about 8 KB at
+// 15,000 mails/s; it holds 64 KB) and only the last count is parsed; the
+// first mail is seen up to 20 ms late.
+const readEvery = 20 * time.Millisecond
+
 func (s *postfixSink) read(r io.Reader) {
-	sc := bufio.NewScanner(r)
-	sc.Split(func(data []byte, atEOF bool) (int, []byte, error) {
-		if i := bytes.IndexAny(data, "\r\n"); i >= 0 {
-			return i + 1, data[:i], nil
+	buf := make([]byte, 256<<10)
+	var line []byte // the last line so far, unended
+	for {
+		n, err := r.Read(buf)
+		data := buf[:n]
+		// The last ended line holds the latest count; a line cut by the
+		// read is completed by the next.
+		if i := bytes.LastIndexAny(data, "\r\n"); i >= 0 {
+			last := append(line, data[:i]...)
+			if j := bytes.LastIndexAny(last, "\r\n"); j >= 0 {
+				last = last[j+1:]
+			}
+			s.count(last)
+			line = append(line[:0], data[i+1:]...)
+		} else {
+			line = append(line, data...)
 		}
-		if atEOF && len(data) > 0 {
-			return len(data), data, nil
-		}
-		return 0, nil, nil
-	})
-	for sc.Scan() {
-		i := bytes.Index(sc.Bytes(), []byte("mesg="))
-		if i < 0 {
-			continue
-		}
-		n, err := strconv.ParseInt(string(bytes.TrimSpace(sc.Bytes()[i+5:])), 10, 64)
 		if err != nil {
-			continue
+			s.count(line)
+			return
 		}
-		s.mu.Lock()
-		if s.first.IsZero() && n > s.base {
-			s.first = time.Now()
-		}
-		s.mesg = n
-		s.mu.Unlock()
+		time.Sleep(readEvery)
 	}
+}
+
+// settle waits until smtp-sink's counters read so far include every mail
+// it took before the call (the in-process sink counts at once).
+func settle(sink mailSink) {
+	if sink.PID() != 0 {
+		time.Sleep(3 * readEvery)
+	}
+}
+
+// count takes the mesg= count of one counter line.
+func (s *postfixSink) count(line []byte) {
+	i := bytes.Index(line, []byte("mesg="))
+	if i < 0 {
+		return
+	}
+	n, err := strconv.ParseInt(string(bytes.TrimSpace(line[i+5:])), 10, 64)
+	if err != nil {
+		return
+	}
+	s.mu.Lock()
+	if s.first.IsZero() && n > s.base {
+		s.first = time.Now()
+	}
+	s.mesg = n
+	s.mu.Unlock()
 }
 
 func (s *postfixSink) Addr() string { return s.addr }
