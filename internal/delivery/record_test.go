@@ -1,7 +1,9 @@
 package delivery_test
 
 import (
+	"context"
 	"slices"
+	"sync"
 	"testing"
 	"time"
 
@@ -45,5 +47,84 @@ func TestNewRecord(t *testing.T) {
 	}
 	if !slices.Equal(r.Events, want) {
 		t.Errorf("events\n%+v, want\n%+v", r.Events, want)
+	}
+}
+
+// slowSteps is the in-memory store whose first step record waits for
+// gate (PostgreSQL slow to answer), having said so on blocked.
+type slowSteps struct {
+	*memStore
+	gate    chan struct{}
+	blocked chan struct{}
+	once    sync.Once
+}
+
+func (s *slowSteps) RecordStep(ctx context.Context, sendID, userID int64, rec *delivery.Record) (delivery.Recorded, error) {
+	s.once.Do(func() {
+		close(s.blocked)
+		<-s.gate
+	})
+	return s.memStore.RecordStep(ctx, sendID, userID, rec)
+}
+
+// While a step's record is slow, the send's mails are held: at most
+// MaxUnrecorded of them wait for a step or are being recorded, beside
+// the one each sender has in flight, so a worker that dies then leaves
+// no more than that sent and not recorded. Once the record goes on, the
+// rest goes out, every mail once.
+func TestSlowStepHoldsTheMails(t *testing.T) {
+	t.Parallel()
+	const concurrency = 16
+	var slow *slowSteps
+	f := newFixture(t, delivery.Config{BatchSize: 3000, Window: 1, Concurrency: concurrency}, func(d *delivery.Deps) {
+		slow = &slowSteps{memStore: d.Store.(*memStore), gate: make(chan struct{}), blocked: make(chan struct{})}
+		d.Store = slow
+	})
+	to := addresses(3000)
+	f.store.add(1, to...)
+	if err := f.e.Dispatch(context.Background(), 1, 1); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		f.drain(t, 20)
+	}()
+	<-slow.blocked
+	// The senders go on until the bound holds them; then nothing moves.
+	held, last := 0, -1
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		held = len(f.tr.accepted())
+		if held == last {
+			break
+		}
+		last = held
+	}
+	if held >= len(to) || held > delivery.MaxUnrecorded+concurrency {
+		t.Fatalf("%d mails went while the first step was being recorded; at most %d may (MaxUnrecorded %d and %d in flight)",
+			held, delivery.MaxUnrecorded+concurrency, delivery.MaxUnrecorded, concurrency)
+	}
+	t.Logf("%d mails went while the first step was being recorded", held)
+	if held < delivery.MaxUnrecorded {
+		t.Fatalf("only %d mails went while a step was being recorded: the bound holds them early (MaxUnrecorded %d)", held, delivery.MaxUnrecorded)
+	}
+	close(slow.gate)
+	<-done
+	var rcpts []string
+	for _, m := range f.tr.accepted() {
+		rcpts = append(rcpts, m.To)
+	}
+	slices.Sort(rcpts)
+	slices.Sort(to)
+	if !slices.Equal(rcpts, to) {
+		t.Fatalf("%d mails accepted, want one to each of %d", len(rcpts), len(to))
+	}
+	for _, r := range f.store.rows(1) {
+		if r.status != mail.DeliverySent || r.sent != 1 {
+			t.Fatalf("row %+v", r)
+		}
+	}
+	if f.store.status(1) != 3 {
+		t.Errorf("send status %d, want completed", f.store.status(1))
 	}
 }

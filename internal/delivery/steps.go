@@ -15,22 +15,32 @@ import (
 // not recorded, which the ranges' next runs send again. A step gathers
 // the sent mails of every range of the send running in this worker, so a
 // send's ranges together write one step per recordStep mails.
+//
+// A step takes what is waiting when the one before it ends, so a slow
+// record (PostgreSQL busy, a lock on the send's counters) let the mails
+// waiting grow without bound: a worker killed during one left 950 mails
+// sent and not recorded. A send's mails are therefore held (the ranges'
+// senders wait before their next mail) while maxUnrecorded of them are
+// waiting for a step or being recorded: a worker that dies leaves at most
+// that many, and the mails in flight (one per sender), sent again.
 const (
-	recordStep  = 192                    // sent mails that make a step
-	recordEvery = 100 * time.Millisecond // a smaller step waits no longer
+	recordStep    = 192                    // sent mails that make a step
+	recordEvery   = 100 * time.Millisecond // a smaller step waits no longer
+	maxUnrecorded = 2*recordStep + 32      // sent mails waiting or being recorded, at most
 )
 
 // stepQueue is the steps of one send in this worker (compiledSend.steps;
 // the zero value is ready).
 type stepQueue struct {
-	mu       sync.Mutex
-	ready    []stepItem // sent, not recorded yet
-	ranges   int        // ranges between open and finish
-	flushing int        // steps being recorded (a recorder stopping and the next one may overlap)
-	flushed  *sync.Cond // signalled when a step ends
-	kick     chan struct{}
-	stop     chan struct{}
-	done     chan struct{}
+	mu        sync.Mutex
+	ready     []stepItem // sent, not recorded yet
+	recording int        // mails of the steps being recorded
+	ranges    int        // ranges between open and finish
+	flushing  int        // steps being recorded (a recorder stopping and the next one may overlap)
+	flushed   *sync.Cond // signalled when a step ends or a range takes its mails back
+	kick      chan struct{}
+	stop      chan struct{}
+	done      chan struct{}
 	// paused says a record found the send paused (a reputation guard):
 	// its ranges here hand out no further mail. A range leased later
 	// clears it (the send was resumed).
@@ -67,17 +77,22 @@ func (q *stepQueue) open(ctx context.Context, e *Engine, sendID, userID int64, o
 }
 
 // sent says r.out[i] is the outcome of a mail handed to the transport.
+// It returns once fewer than maxUnrecorded of the send's mails wait for a
+// step or are being recorded, so the caller's next mail goes within the
+// bound.
 func (r *stepRange) sent(i int) {
 	q := r.q
 	q.mu.Lock()
+	defer q.mu.Unlock()
 	q.ready = append(q.ready, stepItem{r, i})
-	full, kick := len(q.ready) >= recordStep, q.kick
-	q.mu.Unlock()
-	if full {
+	if len(q.ready) >= recordStep {
 		select {
-		case kick <- struct{}{}:
+		case q.kick <- struct{}{}:
 		default:
 		}
+	}
+	for len(q.ready)+q.recording >= maxUnrecorded {
+		q.flushed.Wait() // the recorder is running: this range is open
 	}
 }
 
@@ -97,6 +112,7 @@ func (q *stepQueue) run(ctx context.Context, e *Engine, sendID, userID int64, ki
 		q.ready = nil
 		if len(step) > 0 {
 			q.flushing++
+			q.recording += len(step)
 		}
 		q.mu.Unlock()
 		if len(step) == 0 {
@@ -126,6 +142,7 @@ func (q *stepQueue) run(ctx context.Context, e *Engine, sendID, userID int64, ki
 			}
 		}
 		q.flushing--
+		q.recording -= len(step)
 		q.flushed.Broadcast()
 		q.mu.Unlock()
 	}
@@ -148,6 +165,7 @@ func (r *stepRange) finish() ([]mail.Outcome, bool) {
 		}
 	}
 	q.ready = kept
+	q.flushed.Broadcast() // fewer mails wait: senders held may go on
 	var rest []mail.Outcome
 	for i, o := range r.out {
 		if !r.recorded[i] {
