@@ -332,7 +332,6 @@ func (e *Engine) deliver(ctx context.Context, cs *compiledSend, claimed []mail.C
 				out[i] = outcome(c, res)
 				run.done(ctx, res, &out[i])
 				e.Metrics.mail(&out[i])
-				steps.sent(i)
 				// A breaker: when the connection or the sender keeps being
 				// refused, the rest of the range is not tried (each try would
 				// fail the same way) and the send waits.
@@ -344,6 +343,9 @@ func (e *Engine) deliver(ctx context.Context, cs *compiledSend, claimed []mail.C
 					failing.Store(0)
 				}
 				settle()
+				// Last: it holds this sender while too many of the send's
+				// mails wait for a step (the mail's budget given back).
+				steps.sent(i)
 			}
 		}()
 	}
