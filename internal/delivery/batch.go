@@ -196,6 +196,7 @@ func (e *Engine) runRange(ctx context.Context, cs *compiledSend, k, from, to int
 		case <-time.After(backoff):
 		}
 	}
+	steps.written()
 	completed = completed || stepCompleted
 	if completed {
 		e.Log.InfoContext(ctx, "send completed", "send_id", cs.send.ID)

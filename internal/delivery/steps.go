@@ -20,9 +20,14 @@ import (
 // record (PostgreSQL busy, a lock on the send's counters) let the mails
 // waiting grow without bound: a worker killed during one left 950 mails
 // sent and not recorded. A send's mails are therefore held (the ranges'
-// senders wait before their next mail) while maxUnrecorded of them are
-// waiting for a step or being recorded: a worker that dies leaves at most
-// that many, and the mails in flight (one per sender), sent again.
+// senders wait before their next mail) while maxUnrecorded of them wait
+// for a step, are being recorded by one, or were taken back by a range
+// whose own record is under way: a worker that dies leaves at most that
+// many, and the mails in flight (one per sender), sent again. A step
+// that fails (the database away) leaves its mails to their range's own
+// record and stops counting them; a database that is away also fails
+// the ranges' lease renewals, which stops their mails within a third of
+// the lease.
 const (
 	recordStep    = 192                    // sent mails that make a step
 	recordEvery   = 100 * time.Millisecond // a smaller step waits no longer
@@ -58,6 +63,7 @@ type stepRange struct {
 	out       []mail.Outcome // the range's outcomes, by claim index
 	recorded  []bool         // by claim index, under q.mu
 	completed bool           // a step completed the send, under q.mu
+	taken     int            // sent mails finish took back from the steps, under q.mu
 }
 
 // open starts a range's part in the send's steps; the first range starts
@@ -164,8 +170,11 @@ func (r *stepRange) finish() ([]mail.Outcome, bool) {
 			kept = append(kept, it)
 		}
 	}
+	// The mails taken back are still to record: they count until the
+	// range's own record is done (written).
+	r.taken = len(q.ready) - len(kept)
+	q.recording += r.taken
 	q.ready = kept
-	q.flushed.Broadcast() // fewer mails wait: senders held may go on
 	var rest []mail.Outcome
 	for i, o := range r.out {
 		if !r.recorded[i] {
@@ -184,4 +193,15 @@ func (r *stepRange) finish() ([]mail.Outcome, bool) {
 		<-done
 	}
 	return rest, completed
+}
+
+// written says the range's own record of what finish returned is over
+// (done, or given up): the sent mails it took back no longer count.
+func (r *stepRange) written() {
+	q := r.q
+	q.mu.Lock()
+	q.recording -= r.taken
+	r.taken = 0
+	q.flushed.Broadcast()
+	q.mu.Unlock()
 }
