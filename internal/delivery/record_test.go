@@ -136,3 +136,35 @@ func TestSlowStepHoldsTheMails(t *testing.T) {
 		t.Errorf("send status %d, want completed", f.store.status(1))
 	}
 }
+
+// A send keeps one step queue in a worker when it is compiled again (a
+// new version, or two chains compiling it at once), so its hold on mails
+// not recorded stays one.
+func TestSendKeepsItsStepQueue(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, delivery.Config{BatchSize: 10, Window: 1})
+	f.store.add(1, addresses(30)...)
+	if err := f.e.Dispatch(context.Background(), 1, 1); err != nil {
+		t.Fatal(err)
+	}
+	chain := f.sched.take()
+	if err := f.e.RunChain(context.Background(), 1, chain[0].k, true); err != nil {
+		t.Fatal(err)
+	}
+	first := delivery.StepsOf(f.e, 1)
+	if first == nil {
+		t.Fatal("the send is not cached after a range ran")
+	}
+	f.store.mu.Lock()
+	f.store.sends[1].send.Version++
+	f.store.mu.Unlock()
+	if err := f.e.RunChain(context.Background(), 1, chain[0].k+1, true); err != nil {
+		t.Fatal(err)
+	}
+	if got := delivery.StepsOf(f.e, 1); got != first {
+		t.Fatal("the send compiled again for its new version got a step queue of its own")
+	}
+	if n := len(f.tr.accepted()); n != 20 {
+		t.Fatalf("%d mails went, want the two ranges' 20", n)
+	}
+}

@@ -80,6 +80,12 @@ func (c *sendCache) get(ctx context.Context, e *Engine, id int64) (*compiledSend
 	}
 	cs = &compiledSend{send: s, tmpl: tmpl, last: last, form: render.NewForm(tmpl, &s.Sender, opts), steps: &stepQueue{}}
 	c.mu.Lock()
+	if old := c.m[id]; old != nil {
+		// One step queue per send in this worker, so its hold on mails not
+		// recorded is the send's: kept when a new version is compiled, or
+		// when another chain compiled the send at the same moment.
+		cs.steps = old.steps
+	}
 	if len(c.m) >= sendCacheMax {
 		for k := range c.m { // any one: sends finish and are not asked for again
 			delete(c.m, k)
