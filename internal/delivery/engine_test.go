@@ -70,6 +70,16 @@ func (f *fixture) drain(t *testing.T, rounds int) []scheduled {
 	return nil
 }
 
+// dispatch runs send id's dispatch (version 1) and answers the work it
+// scheduled, taken from the scheduler.
+func (f *fixture) dispatch(t *testing.T, id int64) []scheduled {
+	t.Helper()
+	if err := f.e.Dispatch(context.Background(), id, 1); err != nil {
+		t.Fatal(err)
+	}
+	return f.sched.take()
+}
+
 func addresses(n int) []string {
 	out := make([]string, n)
 	for i := range out {
@@ -86,10 +96,7 @@ func TestSendGoesOutOnceEach(t *testing.T) {
 	f := newFixture(t, delivery.Config{BatchSize: 40, Window: 3, Slice: time.Nanosecond})
 	to := addresses(250)
 	f.store.add(1, to...)
-	if err := f.e.Dispatch(context.Background(), 1, 1); err != nil {
-		t.Fatal(err)
-	}
-	first := f.sched.take()
+	first := f.dispatch(t, 1)
 	if len(first) != 3 || first[0].k != 0 || first[2].k != 2 || first[0].kind != "chain" {
 		t.Fatalf("first window: %+v", first)
 	}
@@ -148,11 +155,8 @@ func TestLargeSendExpandsInTwoSteps(t *testing.T) {
 	f := newFixture(t, delivery.Config{BatchSize: 10, Window: 2, ExpandStep: 30, Slice: time.Nanosecond})
 	to := addresses(100)
 	f.store.add(9, to...)
-	if err := f.e.Dispatch(context.Background(), 9, 1); err != nil {
-		t.Fatal(err)
-	}
 	var expand []scheduled
-	for _, w := range f.sched.take() {
+	for _, w := range f.dispatch(t, 9) {
 		if w.kind == "expand" {
 			expand = append(expand, w)
 		} else {
@@ -190,10 +194,7 @@ func TestRangeRunTwiceSendsOnce(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t, delivery.Config{BatchSize: 100, Window: 1})
 	f.store.add(2, addresses(100)...)
-	if err := f.e.Dispatch(context.Background(), 2, 1); err != nil {
-		t.Fatal(err)
-	}
-	f.sched.take()
+	f.dispatch(t, 2)
 	var wg sync.WaitGroup
 	for range 4 {
 		wg.Go(func() {
@@ -290,10 +291,7 @@ func TestRelayDownFailsNobody(t *testing.T) {
 		return smtp.Result{Class: smtp.Temporary, Stage: smtp.StageConnect, Err: errors.New("connection refused")}
 	}
 	f.store.add(4, addresses(200)...)
-	if err := f.e.Dispatch(context.Background(), 4, 1); err != nil {
-		t.Fatal(err)
-	}
-	f.sched.take()
+	f.dispatch(t, 4)
 	if err := f.e.RunChain(context.Background(), 4, 0, false); err != nil {
 		t.Fatal(err)
 	}
@@ -324,10 +322,7 @@ func TestAccountRateDefersTheRest(t *testing.T) {
 	f.store.mu.Lock()
 	f.store.sends[5].send.SendRate = 10
 	f.store.mu.Unlock()
-	if err := f.e.Dispatch(context.Background(), 5, 1); err != nil {
-		t.Fatal(err)
-	}
-	f.sched.take()
+	f.dispatch(t, 5)
 	start := time.Now()
 	if err := f.e.RunChain(context.Background(), 5, 0, false); err != nil {
 		t.Fatal(err)

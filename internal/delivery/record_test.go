@@ -85,10 +85,7 @@ func TestSlowStepHoldsTheMails(t *testing.T) {
 	t.Cleanup(release)
 	to := addresses(3000)
 	f.store.add(1, to...)
-	if err := f.e.Dispatch(context.Background(), 1, 1); err != nil {
-		t.Fatal(err)
-	}
-	chain := f.sched.take()
+	chain := f.dispatch(t, 1)
 	if len(chain) != 1 || chain[0].kind != "chain" {
 		t.Fatalf("dispatch scheduled %+v", chain)
 	}
@@ -144,10 +141,7 @@ func TestSendKeepsItsStepQueue(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t, delivery.Config{BatchSize: 10, Window: 1})
 	f.store.add(1, addresses(30)...)
-	if err := f.e.Dispatch(context.Background(), 1, 1); err != nil {
-		t.Fatal(err)
-	}
-	chain := f.sched.take()
+	chain := f.dispatch(t, 1)
 	if err := f.e.RunChain(context.Background(), 1, chain[0].k, true); err != nil {
 		t.Fatal(err)
 	}
